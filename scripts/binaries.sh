@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Builds the real parts the sandbox runs (temporal CLI, etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler) from their Go modules, into a cache
+# outside the work tree keyed by version. A second run builds nothing.
+#
+#   scripts/binaries.sh          build what is missing, print the bin directory
+#   scripts/binaries.sh --print  print the bin directory without building
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+cache=${TEND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tend}
+
+TEMPORAL_VERSION=v1.5.1
+ETCD_VERSION=$(awk '/go.etcd.io\/etcd\/server\/v3 v/ {print $NF; exit}' "$here/tools/etcd/go.mod")
+K8S_VERSION=$(awk '/k8s.io\/kubernetes v/ {print $NF; exit}' "$here/tools/kubernetes/go.mod")
+
+temporal_dir="$cache/temporal-$TEMPORAL_VERSION"
+etcd_dir="$cache/etcd-$ETCD_VERSION"
+k8s_dir="$cache/kubernetes-$K8S_VERSION"
+
+if [ "${1:-}" = "--print" ]; then
+  printf 'TEMPORAL=%s\nETCD=%s\nKUBERNETES=%s\n' "$temporal_dir/temporal" "$etcd_dir/etcd" "$k8s_dir"
+  exit 0
+fi
+
+command -v go >/dev/null || { echo "binaries: Go is required (https://go.dev/dl); none on PATH" >&2; exit 1; }
+
+# Each build goes to a temporary folder and is moved into place whole, so an
+# interrupted build never leaves a half-written binary that looks cached.
+build() { # name dir command...
+  local name=$1 dir=$2; shift 2
+  if [ -f "$dir/.complete" ]; then return 0; fi
+  echo "binaries: building $name (first time only; several minutes on 2 cores)" >&2
+  local tmp="$dir.tmp.$$"
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  local start=$SECONDS
+  ( "$@" "$tmp" ) || { rm -rf "$tmp"; echo "binaries: building $name failed" >&2; exit 1; }
+  touch "$tmp/.complete"
+  rm -rf "$dir"; mv "$tmp" "$dir"
+  echo "binaries: built $name in $((SECONDS - start))s -> $dir" >&2
+}
+
+build_temporal() {
+  GOBIN="$1" GOFLAGS=-trimpath go install -ldflags='-s -w' "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION"
+}
+
+build_etcd() {
+  (cd "$here/tools/etcd" && go build -trimpath -ldflags='-s -w' -o "$1/etcd" go.etcd.io/etcd/server/v3)
+}
+
+build_kubernetes() {
+  local v=${K8S_VERSION#v} major minor
+  major=${v%%.*}; minor=${v#*.}; minor=${minor%%.*}
+  local pkg=k8s.io/component-base/version
+  local ldflags="-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+  (cd "$here/tools/kubernetes" && go build -trimpath -ldflags="$ldflags" -o "$1/" \
+    k8s.io/kubernetes/cmd/kube-apiserver \
+    k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler)
+}
+
+mkdir -p "$cache"
+build "temporal $TEMPORAL_VERSION" "$temporal_dir" build_temporal
+build "etcd $ETCD_VERSION" "$etcd_dir" build_etcd
+build "kubernetes $K8S_VERSION" "$k8s_dir" build_kubernetes
+echo "$cache"

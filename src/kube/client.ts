@@ -1,0 +1,56 @@
+// The one place tend builds Kubernetes clients. Everything that talks to the
+// API server gets its KubeConfig from here, so that the choice between a
+// kubeconfig file and in-cluster credentials is made once.
+import * as k8s from '@kubernetes/client-node';
+import { homedir } from 'node:os';
+
+export interface KubeOptions {
+  /** Path to a kubeconfig file; `~` is expanded. In-cluster credentials when absent. */
+  kubeconfig?: string;
+  /** Context to use from the kubeconfig; its current context when absent. */
+  context?: string;
+}
+
+export function expandHome(path: string): string {
+  return path === '~' || path.startsWith('~/') ? homedir() + path.slice(1) : path;
+}
+
+export function loadKubeConfig(opts: KubeOptions = {}): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  if (opts.kubeconfig) kc.loadFromFile(expandHome(opts.kubeconfig));
+  else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  if (opts.context) kc.setCurrentContext(opts.context);
+  return kc;
+}
+
+/** The API server URL a KubeConfig points at, for error messages. */
+export function serverOf(kc: k8s.KubeConfig): string {
+  return kc.getCurrentCluster()?.server ?? '(no cluster in kubeconfig)';
+}
+
+export interface KubeClients {
+  kc: k8s.KubeConfig;
+  core: k8s.CoreV1Api;
+  apps: k8s.AppsV1Api;
+  coordination: k8s.CoordinationV1Api;
+  discovery: k8s.DiscoveryV1Api;
+  objects: k8s.KubernetesObjectApi;
+}
+
+export function kubeClients(kc: k8s.KubeConfig): KubeClients {
+  return {
+    kc,
+    core: kc.makeApiClient(k8s.CoreV1Api),
+    apps: kc.makeApiClient(k8s.AppsV1Api),
+    coordination: kc.makeApiClient(k8s.CoordinationV1Api),
+    discovery: kc.makeApiClient(k8s.DiscoveryV1Api),
+    objects: k8s.KubernetesObjectApi.makeApiClient(kc),
+  };
+}
+
+/** The HTTP status of an error thrown by the generated client, if it has one. */
+export function statusOf(err: unknown): number | undefined {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'number' ? code : undefined;
+}
