@@ -54,3 +54,25 @@ export function statusOf(err: unknown): number | undefined {
   const code = (err as { code?: unknown })?.code;
   return typeof code === 'number' ? code : undefined;
 }
+
+export class KubeUnreachableError extends Error {}
+
+/**
+ * Asks the API server for its version, which every authenticated identity may
+ * read: proves the address, the TLS trust and the credentials in one call.
+ */
+export async function checkKubernetes(kc: k8s.KubeConfig): Promise<string> {
+  const server = serverOf(kc);
+  try {
+    const v = await kc.makeApiClient(k8s.VersionApi).getCode();
+    return v.gitVersion;
+  } catch (err) {
+    const code = statusOf(err);
+    const reason = code === 401
+      ? 'the credentials were rejected (401): check the token or client certificate in the kubeconfig'
+      : ((err as Error)?.message ?? String(err)).split('\n')[0];
+    throw new KubeUnreachableError(
+      `cannot reach the Kubernetes API at ${server}: ${reason}\n` +
+      '  Check kubernetes.kubeconfig (in-cluster credentials when it is absent). For the local sandbox run `tend sandbox up`.');
+  }
+}

@@ -1,0 +1,47 @@
+// Cluster set-up the sandbox does through the API: applying the project's own
+// manifests (so tests run under exactly the RBAC that ships) and minting a
+// token for tend's ServiceAccount.
+import * as k8s from '@kubernetes/client-node';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { kubeClients, loadKubeConfig } from '../kube/client.ts';
+
+export async function readManifests(dir: string): Promise<k8s.KubernetesObject[]> {
+  const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f) && f !== 'kustomization.yaml').sort();
+  const objects: k8s.KubernetesObject[] = [];
+  for (const f of files) {
+    for (const doc of parseAllDocuments(await readFile(join(dir, f), 'utf8'))) {
+      if (doc.errors.length) throw new Error(`${join(dir, f)}: ${doc.errors[0]!.message}`);
+      const obj = doc.toJS() as k8s.KubernetesObject | null;
+      if (obj?.kind) objects.push(obj);
+    }
+  }
+  // Namespaces first, so that namespaced objects have a home.
+  return objects.sort((a, b) => Number(b.kind === 'Namespace') - Number(a.kind === 'Namespace'));
+}
+
+/** Server-side applies every object in `dir` that `keep` accepts; returns how many. */
+export async function applyManifests(
+  kubeconfig: string, dir: string, keep: (o: k8s.KubernetesObject) => boolean = () => true,
+): Promise<number> {
+  const { objects } = kubeClients(loadKubeConfig({ kubeconfig }));
+  const wanted = (await readManifests(dir)).filter(keep);
+  for (const obj of wanted) await objects.patch(obj, undefined, undefined, 'tend-sandbox', true, k8s.PatchStrategy.ServerSideApply);
+  return wanted.length;
+}
+
+export async function serviceAccountToken(kubeconfig: string, namespace: string, name: string): Promise<string> {
+  const { core } = kubeClients(loadKubeConfig({ kubeconfig }));
+  const res = await core.createNamespacedServiceAccountToken({
+    namespace, name, body: { spec: { audiences: [], expirationSeconds: 7 * 24 * 3600 } },
+  });
+  if (!res.status?.token) throw new Error(`no token returned for ServiceAccount ${namespace}/${name}`);
+  return res.status.token;
+}
+
+export async function readyNodeCount(kubeconfig: string): Promise<number> {
+  const { core } = kubeClients(loadKubeConfig({ kubeconfig }));
+  const nodes = await core.listNode({ labelSelector: 'sim.tend.dev/node=true' });
+  return nodes.items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
+}

@@ -1,0 +1,409 @@
+// The sandbox: a real Temporal dev server and a real Kubernetes control plane
+// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) plus the
+// simulated kubelet, all under one state folder. `up` starts what is not
+// running and leaves the rest alone; `down` stops exactly what `up` recorded.
+import { mkdir, readFile, writeFile, rm, readdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connect } from 'node:net';
+import { request as httpsRequest } from 'node:https';
+import { request as httpRequest } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { stringify as toYaml } from 'yaml';
+import { ensureBinaries, type Binaries } from './binaries.ts';
+import { ensurePki, pkiPaths, type Pki } from './certs.ts';
+import { isRunning, logTail, readRecord, startDetached, stopProcess, type ProcessRecord } from './process.ts';
+
+export interface SandboxSettings {
+  nodes: number;
+  /** Simulated kubelet time scale: 0.1 makes every kubelet duration ten times shorter. */
+  timeScale: number;
+  /** kube-apiserver --min-request-timeout in seconds: watches end after 1-2x this. */
+  minRequestTimeoutSeconds: number;
+  /** kube-controller-manager --node-monitor-grace-period in seconds. */
+  nodeMonitorGraceSeconds: number;
+  ports: {
+    etcdClient: number;
+    etcdPeer: number;
+    apiserver: number;
+    controllerManager: number;
+    scheduler: number;
+    temporal: number;
+    temporalUi: number;
+  };
+}
+
+export const defaultSettings: SandboxSettings = {
+  nodes: 3,
+  timeScale: 1,
+  minRequestTimeoutSeconds: 1800,
+  nodeMonitorGraceSeconds: 20,
+  ports: {
+    etcdClient: 23790, etcdPeer: 23800, apiserver: 16443, controllerManager: 10357, scheduler: 10359,
+    temporal: 7233, temporalUi: 8233,
+  },
+};
+
+export const searchAttributes = { TendCapability: 'Keyword', TendTarget: 'Keyword' } as const;
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+export function defaultStateDir(): string {
+  if (process.env.TEND_SANDBOX_DIR) return process.env.TEND_SANDBOX_DIR;
+  const base = process.env.XDG_STATE_HOME ?? join(homedir(), '.local', 'state');
+  return join(base, 'tend', 'sandbox');
+}
+
+export interface SandboxInfo {
+  stateDir: string;
+  /** Administrator kubeconfig (system:masters). */
+  kubeconfig: string;
+  /** kubeconfig holding a token of tend's own ServiceAccount (deploy/kubernetes RBAC). */
+  tendKubeconfig: string;
+  /** tend configuration pointing at the sandbox, with tend's own credentials. */
+  config: string;
+  temporalAddress: string;
+  webUi: string;
+  apiserver: string;
+  settings: SandboxSettings;
+}
+
+export function sandboxInfo(stateDir: string, settings: SandboxSettings): SandboxInfo {
+  return {
+    stateDir,
+    kubeconfig: join(stateDir, 'kubeconfig'),
+    tendKubeconfig: join(stateDir, 'tend.kubeconfig'),
+    config: join(stateDir, 'tend.yaml'),
+    temporalAddress: `127.0.0.1:${settings.ports.temporal}`,
+    webUi: `http://127.0.0.1:${settings.ports.temporalUi}`,
+    apiserver: `https://127.0.0.1:${settings.ports.apiserver}`,
+    settings,
+  };
+}
+
+interface Component {
+  name: string;
+  command: string;
+  args: string[];
+  /** Resolves once the component serves; rejects with the reason it does not. */
+  ready: () => Promise<void>;
+  timeoutMs: number;
+}
+
+export class SandboxError extends Error {}
+
+function components(info: SandboxInfo, bin: Binaries, pki: Pki): Component[] {
+  const s = info.settings;
+  const p = s.ports;
+  const dir = info.stateDir;
+  const kcfg = info.kubeconfig;
+  const tlsGet = (port: number, path: string, withCert: boolean) => () =>
+    httpsGet(port, path, withCert ? pki : undefined);
+  return [
+    {
+      name: 'temporal',
+      command: bin.temporal,
+      args: [
+        'server', 'start-dev', '--ip', '127.0.0.1', '--port', String(p.temporal), '--ui-port', String(p.temporalUi),
+        '--db-filename', join(dir, 'temporal.db'), '--log-level', 'warn',
+        ...Object.entries(searchAttributes).flatMap(([k, v]) => ['--search-attribute', `${k}=${v}`]),
+      ],
+      ready: async () => {
+        await tcpOpen(p.temporal);
+        await httpGet(p.temporalUi, '/');
+      },
+      timeoutMs: 60_000,
+    },
+    {
+      name: 'etcd',
+      command: bin.etcd,
+      args: [
+        '--name', 'sandbox', '--data-dir', join(dir, 'etcd'),
+        '--listen-client-urls', `http://127.0.0.1:${p.etcdClient}`, '--advertise-client-urls', `http://127.0.0.1:${p.etcdClient}`,
+        '--listen-peer-urls', `http://127.0.0.1:${p.etcdPeer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${p.etcdPeer}`,
+        '--initial-cluster', `sandbox=http://127.0.0.1:${p.etcdPeer}`,
+        '--unsafe-no-fsync', '--log-level', 'warn',
+      ],
+      ready: () => httpGet(p.etcdClient, '/health'),
+      timeoutMs: 30_000,
+    },
+    {
+      name: 'kube-apiserver',
+      command: bin.kubeApiserver,
+      args: [
+        `--etcd-servers=http://127.0.0.1:${p.etcdClient}`,
+        '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', `--secure-port=${p.apiserver}`,
+        `--cert-dir=${join(dir, 'apiserver')}`,
+        `--tls-cert-file=${pki.serverCert}`, `--tls-private-key-file=${pki.serverKey}`, `--client-ca-file=${pki.caCert}`,
+        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+        `--service-account-key-file=${pki.saPub}`, `--service-account-signing-key-file=${pki.saKey}`,
+        '--service-cluster-ip-range=10.96.0.0/16', '--authorization-mode=RBAC', '--allow-privileged=true',
+        `--min-request-timeout=${s.minRequestTimeoutSeconds}`, '--profiling=false', '--v=1',
+      ],
+      ready: tlsGet(p.apiserver, '/readyz', true),
+      timeoutMs: 90_000,
+    },
+    {
+      name: 'kube-controller-manager',
+      command: bin.kubeControllerManager,
+      args: [
+        `--kubeconfig=${kcfg}`, `--authentication-kubeconfig=${kcfg}`, `--authorization-kubeconfig=${kcfg}`,
+        '--bind-address=127.0.0.1', `--secure-port=${p.controllerManager}`, '--leader-elect=false',
+        `--cert-dir=${join(dir, 'controller-manager')}`,
+        `--service-account-private-key-file=${pki.saKey}`, `--root-ca-file=${pki.caCert}`,
+        '--use-service-account-credentials=true',
+        '--node-monitor-period=1s', `--node-monitor-grace-period=${s.nodeMonitorGraceSeconds}s`,
+        '--profiling=false', '--v=1',
+      ],
+      ready: tlsGet(p.controllerManager, '/healthz', false),
+      timeoutMs: 60_000,
+    },
+    {
+      name: 'kube-scheduler',
+      command: bin.kubeScheduler,
+      args: [
+        `--kubeconfig=${kcfg}`, `--authentication-kubeconfig=${kcfg}`, `--authorization-kubeconfig=${kcfg}`,
+        '--bind-address=127.0.0.1', `--secure-port=${p.scheduler}`, '--leader-elect=false',
+        `--cert-dir=${join(dir, 'scheduler')}`, '--profiling=false', '--v=1',
+      ],
+      ready: tlsGet(p.scheduler, '/healthz', false),
+      timeoutMs: 60_000,
+    },
+    {
+      name: 'kubelet',
+      command: process.execPath,
+      args: [
+        join(repoRoot, 'src/sandbox/kubelet/main.ts'), '--kubeconfig', kcfg,
+        '--nodes', String(s.nodes), '--time-scale', String(s.timeScale),
+      ],
+      ready: () => nodesReady(info),
+      timeoutMs: 60_000,
+    },
+  ];
+}
+
+const pidFile = (info: SandboxInfo, name: string) => join(info.stateDir, 'run', `${name}.pid`);
+const logFile = (info: SandboxInfo, name: string) => join(info.stateDir, 'logs', `${name}.log`);
+
+async function readSettings(stateDir: string): Promise<SandboxSettings | undefined> {
+  try {
+    return JSON.parse(await readFile(join(stateDir, 'sandbox.json'), 'utf8')) as SandboxSettings;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface UpOptions {
+  stateDir?: string;
+  settings?: Partial<Omit<SandboxSettings, 'ports'>> & { ports?: Partial<SandboxSettings['ports']> };
+  progress?: (msg: string) => void;
+}
+
+/** Starts whatever part of the sandbox is not running; returns where it lives. */
+export async function up(opts: UpOptions = {}): Promise<SandboxInfo> {
+  const stateDir = opts.stateDir ?? defaultStateDir();
+  const say = opts.progress ?? (() => {});
+  const saved = await readSettings(stateDir);
+  const wanted: SandboxSettings = {
+    ...defaultSettings, ...saved, ...opts.settings,
+    ports: { ...defaultSettings.ports, ...saved?.ports, ...opts.settings?.ports },
+  };
+  const info = sandboxInfo(stateDir, wanted);
+  if (saved && (await anyRunning(info)) && JSON.stringify(saved) !== JSON.stringify(wanted)) {
+    throw new SandboxError(
+      `the sandbox in ${stateDir} is running with other settings (${JSON.stringify(saved)}); ` +
+      'run `tend sandbox down` first to change them');
+  }
+  await Promise.all(['run', 'logs'].map((d) => mkdir(join(stateDir, d), { recursive: true })));
+  await writeFile(join(stateDir, 'sandbox.json'), JSON.stringify(wanted, null, 2));
+
+  const bin = await ensureBinaries(say);
+  const pki = await ensurePki(join(stateDir, 'pki'));
+  await writeAdminKubeconfig(info, pki);
+  const all = components(info, bin, pki);
+  const byName = new Map(all.map((c) => [c.name, c]));
+  const start = (name: string) => startComponent(info, byName.get(name)!, say);
+
+  // Temporal is independent of Kubernetes: start both chains side by side.
+  const temporal = start('temporal');
+  await start('etcd');
+  await start('kube-apiserver');
+  await bootstrapCluster(info, say);
+  await Promise.all([start('kube-controller-manager'), start('kube-scheduler')]);
+  await start('kubelet');
+  await temporal;
+  await writeTendConfig(info);
+  say(`sandbox ready in ${stateDir}`);
+  return info;
+}
+
+async function startComponent(info: SandboxInfo, c: Component, say: (m: string) => void): Promise<void> {
+  const pf = pidFile(info, c.name);
+  const rec = await readRecord(pf);
+  if (await isRunning(rec)) {
+    await waitReady(info, c, rec!);
+    return;
+  }
+  say(`starting ${c.name}`);
+  const started = await startDetached(c.name, c.command, c.args, { log: logFile(info, c.name), pidFile: pf, cwd: info.stateDir });
+  await waitReady(info, c, started);
+  say(`${c.name} ready (pid ${started.pid})`);
+}
+
+async function waitReady(info: SandboxInfo, c: Component, rec: ProcessRecord): Promise<void> {
+  const deadline = Date.now() + c.timeoutMs;
+  let last: unknown;
+  for (;;) {
+    if (!(await isRunning(rec))) {
+      throw new SandboxError(`${c.name} exited during start-up; last lines of ${rec.log}:\n${await logTail(rec.log)}`);
+    }
+    try {
+      await c.ready();
+      return;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new SandboxError(
+        `${c.name} did not become ready within ${c.timeoutMs / 1000}s (${(last as Error)?.message ?? last}); ` +
+        `last lines of ${logFile(info, c.name)}:\n${await logTail(rec.log)}`);
+    }
+    await sleep(250);
+  }
+}
+
+async function anyRunning(info: SandboxInfo): Promise<boolean> {
+  for (const s of await status(info.stateDir)) if (s.running) return true;
+  return false;
+}
+
+export interface ComponentStatus {
+  name: string;
+  running: boolean;
+  pid?: number;
+  log: string;
+}
+
+const componentNames = ['temporal', 'etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet'];
+
+export async function status(stateDir = defaultStateDir()): Promise<ComponentStatus[]> {
+  const info = sandboxInfo(stateDir, (await readSettings(stateDir)) ?? defaultSettings);
+  return Promise.all(componentNames.map(async (name) => {
+    const rec = await readRecord(pidFile(info, name));
+    const running = await isRunning(rec);
+    return { name, running, pid: running ? rec!.pid : undefined, log: logFile(info, name) };
+  }));
+}
+
+/** The running sandbox's addresses, or undefined when it has never been set up. */
+export async function currentSandbox(stateDir = defaultStateDir()): Promise<SandboxInfo | undefined> {
+  const settings = await readSettings(stateDir);
+  return settings ? sandboxInfo(stateDir, settings) : undefined;
+}
+
+/** Stops, in reverse order, every process the sandbox recorded. Data is kept unless `purge`. */
+export async function down(stateDir = defaultStateDir(), opts: { purge?: boolean; progress?: (m: string) => void } = {}) {
+  const settings = (await readSettings(stateDir)) ?? defaultSettings;
+  const info = sandboxInfo(stateDir, settings);
+  for (const name of [...componentNames].reverse()) {
+    const pf = pidFile(info, name);
+    const rec = await readRecord(pf);
+    if (!rec) continue;
+    if (await isRunning(rec)) opts.progress?.(`stopping ${name} (pid ${rec.pid})`);
+    await stopProcess(rec, pf);
+  }
+  if (opts.purge && existsSync(stateDir)) {
+    for (const entry of await readdir(stateDir)) await rm(join(stateDir, entry), { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Kubernetes bootstrap: the kubeconfigs, tend's RBAC, tend's own credentials.
+
+function kubeconfigYaml(info: SandboxInfo, caData: string, user: Record<string, string>): string {
+  return toYaml({
+    apiVersion: 'v1', kind: 'Config',
+    clusters: [{ name: 'tend-sandbox', cluster: { server: info.apiserver, 'certificate-authority-data': caData } }],
+    users: [{ name: 'user', user }],
+    contexts: [{ name: 'tend-sandbox', context: { cluster: 'tend-sandbox', user: 'user' } }],
+    'current-context': 'tend-sandbox',
+  });
+}
+
+const b64 = async (f: string) => Buffer.from(await readFile(f)).toString('base64');
+
+async function writeAdminKubeconfig(info: SandboxInfo, pki: Pki) {
+  const yaml = kubeconfigYaml(info, await b64(pki.caCert), {
+    'client-certificate-data': await b64(pki.adminCert), 'client-key-data': await b64(pki.adminKey),
+  });
+  await writeFile(info.kubeconfig, yaml, { mode: 0o600 });
+}
+
+/** Applies deploy/kubernetes's namespace and RBAC, and writes tend's own kubeconfig. */
+async function bootstrapCluster(info: SandboxInfo, say: (m: string) => void) {
+  const { applyManifests, serviceAccountToken } = await import('./bootstrap.ts');
+  const applied = await applyManifests(info.kubeconfig, join(repoRoot, 'deploy/kubernetes'), (o) => o.kind !== 'Deployment' && o.kind !== 'ConfigMap');
+  say(`applied ${applied} objects from deploy/kubernetes`);
+  const token = await serviceAccountToken(info.kubeconfig, 'tend-system', 'tend');
+  const yaml = kubeconfigYaml(info, await b64(pkiPaths(join(info.stateDir, 'pki')).caCert), { token });
+  await writeFile(info.tendKubeconfig, yaml, { mode: 0o600 });
+}
+
+async function writeTendConfig(info: SandboxInfo) {
+  const yaml = toYaml({
+    temporal: { address: info.temporalAddress, namespace: 'default', taskQueue: 'tend' },
+    kubernetes: { kubeconfig: info.tendKubeconfig },
+  });
+  await writeFile(info.config, '# tend configuration for the local sandbox (written by `tend sandbox up`)\n' + yaml);
+}
+
+// ---------------------------------------------------------------------------
+// Readiness probes.
+
+function tcpOpen(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const sock = connect({ host: '127.0.0.1', port }, () => {
+      sock.end();
+      resolve();
+    });
+    sock.once('error', reject);
+    sock.setTimeout(2000, () => sock.destroy(new Error(`127.0.0.1:${port}: timed out`)));
+  });
+}
+
+function httpGet(port: number, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, timeout: 2000 }, (res) => {
+      res.resume();
+      if (res.statusCode === 200) resolve();
+      else reject(new Error(`GET http://127.0.0.1:${port}${path}: ${res.statusCode}`));
+    });
+    req.once('error', reject);
+    req.once('timeout', () => req.destroy(new Error('timed out')));
+    req.end();
+  });
+}
+
+async function httpsGet(port: number, path: string, pki?: Pki): Promise<void> {
+  const tls = pki
+    ? { ca: await readFile(pki.caCert), cert: await readFile(pki.adminCert), key: await readFile(pki.adminKey) }
+    : { rejectUnauthorized: false };
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path, timeout: 2000, ...tls }, (res) => {
+      res.resume();
+      if (res.statusCode === 200) resolve();
+      else reject(new Error(`GET https://127.0.0.1:${port}${path}: ${res.statusCode}`));
+    });
+    req.once('error', reject);
+    req.once('timeout', () => req.destroy(new Error('timed out')));
+    req.end();
+  });
+}
+
+async function nodesReady(info: SandboxInfo): Promise<void> {
+  const { readyNodeCount } = await import('./bootstrap.ts');
+  const ready = await readyNodeCount(info.kubeconfig);
+  if (ready < info.settings.nodes) throw new Error(`${ready}/${info.settings.nodes} simulated nodes Ready`);
+}

@@ -1,0 +1,256 @@
+#!/usr/bin/env node
+// The `tend` command: the operator's tool, and the process that runs the
+// worker and the watcher. Exit codes: 0 ok, 1 failure, 2 usage or configuration.
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { fileURLToPath } from 'node:url';
+import { ConfigError } from '../config/errors.ts';
+import { describeConfig, loadConfig, type Config } from '../config/load.ts';
+import { KubeUnreachableError } from '../kube/client.ts';
+import { UnreachableError } from '../temporal/connection.ts';
+import { SandboxError } from '../sandbox/sandbox.ts';
+import { log } from '../log.ts';
+
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+/** An error whose message is all the operator needs: printed without a stack. */
+export class UsageError extends Error {}
+
+const repoFile = (p: string) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
+
+function positiveInt(name: string) {
+  return (v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${name} must be a whole number of at least 1 (got "${v}")`);
+    return n;
+  };
+}
+
+function positiveNumber(name: string) {
+  return (v: string) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`${name} must be a number above 0 (got "${v}")`);
+    return n;
+  };
+}
+
+interface ConfigFlags {
+  config?: string;
+  configMap?: string;
+  kubeconfig?: string;
+}
+
+const configOption = () => new Option('-c, --config <file>', 'configuration file').env('TEND_CONFIG');
+const configMapOption = () =>
+  new Option('--config-map <namespace/name:key>', 'read the configuration from a ConfigMap key instead of a file');
+
+async function configFrom(flags: ConfigFlags): Promise<Config> {
+  if (flags.config && flags.configMap) throw new UsageError('give either --config or --config-map, not both');
+  if (flags.configMap) return loadConfig({ configMap: flags.configMap, kubeconfig: flags.kubeconfig });
+  if (flags.config) return loadConfig({ file: flags.config });
+  throw new UsageError('no configuration: give --config FILE (or set TEND_CONFIG), or --config-map NAMESPACE/NAME:KEY');
+}
+
+/** Aborts on the first SIGINT or SIGTERM, so every part can shut down in order. */
+function shutdownSignal(): AbortSignal {
+  const ac = new AbortController();
+  const stop = (sig: string) => {
+    if (ac.signal.aborted) return;
+    log.info({ signal: sig }, 'shutting down');
+    ac.abort();
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  return ac.signal;
+}
+
+async function runParts(config: Config, parts: { worker: boolean; watcher: boolean }, signal: AbortSignal) {
+  const { runWorker } = await import('../workers/worker.ts');
+  const { runWatcher } = await import('./watcher.ts');
+  const { capabilityWatches } = await import('./watches.ts');
+  const ac = new AbortController();
+  signal.addEventListener('abort', () => ac.abort(), { once: true });
+  // If one part fails, stop the other rather than run half a tend.
+  const guard = (p: Promise<void>) => p.catch((err) => {
+    ac.abort();
+    throw err;
+  });
+  const running: Promise<void>[] = [];
+  if (parts.worker) running.push(guard(runWorker(config, ac.signal)));
+  if (parts.watcher) running.push(guard(runWatcher(config, capabilityWatches(config), ac.signal)));
+  const results = await Promise.allSettled(running);
+  const failed = results.find((r) => r.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+}
+
+export function buildProgram(): Command {
+  const program = new Command('tend')
+    .description('durable Kubernetes remediation on Temporal')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+
+  program
+    .command('run')
+    .description('run the worker and the watcher in one process; on the local sandbox when no configuration is given')
+    .addOption(configOption())
+    .addOption(configMapOption())
+    .option('--kubeconfig <file>', 'kubeconfig used to read --config-map')
+    .action(async (flags: ConfigFlags) => {
+      const signal = shutdownSignal();
+      if (!flags.config && !flags.configMap) {
+        const { runOnSandbox } = await import('./demo.ts');
+        await runOnSandbox(signal, (config) => runParts(config, { worker: true, watcher: true }, signal));
+        return;
+      }
+      await runParts(await configFrom(flags), { worker: true, watcher: true }, signal);
+    });
+
+  for (const part of ['worker', 'watcher'] as const) {
+    program
+      .command(part)
+      .description(part === 'worker' ? 'run only the worker (workflows and activities)' : 'run only the watcher (informers that start workflows)')
+      .addOption(configOption())
+      .addOption(configMapOption())
+      .option('--kubeconfig <file>', 'kubeconfig used to read --config-map')
+      .action(async (flags: ConfigFlags) => {
+        const signal = shutdownSignal();
+        await runParts(await configFrom(flags), { worker: part === 'worker', watcher: part === 'watcher' }, signal);
+      });
+  }
+
+  program
+    .command('doctor')
+    .description('run a check workflow through Temporal and the worker, and print what the worker sees of the cluster')
+    .addOption(configOption())
+    .addOption(configMapOption())
+    .option('--kubeconfig <file>', 'kubeconfig used to read --config-map')
+    .option('--timeout <seconds>', 'how long to wait for a worker to answer', positiveInt('--timeout'), 30)
+    .action(async (flags: ConfigFlags & { timeout: number }) => {
+      const { doctor } = await import('./doctor.ts');
+      const config = flags.config || flags.configMap ? await configFrom(flags) : await sandboxConfig();
+      console.log(JSON.stringify(await doctor(config, flags.timeout * 1000), null, 2));
+    });
+
+  const cfg = program.command('config').description('work with configuration files');
+  cfg
+    .command('validate')
+    .description('check a configuration file; prints every problem by its path')
+    .argument('<file>', 'configuration file')
+    .action(async (file: string) => {
+      const config = await loadConfig({ file });
+      console.log(`config OK: ${file}\n${describeConfig(config)}`);
+    });
+
+  const sandbox = program.command('sandbox').description('the local sandbox: Temporal dev server, Kubernetes control plane, simulated kubelet');
+  const stateDirOption = () => new Option('--state-dir <dir>', 'state folder').env('TEND_SANDBOX_DIR');
+  sandbox
+    .command('up')
+    .description('start whatever part of the sandbox is not running')
+    .addOption(stateDirOption())
+    .option('--nodes <n>', 'simulated nodes', positiveInt('--nodes'))
+    .option('--time-scale <x>', 'simulated kubelet time scale (0.1: ten times faster back-off)', positiveNumber('--time-scale'))
+    .option('--min-request-timeout <seconds>', 'kube-apiserver --min-request-timeout (watches end after 1-2x this)', positiveInt('--min-request-timeout'))
+    .action(async (flags: { stateDir?: string; nodes?: number; timeScale?: number; minRequestTimeout?: number }) => {
+      const { up } = await import('../sandbox/sandbox.ts');
+      const settings = Object.fromEntries(Object.entries({
+        nodes: flags.nodes, timeScale: flags.timeScale, minRequestTimeoutSeconds: flags.minRequestTimeout,
+      }).filter(([, v]) => v !== undefined));
+      const info = await up({ stateDir: flags.stateDir, settings, progress: (m) => console.error(`sandbox: ${m}`) });
+      printEnv(info);
+    });
+  sandbox
+    .command('down')
+    .description('stop what the sandbox started (and nothing else)')
+    .addOption(stateDirOption())
+    .option('--purge', 'also delete the state folder (cluster and Temporal data)')
+    .action(async (flags: { stateDir?: string; purge?: boolean }) => {
+      const { down } = await import('../sandbox/sandbox.ts');
+      await down(flags.stateDir, { purge: flags.purge, progress: (m) => console.error(`sandbox: ${m}`) });
+    });
+  sandbox
+    .command('status')
+    .description('show which sandbox components run')
+    .addOption(stateDirOption())
+    .action(async (flags: { stateDir?: string }) => {
+      const { status } = await import('../sandbox/sandbox.ts');
+      const rows = await status(flags.stateDir);
+      for (const r of rows) console.log(`${r.name.padEnd(24)} ${r.running ? `running  pid ${r.pid}` : 'stopped'}`);
+      if (!rows.every((r) => r.running)) process.exitCode = EXIT_FAILURE;
+    });
+  sandbox
+    .command('env')
+    .description('print the kubeconfig path, the Temporal address and the Web UI URL as shell exports')
+    .addOption(stateDirOption())
+    .action(async (flags: { stateDir?: string }) => {
+      const { currentSandbox } = await import('../sandbox/sandbox.ts');
+      const info = await currentSandbox(flags.stateDir);
+      if (!info) throw new UsageError('no sandbox has been set up here; run `tend sandbox up`');
+      printEnv(info);
+    });
+  const node = sandbox.command('node').description("stop or restart a simulated node's heartbeats");
+  for (const verb of ['stop', 'start'] as const) {
+    node
+      .command(verb)
+      .description(verb === 'stop' ? 'stop heartbeats: the node lifecycle controller will taint the node unreachable' : 'resume heartbeats')
+      .argument('<node>', 'node name, e.g. sim-2')
+      .addOption(stateDirOption())
+      .action(async (name: string, flags: { stateDir?: string }) => {
+        const { currentSandbox } = await import('../sandbox/sandbox.ts');
+        const { loadKubeConfig } = await import('../kube/client.ts');
+        const { stopHeartbeats, startHeartbeats } = await import('../sandbox/kubelet/index.ts');
+        const info = await currentSandbox(flags.stateDir);
+        if (!info) throw new UsageError('no sandbox has been set up here; run `tend sandbox up`');
+        const kc = loadKubeConfig({ kubeconfig: info.kubeconfig });
+        await (verb === 'stop' ? stopHeartbeats(kc, name) : startHeartbeats(kc, name));
+        console.log(`node ${name}: heartbeats ${verb === 'stop' ? 'stopped' : 'resumed'}`);
+      });
+  }
+  return program;
+}
+
+async function sandboxConfig(): Promise<Config> {
+  const { currentSandbox } = await import('../sandbox/sandbox.ts');
+  const info = await currentSandbox();
+  if (!info) throw new UsageError('no configuration given and no sandbox set up: give --config FILE, or run `tend sandbox up`');
+  return loadConfig({ file: info.config });
+}
+
+function printEnv(info: { kubeconfig: string; tendKubeconfig: string; temporalAddress: string; webUi: string; config: string }) {
+  console.log(`export KUBECONFIG=${info.kubeconfig}`);
+  console.log(`export TEMPORAL_ADDRESS=${info.temporalAddress}`);
+  console.log(`export TEND_CONFIG=${info.config}`);
+  console.log(`# tend's own ServiceAccount credentials: ${info.tendKubeconfig}`);
+  console.log(`# Temporal Web UI: ${info.webUi}`);
+}
+
+/** Maps an error to its message and exit code. */
+export function exitFor(err: unknown): { code: number; message?: string } {
+  if (err instanceof CommanderError) {
+    // Commander has printed its own message already.
+    return { code: err.exitCode === 0 ? 0 : EXIT_USAGE };
+  }
+  if (err instanceof ConfigError || err instanceof UsageError) return { code: EXIT_USAGE, message: err.message };
+  if (err instanceof UnreachableError || err instanceof KubeUnreachableError || err instanceof SandboxError) {
+    return { code: EXIT_FAILURE, message: err.message };
+  }
+  return { code: EXIT_FAILURE, message: (err as Error)?.stack ?? String(err) };
+}
+
+export async function main(argv: string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync(argv, { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (err) {
+    const { code, message } = exitFor(err);
+    if (message) console.error(`tend: ${message}`);
+    return code;
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const code = await main(process.argv.slice(2));
+  // Open handles (gRPC, informers) must not keep a finished command alive.
+  process.exit(code);
+}
+
+export { repoFile };

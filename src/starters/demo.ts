@@ -1,0 +1,36 @@
+// `tend run` with no configuration: the quick start. Brings the sandbox up,
+// installs the demo workload, and runs tend against it with tend's own
+// ServiceAccount credentials.
+import { fileURLToPath } from 'node:url';
+import { loadConfig, type Config } from '../config/load.ts';
+import { up } from '../sandbox/sandbox.ts';
+import { applyManifests } from '../sandbox/bootstrap.ts';
+
+const demoDir = fileURLToPath(new URL('../../deploy/demo', import.meta.url));
+
+export async function runOnSandbox(signal: AbortSignal, run: (config: Config) => Promise<void>): Promise<void> {
+  const say = (m: string) => console.error(`sandbox: ${m}`);
+  say('no configuration given: using the local sandbox');
+  const info = await up({ progress: say });
+  if (signal.aborted) return;
+  await applyManifests(info.kubeconfig, demoDir);
+  const config = await loadConfig({ file: info.config });
+  console.log([
+    '',
+    'tend is running on the local sandbox.',
+    `  Temporal Web UI   ${info.webUi}`,
+    `  kubeconfig        ${info.kubeconfig}`,
+    `  tend config       ${info.config}`,
+    '',
+    'Try next, in another shell:',
+    `  export KUBECONFIG=${info.kubeconfig} TEMPORAL_ADDRESS=${info.temporalAddress}`,
+    '  kubectl get nodes,pods -A                    # the simulated nodes and the demo workload',
+    '  ./bin/tend doctor                            # a workflow through Temporal, the worker and Kubernetes',
+    '  ./bin/tend sandbox node stop sim-2           # stop a node\'s heartbeats: it gets tainted unreachable',
+    '  temporal workflow list                       # what tend ran',
+    '',
+    'Ctrl-C stops tend; `./bin/tend sandbox down` stops the sandbox.',
+    '',
+  ].join('\n'));
+  await run(config);
+}

@@ -1,0 +1,48 @@
+// The worker: hosts every workflow and activity on one task queue.
+import { Worker, Runtime, DefaultLogger } from '@temporalio/worker';
+import { fileURLToPath } from 'node:url';
+import { createActivities } from '../activities/index.ts';
+import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
+import { connectNative, type TemporalSettings } from '../temporal/connection.ts';
+import { log } from '../log.ts';
+
+export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+let runtimeInstalled = false;
+
+/** Signals are handled by the tend process itself, which shuts every part down in order. */
+export function installRuntime() {
+  if (runtimeInstalled) return;
+  Runtime.install({ shutdownSignals: [], logger: new DefaultLogger((process.env.TEND_LOG_LEVEL?.toUpperCase() as 'INFO') ?? 'WARN') });
+  runtimeInstalled = true;
+}
+
+export interface WorkerOptions {
+  temporal: TemporalSettings;
+  kubernetes: KubeOptions;
+}
+
+/** Connects to both sides, then runs until `signal` aborts. */
+export async function runWorker(opts: WorkerOptions, signal: AbortSignal): Promise<void> {
+  installRuntime();
+  const kc = loadKubeConfig(opts.kubernetes);
+  const version = await checkKubernetes(kc);
+  const connection = await connectNative(opts.temporal);
+  try {
+    const worker = await Worker.create({
+      connection,
+      namespace: opts.temporal.namespace,
+      taskQueue: opts.temporal.taskQueue,
+      workflowsPath,
+      activities: createActivities({ kube: kubeClients(kc) }),
+    });
+    log.info({ taskQueue: opts.temporal.taskQueue, temporal: opts.temporal.address, kubernetes: version }, 'worker started');
+    const stop = () => worker.shutdown();
+    signal.addEventListener('abort', stop, { once: true });
+    if (signal.aborted) stop();
+    await worker.run();
+    log.info('worker stopped');
+  } finally {
+    await connection.close();
+  }
+}

@@ -1,0 +1,2 @@
+// Every workflow the worker hosts.
+export { checkWorkflow } from './check.ts';

@@ -1,0 +1,132 @@
+// The sandbox is real: the scheduler binds pods, the endpointslice controller
+// writes slices from pod readiness, the node lifecycle controller taints a
+// silent node, and the simulated kubelet follows kubelet's back-off.
+import assert from 'node:assert/strict';
+import type * as k8s from '@kubernetes/client-node';
+import type { KubeClients } from '../../src/kube/client.ts';
+import { admin, deleteNamespace, deployment, isReady, podsOf, service, tempNamespace } from '../harness/kube.ts';
+import { sandbox } from '../harness/hooks.ts';
+import { runTend } from '../harness/cli.ts';
+import { waitFor } from '../harness/wait.ts';
+import { testStateDir } from '../harness/env.ts';
+
+function crashLooping(pod: k8s.V1Pod): k8s.V1ContainerStatus | undefined {
+  return pod.status?.containerStatuses?.find((c) => c.state?.waiting?.reason === 'CrashLoopBackOff');
+}
+
+async function sliceEndpoints(kube: KubeClients, namespace: string, svc: string) {
+  const slices = await kube.discovery.listNamespacedEndpointSlice({
+    namespace, labelSelector: `kubernetes.io/service-name=${svc}`,
+  });
+  return slices.items;
+}
+
+describe('sandbox (real control plane, simulated kubelet)', function () {
+  let kube: KubeClients;
+  let ns: string;
+
+  before(async () => {
+    kube = admin();
+    ns = await tempNamespace(kube, 'sandbox');
+  });
+  after(async () => deleteNamespace(kube, ns));
+
+  it('schedules a Deployment\'s pods onto simulated nodes and makes them Ready', async () => {
+    await kube.apps.createNamespacedDeployment({ namespace: ns, body: deployment({ namespace: ns, name: 'web', replicas: 3 }) });
+    const pods = await waitFor('3 web pods Ready', async () => {
+      const p = await podsOf(kube, ns, 'app=web');
+      return p.length === 3 && p.every(isReady) && p;
+    });
+    const nodes = new Set((await kube.core.listNode({ labelSelector: 'sim.tend.dev/node=true' })).items.map((n) => n.metadata!.name));
+    for (const p of pods) {
+      assert.ok(nodes.has(p.spec!.nodeName!), `pod ${p.metadata!.name} bound to a simulated node (got ${p.spec!.nodeName})`);
+      assert.equal(p.status!.phase, 'Running');
+      assert.match(p.status!.podIP ?? '', /^\d+\.\d+\.\d+\.\d+$/);
+      assert.equal(p.status!.containerStatuses![0]!.ready, true);
+    }
+    assert.equal(new Set(pods.map((p) => p.status!.podIP)).size, 3, 'every pod has its own IP');
+    const d = await waitFor('Deployment status to report 3 ready replicas', async () => {
+      const dep = await kube.apps.readNamespacedDeployment({ namespace: ns, name: 'web' });
+      return dep.status?.readyReplicas === 3 && dep;
+    });
+    assert.equal(d.status!.availableReplicas, 3);
+  });
+
+  it('turns a Service\'s EndpointSlice ready through the real endpointslice controller', async () => {
+    await kube.core.createNamespacedService({ namespace: ns, body: service(ns, 'web', { app: 'web' }) });
+    const slices = await waitFor('an EndpointSlice with 3 ready endpoints', async () => {
+      const s = await sliceEndpoints(kube, ns, 'web');
+      const ready = s.flatMap((x) => x.endpoints ?? []).filter((e) => e.conditions?.ready !== false);
+      return ready.length === 3 && s;
+    });
+    assert.equal(slices[0]!.metadata!.labels!['endpointslice.kubernetes.io/managed-by'], 'endpointslice-controller.k8s.io');
+  });
+
+  it('crash-loops a dependant with growing back-off while its Service has no ready endpoint, and recovers after', async () => {
+    const scale = sandbox().settings.timeScale;
+    await kube.core.createNamespacedService({ namespace: ns, body: service(ns, 'upstream', { app: 'upstream' }) });
+    await kube.apps.createNamespacedDeployment({ namespace: ns, body: deployment({ namespace: ns, name: 'upstream', replicas: 0 }) });
+    await kube.apps.createNamespacedDeployment({
+      namespace: ns,
+      body: deployment({ namespace: ns, name: 'dependant', replicas: 1, annotations: { 'sim.tend.dev/depends-on': 'upstream' } }),
+    });
+
+    // Record each restart as it happens: the gaps between them must grow.
+    const restarts: number[] = [];
+    await waitFor('3 restarts in CrashLoopBackOff', async () => {
+      const [pod] = await podsOf(kube, ns, 'app=dependant');
+      const cs = pod && crashLooping(pod);
+      if (cs && !restarts.includes(cs.restartCount)) restarts.push(cs.restartCount);
+      return cs && cs.restartCount >= 3 && cs;
+    }, { timeoutMs: 120_000 * scale + 30_000, intervalMs: 100 });
+    const [pod] = await podsOf(kube, ns, 'app=dependant');
+    assert.equal(isReady(pod!), false, 'a crash-looping pod is not Ready');
+    const cs = pod!.status!.containerStatuses![0]!;
+    assert.equal(cs.lastState?.terminated?.exitCode, 1);
+    assert.match(cs.state!.waiting!.message ?? '', /back-off \S+ restarting failed container/);
+
+    // Each crash leaves its run in lastState.terminated for the whole back-off
+    // that follows; the gap between one run's end and the next run's start is
+    // the back-off kubelet applied.
+    const runs = new Map<string, { startedAt: number; finishedAt: number }>();
+    await waitFor('three more crashes to measure back-off', async () => {
+      const [p] = await podsOf(kube, ns, 'app=dependant');
+      const term = p?.status?.containerStatuses?.[0]?.lastState?.terminated;
+      if (term?.startedAt && term.finishedAt) {
+        runs.set(String(term.startedAt), { startedAt: new Date(term.startedAt).getTime(), finishedAt: new Date(term.finishedAt).getTime() });
+      }
+      return runs.size >= 3;
+    }, { timeoutMs: 700_000 * scale + 30_000, intervalMs: 100 });
+    const ordered = [...runs.values()].sort((a, b) => a.startedAt - b.startedAt);
+    const gaps = ordered.slice(1).map((r, i) => r.startedAt - ordered[i]!.finishedAt);
+    assert.ok(gaps[1]! > gaps[0]! * 1.5, `back-off grows: ${gaps.join(' ms, ')} ms`);
+
+    await kube.apps.patchNamespacedDeploymentScale(
+      { namespace: ns, name: 'upstream', body: [{ op: 'replace', path: '/spec/replicas', value: 1 }] },
+    );
+    const recovered = await waitFor('the dependant to run and be Ready once upstream is ready', async () => {
+      const [p] = await podsOf(kube, ns, 'app=dependant');
+      return p && isReady(p) && p;
+    }, { timeoutMs: 320_000 * scale + 30_000 });
+    assert.ok(recovered.status!.containerStatuses![0]!.restartCount >= 4, 'it was the same pod, restarted, not a new one');
+  });
+
+  it('gets the real node.kubernetes.io/unreachable taint when a node\'s heartbeats stop, and loses it when they resume', async () => {
+    const node = `sim-${sandbox().settings.nodes}`;
+    const taintOf = async () => (await kube.core.readNode({ name: node })).spec?.taints?.find((t) => t.key === 'node.kubernetes.io/unreachable');
+    const stop = await runTend(['sandbox', 'node', 'stop', node, '--state-dir', testStateDir]);
+    assert.equal(stop.code, 0, stop.stderr);
+    try {
+      const taint = await waitFor(`taint node.kubernetes.io/unreachable on ${node}`, taintOf, {
+        timeoutMs: (sandbox().settings.nodeMonitorGraceSeconds + 30) * 1000,
+      });
+      assert.ok(['NoSchedule', 'NoExecute'].includes(taint.effect));
+      const ready = (await kube.core.readNode({ name: node })).status!.conditions!.find((c) => c.type === 'Ready');
+      assert.equal(ready!.status, 'Unknown', 'the node lifecycle controller set Ready=Unknown');
+    } finally {
+      const start = await runTend(['sandbox', 'node', 'start', node, '--state-dir', testStateDir]);
+      assert.equal(start.code, 0, start.stderr);
+    }
+    await waitFor(`${node} untainted and Ready again`, async () => !(await taintOf()), { timeoutMs: 60_000 });
+  });
+});
