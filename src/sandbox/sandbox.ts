@@ -177,6 +177,8 @@ function components(info: SandboxInfo, bin: Binaries, pki: Pki): Component[] {
       args: [
         join(repoRoot, 'src/sandbox/kubelet/main.ts'), '--kubeconfig', kcfg,
         '--nodes', String(s.nodes), '--time-scale', String(s.timeScale),
+        // Several heartbeats per grace period, as with a real kubelet (10 s vs 40 s).
+        '--heartbeat-seconds', String(Math.max(1, Math.floor(s.nodeMonitorGraceSeconds / 4))),
       ],
       ready: () => nodesReady(info),
       timeoutMs: 60_000,
@@ -224,32 +226,51 @@ export async function up(opts: UpOptions = {}): Promise<SandboxInfo> {
   await writeAdminKubeconfig(info, pki);
   const all = components(info, bin, pki);
   const byName = new Map(all.map((c) => [c.name, c]));
-  const start = (name: string) => startComponent(info, byName.get(name)!, say);
+  // What this call started, so that a failure stops exactly that and leaves
+  // alone what was already running.
+  const started: ProcessRecord[] = [];
+  const start = async (name: string) => {
+    const rec = await startComponent(info, byName.get(name)!, say);
+    if (rec) started.push(rec);
+  };
 
   // Temporal is independent of Kubernetes: start both chains side by side.
   const temporal = start('temporal');
-  await start('etcd');
-  await start('kube-apiserver');
-  await bootstrapCluster(info, say);
-  await Promise.all([start('kube-controller-manager'), start('kube-scheduler')]);
-  await start('kubelet');
-  await temporal;
+  try {
+    await start('etcd');
+    await start('kube-apiserver');
+    await bootstrapCluster(info, say);
+    await Promise.all([start('kube-controller-manager'), start('kube-scheduler')]);
+    await start('kubelet');
+    await temporal;
+  } catch (err) {
+    await Promise.allSettled([temporal]);
+    for (const rec of started.reverse()) await stopProcess(rec, pidFile(info, rec.name));
+    throw err;
+  }
   await writeTendConfig(info);
   say(`sandbox ready in ${stateDir}`);
   return info;
 }
 
-async function startComponent(info: SandboxInfo, c: Component, say: (m: string) => void): Promise<void> {
+/** Starts a component unless it runs already; returns its record if this call started it. */
+async function startComponent(info: SandboxInfo, c: Component, say: (m: string) => void): Promise<ProcessRecord | undefined> {
   const pf = pidFile(info, c.name);
   const rec = await readRecord(pf);
   if (await isRunning(rec)) {
     await waitReady(info, c, rec!);
-    return;
+    return undefined;
   }
   say(`starting ${c.name}`);
   const started = await startDetached(c.name, c.command, c.args, { log: logFile(info, c.name), pidFile: pf, cwd: info.stateDir });
-  await waitReady(info, c, started);
+  try {
+    await waitReady(info, c, started);
+  } catch (err) {
+    await stopProcess(started, pf);
+    throw err;
+  }
   say(`${c.name} ready (pid ${started.pid})`);
+  return started;
 }
 
 async function waitReady(info: SandboxInfo, c: Component, rec: ProcessRecord): Promise<void> {

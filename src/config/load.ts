@@ -1,0 +1,164 @@
+// The one config loader: reads a file or a ConfigMap key, parses YAML,
+// validates it against the schema, and reports every problem at once with
+// its path and line, so that a bad config stops tend before anything starts.
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { z } from 'zod';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
+import { expandHome, KubeUnreachableError, kubeClients, loadKubeConfig, serverOf, statusOf, type KubeOptions } from '../kube/client.ts';
+import { ConfigError, type ConfigProblem } from './errors.ts';
+import { dns1123LabelProblem, dns1123SubdomainProblem } from './kube-names.ts';
+import { issueMessage, pathString, problemsOf, type DocumentPath } from './problems.ts';
+import { configSchema, type Config } from './schema.ts';
+import { sections, type Section, type SectionName } from './sections.ts';
+
+export type { Config } from './schema.ts';
+
+export type ConfigSource = { file: string } | ({ configMap: string } & KubeOptions);
+
+export async function loadConfig(source: ConfigSource): Promise<Config> {
+  if ('file' in source) return parseConfig(await readConfigFile(source.file), source.file);
+  return parseConfig(await readConfigMap(source), `configmap ${source.configMap}`);
+}
+
+/** Parses and validates config text; `origin` names where it came from in errors. */
+export function parseConfig(text: string, origin: string): Config {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  // Only the first YAML error: the ones after it are mostly its echoes.
+  const [error] = doc.errors;
+  if (error) {
+    const { line, col } = lineCounter.linePos(error.pos[0]);
+    const reason = error.code === 'MULTIPLE_DOCS' ? 'holds more than one YAML document; tend reads one' : error.message;
+    throw new ConfigError(origin, [{ path: '', line, message: `invalid YAML at line ${line}, column ${col}: ${reason}` }]);
+  }
+  let data: unknown;
+  try {
+    data = doc.toJS();
+  } catch (err) {
+    // Resolving aliases can still fail (too many of them: a "billion laughs").
+    throw new ConfigError(origin, [{ path: '', message: `invalid YAML: ${(err as Error).message}` }]);
+  }
+  // An empty file, or one holding only comments, means every default.
+  const result = configSchema.safeParse(data ?? {}, { reportInput: true, error: issueMessage });
+  if (result.success) return result.data;
+  const problems = problemsOf(result.error.issues, configSchema).map(({ path, message }): ConfigProblem => {
+    const line = lineOf(doc, lineCounter, path);
+    return { path: pathString(path), message, ...(line !== undefined && { line }) };
+  });
+  // Document order reads best; problems that cannot be placed come first.
+  problems.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+  throw new ConfigError(origin, problems);
+}
+
+/** The line of the deepest part of `path` that the document has (a missing field: its parent's line). */
+function lineOf(doc: Document, lineCounter: LineCounter, path: DocumentPath): number | undefined {
+  let node: unknown = doc.contents;
+  let offset: number | undefined;
+  for (const segment of path) {
+    if (isAlias(node)) node = node.resolve(doc);
+    if (isMap(node)) {
+      const pair = node.items.find((item) => isScalar(item.key) && String(item.key.value) === String(segment));
+      if (!pair) break;
+      offset = (pair.key as { range?: [number, number, number] }).range?.[0] ?? offset;
+      node = pair.value;
+    } else if (isSeq(node) && typeof segment === 'number' && node.items[segment] !== undefined) {
+      node = node.items[segment];
+      offset = (node as { range?: [number, number, number] }).range?.[0] ?? offset;
+    } else {
+      break;
+    }
+  }
+  return offset === undefined ? undefined : lineCounter.linePos(offset).line;
+}
+
+async function readConfigFile(file: string): Promise<string> {
+  const path = expandHome(file);
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const where = resolve(path) === path ? '' : ` (looked for ${resolve(path)})`;
+    const reason =
+      code === 'ENOENT' ? `file not found${where}`
+      : code === 'EISDIR' ? 'is a directory, not a file'
+      : code === 'EACCES' ? 'permission denied'
+      : `cannot be read: ${(err as Error).message}`;
+    throw new ConfigError(file, [{ path: '', message: reason }]);
+  }
+}
+
+export interface ConfigMapRef {
+  namespace: string;
+  name: string;
+  key: string;
+}
+
+const configMapKey = /^[-._a-zA-Z0-9]+$/;
+
+/** Reads `namespace/name:key`, the form `--config-map` takes. */
+export function parseConfigMapRef(ref: string): ConfigMapRef {
+  const match = /^([^/:]+)\/([^/:]+):(.+)$/.exec(ref);
+  const problem = (message: string) => new ConfigError(`configmap ${ref}`, [{ path: '', message }]);
+  if (!match) throw problem('must be namespace/name:key, like tend-system/tend:config.yaml');
+  const [, namespace, name, key] = match as unknown as [string, string, string, string];
+  const namespaceProblem = dns1123LabelProblem(namespace);
+  if (namespaceProblem) throw problem(`namespace ${namespaceProblem}`);
+  const nameProblem = dns1123SubdomainProblem(name);
+  if (nameProblem) throw problem(`name ${nameProblem}`);
+  if (key.length > 253 || !configMapKey.test(key)) {
+    throw problem('key must be at most 253 letters, digits, "-", "_" and "."');
+  }
+  return { namespace, name, key };
+}
+
+async function readConfigMap(source: { configMap: string } & KubeOptions): Promise<string> {
+  const { namespace, name, key } = parseConfigMapRef(source.configMap);
+  const origin = `configmap ${source.configMap}`;
+  const { kc, core } = kubeClients(loadKubeConfig({ kubeconfig: source.kubeconfig, context: source.context }));
+  let configMap;
+  try {
+    configMap = await core.readNamespacedConfigMap({ namespace, name });
+  } catch (err) {
+    const status = statusOf(err);
+    if (status === 404) throw new ConfigError(origin, [{ path: '', message: `ConfigMap ${namespace}/${name} not found` }]);
+    if (status === 401 || status === 403) {
+      throw new ConfigError(origin, [{
+        path: '',
+        message: `not allowed to read ConfigMap ${namespace}/${name} (${status}): tend's identity needs get on configmaps in ${namespace}`,
+      }]);
+    }
+    // fetch says only "fetch failed"; the reason (ECONNREFUSED, a TLS error) is its cause.
+    const cause = (err as { cause?: { message?: string } })?.cause?.message;
+    const reason = ((err as Error)?.message ?? String(err)).split('\n')[0] + (cause ? ` (${cause})` : '');
+    throw new KubeUnreachableError(`cannot read ConfigMap ${namespace}/${name} from ${serverOf(kc)}: ${reason}`);
+  }
+  const text = configMap.data?.[key];
+  if (text === undefined) {
+    const keys = Object.keys(configMap.data ?? {});
+    const has = keys.length > 0 ? `its keys are ${keys.join(', ')}` : 'it has no data';
+    throw new ConfigError(origin, [{ path: '', message: `ConfigMap ${namespace}/${name} has no key ${key}: ${has}` }]);
+  }
+  return text;
+}
+
+/** A few lines saying what the config will do, for `tend config validate`. */
+export function describeConfig(config: Config): string {
+  const { temporal, kubernetes } = config;
+  const tls = temporal.tls === true ? 'TLS with system roots' : temporal.tls ? 'TLS' : 'no TLS';
+  const apiKey = temporal.apiKeyEnv ? `API key from $${temporal.apiKeyEnv}` : temporal.apiKey ? 'API key' : 'no API key';
+  const kube = kubernetes.kubeconfig
+    ? `kubeconfig ${kubernetes.kubeconfig}`
+    : 'in-cluster credentials (outside a cluster: $KUBECONFIG or ~/.kube/config)';
+  const lines = [
+    `temporal: ${temporal.address}, namespace ${temporal.namespace}, task queue ${temporal.taskQueue}, ${tls}, ${apiKey}`,
+    `kubernetes: ${kube}${kubernetes.context ? `, context ${kubernetes.context}` : ''}`,
+  ];
+  for (const [name, section] of Object.entries(sections)) {
+    const value = config[name as SectionName];
+    // Each section describes its own value; the union of them is not worth spelling out to the compiler.
+    const describe = (section as Section<z.ZodType>).describe;
+    lines.push(`${name}: ${value === undefined ? 'off' : describe(value)}`);
+  }
+  return lines.join('\n');
+}

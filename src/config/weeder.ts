@@ -1,0 +1,38 @@
+// The weeder section: dependency-watchdog's weeder config, field for field
+// (api/weeder/types.go), so an existing one can be pasted in. `namespaces` is
+// tend's addition: the namespaces whose Services are watched (all when absent).
+import { z } from 'zod';
+import { positiveGoDurationSchema } from './duration.ts';
+import { dns1123LabelProblem, kubeNameSchema } from './kube-names.ts';
+import { labelSelectorSchema } from './label-selector.ts';
+
+// Services are named by DNS-1123 labels (DNS-1035 before Kubernetes 1.34's
+// relaxed validation); the wider rule is kept so newer clusters' names pass.
+const serviceNameSchema = kubeNameSchema((name) => {
+  const problem = dns1123LabelProblem(name);
+  return problem && `not a valid Service name: ${problem}`;
+});
+
+export const dependantSelectorsSchema = z.strictObject({
+  podSelectors: z.array(labelSelectorSchema).min(1, 'must list at least one pod selector'),
+});
+
+export const weederSchema = z.strictObject({
+  watchDuration: positiveGoDurationSchema.prefault('5m'),
+  servicesAndDependantSelectors: z
+    .record(serviceNameSchema, dependantSelectorsSchema)
+    .refine((services) => Object.keys(services).length > 0, 'must name at least one Service'),
+  namespaces: z
+    .array(kubeNameSchema(dns1123LabelProblem))
+    .min(1, 'must list at least one namespace, or be left out to watch all of them')
+    .optional(),
+});
+
+export type DependantSelectors = z.output<typeof dependantSelectorsSchema>;
+export type WeederConfig = z.output<typeof weederSchema>;
+
+export function describeWeeder(weeder: WeederConfig): string {
+  const services = Object.keys(weeder.servicesAndDependantSelectors);
+  const namespaces = weeder.namespaces ? `namespaces ${weeder.namespaces.join(', ')}` : 'all namespaces';
+  return `${services.length} Service(s) (${services.join(', ')}) in ${namespaces}, window ${weeder.watchDuration.text}`;
+}
