@@ -1,68 +1,18 @@
 #!/usr/bin/env node
 // The `tend` command: the operator's tool, and the process that runs the
 // worker and the watcher. Exit codes: 0 ok, 1 failure, 2 usage or configuration.
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../config/errors.ts';
 import { describeConfig, loadConfig, type Config } from '../config/load.ts';
 import { KubeUnreachableError } from '../kube/client.ts';
 import { UnreachableError } from '../temporal/connection.ts';
 import { SandboxError } from '../sandbox/sandbox.ts';
-import { log } from '../log.ts';
-
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
-
-/** An error whose message is all the operator needs: printed without a stack. */
-export class UsageError extends Error {}
-
-const repoFile = (p: string) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
-
-function positiveInt(name: string) {
-  return (v: string) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${name} must be a whole number of at least 1 (got "${v}")`);
-    return n;
-  };
-}
-
-function positiveNumber(name: string) {
-  return (v: string) => {
-    const n = Number(v);
-    if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`${name} must be a number above 0 (got "${v}")`);
-    return n;
-  };
-}
-
-interface ConfigFlags {
-  config?: string;
-  configMap?: string;
-  kubeconfig?: string;
-}
-
-const configOption = () => new Option('-c, --config <file>', 'configuration file').env('TEND_CONFIG');
-const configMapOption = () =>
-  new Option('--config-map <namespace/name:key>', 'read the configuration from a ConfigMap key instead of a file');
-
-async function configFrom(flags: ConfigFlags): Promise<Config> {
-  if (flags.config && flags.configMap) throw new UsageError('give either --config or --config-map, not both');
-  if (flags.configMap) return loadConfig({ configMap: flags.configMap, kubeconfig: flags.kubeconfig });
-  if (flags.config) return loadConfig({ file: flags.config });
-  throw new UsageError('no configuration: give --config FILE (or set TEND_CONFIG), or --config-map NAMESPACE/NAME:KEY');
-}
-
-/** Aborts on the first SIGINT or SIGTERM, so every part can shut down in order. */
-function shutdownSignal(): AbortSignal {
-  const ac = new AbortController();
-  const stop = (sig: string) => {
-    if (ac.signal.aborted) return;
-    log.info({ signal: sig }, 'shutting down');
-    ac.abort();
-  };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  return ac.signal;
-}
+import {
+  configFrom, configOrSandbox, EXIT_FAILURE, EXIT_USAGE, positiveInt, positiveNumber, shutdownSignal, UsageError,
+  withConfigOptions, type ConfigFlags,
+} from './cli-support.ts';
+import { registerCapabilityCommands } from './capability-commands.ts';
 
 async function runParts(config: Config, parts: { worker: boolean; watcher: boolean }, signal: AbortSignal) {
   const { runWorker } = await import('../workers/worker.ts');
@@ -89,12 +39,9 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
 
-  program
+  withConfigOptions(program
     .command('run')
-    .description('run the worker and the watcher in one process; on the local sandbox when no configuration is given')
-    .addOption(configOption())
-    .addOption(configMapOption())
-    .option('--kubeconfig <file>', 'kubeconfig used to read --config-map')
+    .description('run the worker and the watcher in one process; on the local sandbox when no configuration is given'))
     .action(async (flags: ConfigFlags) => {
       const signal = shutdownSignal();
       if (!flags.config && !flags.configMap) {
@@ -106,28 +53,22 @@ export function buildProgram(): Command {
     });
 
   for (const part of ['worker', 'watcher'] as const) {
-    program
+    withConfigOptions(program
       .command(part)
-      .description(part === 'worker' ? 'run only the worker (workflows and activities)' : 'run only the watcher (informers that start workflows)')
-      .addOption(configOption())
-      .addOption(configMapOption())
-      .option('--kubeconfig <file>', 'kubeconfig used to read --config-map')
+      .description(part === 'worker' ? 'run only the worker (workflows and activities)' : 'run only the watcher (informers that start workflows)'))
       .action(async (flags: ConfigFlags) => {
         const signal = shutdownSignal();
         await runParts(await configFrom(flags), { worker: part === 'worker', watcher: part === 'watcher' }, signal);
       });
   }
 
-  program
+  withConfigOptions(program
     .command('doctor')
-    .description('run a check workflow through Temporal and the worker, and print what the worker sees of the cluster')
-    .addOption(configOption())
-    .addOption(configMapOption())
-    .option('--kubeconfig <file>', 'kubeconfig used to read --config-map')
+    .description('run a check workflow through Temporal and the worker, and print what the worker sees of the cluster'))
     .option('--timeout <seconds>', 'how long to wait for a worker to answer', positiveInt('--timeout'), 30)
     .action(async (flags: ConfigFlags & { timeout: number }) => {
       const { doctor } = await import('./doctor.ts');
-      const config = flags.config || flags.configMap ? await configFrom(flags) : await sandboxConfig();
+      const config = await configOrSandbox(flags);
       console.log(JSON.stringify(await doctor(config, flags.timeout * 1000), null, 2));
     });
 
@@ -205,14 +146,8 @@ export function buildProgram(): Command {
         console.log(`node ${name}: heartbeats ${verb === 'stop' ? 'stopped' : 'resumed'}`);
       });
   }
+  registerCapabilityCommands(program);
   return program;
-}
-
-async function sandboxConfig(): Promise<Config> {
-  const { currentSandbox } = await import('../sandbox/sandbox.ts');
-  const info = await currentSandbox();
-  if (!info) throw new UsageError('no configuration given and no sandbox set up: give --config FILE, or run `tend sandbox up`');
-  return loadConfig({ file: info.config });
 }
 
 function printEnv(info: { kubeconfig: string; tendKubeconfig: string; temporalAddress: string; webUi: string; config: string }) {
@@ -253,4 +188,3 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   process.exit(code);
 }
 
-export { repoFile };

@@ -12,7 +12,7 @@ import { sandbox } from '../harness/hooks.ts';
 import { waitFor } from '../harness/wait.ts';
 import { kubeClients, loadKubeConfig, statusOf } from '../../src/kube/client.ts';
 import { down, status, up } from '../../src/sandbox/sandbox.ts';
-import { testStateDir } from '../harness/env.ts';
+import { testPort, testStateDir } from '../harness/env.ts';
 
 describe('tend CLI', function () {
   let dir: string;
@@ -163,10 +163,10 @@ describe('tend CLI', function () {
       // A second sandbox on its own ports whose etcd port is taken.
       const state = await mkdtemp(join(tmpdir(), 'tend-sbx-'));
       const blocker: Server = createServer();
-      await new Promise<void>((resolve) => blocker.listen(26790, '127.0.0.1', resolve));
+      await new Promise<void>((resolve) => blocker.listen(testPort(26790), '127.0.0.1', resolve));
       try {
         await assert.rejects(
-          up({ stateDir: state, settings: { ports: { etcdClient: 26790, etcdPeer: 26800, apiserver: 19443, controllerManager: 13357, scheduler: 13359, temporal: 7533, temporalUi: 8533 } } }),
+          up({ stateDir: state, settings: { ports: { etcdClient: testPort(26790), etcdPeer: testPort(26800), apiserver: testPort(19443), controllerManager: testPort(13357), scheduler: testPort(13359), temporal: testPort(7533), temporalUi: testPort(8533) } } }),
           (err: Error) => {
             assert.match(err.message, /^etcd (exited during start-up|did not become ready)/);
             assert.match(err.message, /address already in use/);

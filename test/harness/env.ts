@@ -7,13 +7,18 @@ import type { SandboxSettings } from '../../src/sandbox/sandbox.ts';
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 export const testStateDir = process.env.TEND_TEST_SANDBOX_DIR ?? join(repoRoot, '.tend', 'test-sandbox');
 
+// Several test runs (say, in separate checkouts) can run side by side when each
+// sets its own TEND_TEST_PORT_OFFSET and TEND_TEST_SANDBOX_DIR.
+const offset = Number(process.env.TEND_TEST_PORT_OFFSET ?? 0);
+export const testPort = (port: number) => port + offset;
+
 export const testSettings: Omit<SandboxSettings, 'minRequestTimeoutSeconds'> = {
   nodes: 3,
   // Kubelet back-off of 10 s, 20 s, 40 s ... becomes 1 s, 2 s, 4 s ...
   timeScale: 0.1,
   nodeMonitorGraceSeconds: 8,
   ports: {
-    etcdClient: 24790, etcdPeer: 24800, apiserver: 17443, controllerManager: 11357, scheduler: 11359,
-    temporal: 7333, temporalUi: 8333,
+    etcdClient: testPort(24790), etcdPeer: testPort(24800), apiserver: testPort(17443), controllerManager: testPort(11357), scheduler: testPort(11359),
+    temporal: testPort(7333), temporalUi: testPort(8333),
   },
 };

@@ -1,0 +1,75 @@
+// What every tend subcommand shares: exit codes, configuration options,
+// argument parsers, and the shutdown signal.
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { loadConfig, type Config } from '../config/load.ts';
+import { log } from '../log.ts';
+
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+/** An error whose message is all the operator needs: printed without a stack. */
+export class UsageError extends Error {}
+
+export function positiveInt(name: string) {
+  return (v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${name} must be a whole number of at least 1 (got "${v}")`);
+    return n;
+  };
+}
+
+export function positiveNumber(name: string) {
+  return (v: string) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`${name} must be a number above 0 (got "${v}")`);
+    return n;
+  };
+}
+
+export interface ConfigFlags {
+  config?: string;
+  configMap?: string;
+  kubeconfig?: string;
+}
+
+export const configOption = () => new Option('-c, --config <file>', 'configuration file').env('TEND_CONFIG');
+export const configMapOption = () =>
+  new Option('--config-map <namespace/name:key>', 'read the configuration from a ConfigMap key instead of a file');
+
+export async function configFrom(flags: ConfigFlags): Promise<Config> {
+  if (flags.config && flags.configMap) throw new UsageError('give either --config or --config-map, not both');
+  if (flags.configMap) return loadConfig({ configMap: flags.configMap, kubeconfig: flags.kubeconfig });
+  if (flags.config) return loadConfig({ file: flags.config });
+  throw new UsageError('no configuration: give --config FILE (or set TEND_CONFIG), or --config-map NAMESPACE/NAME:KEY');
+}
+
+/** Aborts on the first SIGINT or SIGTERM, so every part can shut down in order. */
+export function shutdownSignal(): AbortSignal {
+  const ac = new AbortController();
+  const stop = (sig: string) => {
+    if (ac.signal.aborted) return;
+    log.info({ signal: sig }, 'shutting down');
+    ac.abort();
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  return ac.signal;
+}
+
+
+/** The configuration given, or else the local sandbox's: for commands an operator runs by hand. */
+export async function configOrSandbox(flags: ConfigFlags): Promise<Config> {
+  if (flags.config || flags.configMap) return configFrom(flags);
+  const { currentSandbox } = await import('../sandbox/sandbox.ts');
+  const info = await currentSandbox();
+  if (!info) throw new UsageError('no configuration given and no sandbox set up: give --config FILE, or run `tend sandbox up`');
+  return loadConfig({ file: info.config });
+}
+
+/** Adds --config, --config-map and --kubeconfig (for the ConfigMap) to a command. */
+export function withConfigOptions(cmd: Command): Command {
+  return cmd
+    .addOption(configOption())
+    .addOption(configMapOption())
+    .option('--kubeconfig <file>', 'kubeconfig used to read --config-map');
+}
