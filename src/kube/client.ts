@@ -35,6 +35,9 @@ export interface KubeClients {
   apps: k8s.AppsV1Api;
   coordination: k8s.CoordinationV1Api;
   discovery: k8s.DiscoveryV1Api;
+  events: k8s.EventsV1Api;
+  policy: k8s.PolicyV1Api;
+  custom: k8s.CustomObjectsApi;
   objects: k8s.KubernetesObjectApi;
 }
 
@@ -45,6 +48,9 @@ export function kubeClients(kc: k8s.KubeConfig): KubeClients {
     apps: kc.makeApiClient(k8s.AppsV1Api),
     coordination: kc.makeApiClient(k8s.CoordinationV1Api),
     discovery: kc.makeApiClient(k8s.DiscoveryV1Api),
+    events: kc.makeApiClient(k8s.EventsV1Api),
+    policy: kc.makeApiClient(k8s.PolicyV1Api),
+    custom: kc.makeApiClient(k8s.CustomObjectsApi),
     objects: k8s.KubernetesObjectApi.makeApiClient(kc),
   };
 }
