@@ -1,0 +1,52 @@
+// How the simulated kubelet talks to the API server: patch content types and
+// the error classes it handles. Generated client-node 2.x methods pick JSON
+// Patch for a patch body unless told otherwise, so every patch names its type.
+import * as k8s from '@kubernetes/client-node';
+import { statusOf } from '../../kube/client.ts';
+
+/** JSON merge patch (RFC 7386): for metadata, where lists are not involved. */
+export const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+
+/**
+ * Strategic merge patch: for status, so that lists with a merge key
+ * (conditions by `type`) keep the entries other writers own, as the kubelet's
+ * own status patches do.
+ */
+export const strategicMergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
+
+export const FIELD_MANAGER = 'tend-sim-kubelet';
+
+export function isNotFound(err: unknown): boolean {
+  return statusOf(err) === 404;
+}
+
+export function isConflict(err: unknown): boolean {
+  return statusOf(err) === 409;
+}
+
+/** The API server's own words for a failed request, for logs. */
+export function errorMessage(err: unknown): string {
+  const body = (err as { body?: unknown })?.body;
+  if (typeof body === 'string') {
+    try {
+      const parsed = JSON.parse(body) as { message?: unknown };
+      if (typeof parsed.message === 'string') return parsed.message;
+    } catch {
+      // not JSON: fall through to the error's own message
+    }
+  } else if (body && typeof (body as { message?: unknown }).message === 'string') {
+    return (body as { message: string }).message;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Whether `a` is an older version of an object than `b`. resourceVersion is
+ * opaque by contract; kube-apiserver's are etcd revisions, so compare them as
+ * numbers when both are, and otherwise say no (treat the newcomer as newer).
+ */
+export function olderVersion(a: { resourceVersion?: string } | undefined, b: { resourceVersion?: string } | undefined): boolean {
+  const ra = Number(a?.resourceVersion);
+  const rb = Number(b?.resourceVersion);
+  return Number.isSafeInteger(ra) && Number.isSafeInteger(rb) && ra < rb;
+}

@@ -1,0 +1,180 @@
+// One simulated node's kubelet side of the node contract: register the Node,
+// post its status and renew its Lease every heartbeat, and fall silent while
+// the Node carries the heartbeat-stopped annotation.
+//
+// The node lifecycle controller in kube-controller-manager does the rest, for
+// real: with the Lease and Ready heartbeat stale for node-monitor-grace-period
+// it marks Ready=Unknown and taints the node node.kubernetes.io/unreachable;
+// once heartbeats come back it clears both. Taints are the controller's
+// business: this code never writes spec, only metadata.labels at registration
+// and status.
+import * as k8s from '@kubernetes/client-node';
+import type { V1Node } from '@kubernetes/client-node';
+import type { KubeClients } from '../../kube/client.ts';
+import type { Logger } from '../../log.ts';
+import { heartbeatStopped } from './annotations.ts';
+import { errorMessage, FIELD_MANAGER, isConflict, isNotFound, mergePatch, olderVersion, strategicMergePatch } from './api.ts';
+import { leaseSpec, NODE_LEASE_NAMESPACE, nodeLabels, nodeStatus } from './node-status.ts';
+import type { SimNode } from './node-status.ts';
+import { startInformer } from './watch.ts';
+import type { RunningInformer } from './watch.ts';
+
+export interface NodeAgentOptions {
+  clients: KubeClients;
+  node: SimNode;
+  /** Reported as nodeInfo.kubeletVersion. */
+  kubeletVersion: string;
+  heartbeatMs: number;
+  log: Logger;
+  /** Heartbeats were stopped (true) or resumed (false) through the Node's annotation. */
+  onHeartbeatChange(stopped: boolean): void;
+}
+
+export class NodeAgent {
+  readonly node: SimNode;
+  private readonly opts: NodeAgentOptions;
+  private readonly log: Logger;
+  private stopped = false;
+  private shutdown = false;
+  private observed?: V1Node;
+  private timer?: NodeJS.Timeout;
+  private beating?: Promise<void>;
+  private informer?: RunningInformer<V1Node>;
+
+  constructor(opts: NodeAgentOptions) {
+    this.opts = opts;
+    this.node = opts.node;
+    this.log = opts.log;
+  }
+
+  /** Whether the Node's heartbeats are stopped by its annotation. */
+  get heartbeatsStopped(): boolean {
+    return this.stopped;
+  }
+
+  /** Registers (or adopts) the Node, posts the first heartbeat and starts watching the Node. */
+  async start(): Promise<void> {
+    await this.register();
+    await this.beat();
+    this.informer = startInformer<V1Node>({
+      kc: this.opts.clients.kc,
+      path: '/api/v1/nodes',
+      fieldSelector: `metadata.name=${this.node.name}`,
+      list: () => this.opts.clients.core.listNode({ fieldSelector: `metadata.name=${this.node.name}` }),
+      log: this.log,
+      onUpsert: (node) => this.observe(node),
+      onDelete: () => this.log.warn('node was deleted; it is registered again at the next heartbeat'),
+    });
+    await this.informer.synced;
+  }
+
+  async stop(): Promise<void> {
+    this.shutdown = true;
+    clearTimeout(this.timer);
+    await this.informer?.stop();
+    await this.beating;
+  }
+
+  private async register(): Promise<void> {
+    const { core } = this.opts.clients;
+    const labels = nodeLabels(this.node);
+    let node: V1Node;
+    try {
+      node = await core.createNode({ body: { apiVersion: 'v1', kind: 'Node', metadata: { name: this.node.name, labels } }, fieldManager: FIELD_MANAGER });
+      this.log.info('node registered');
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+      // Already there from an earlier run: adopt it, making sure of our labels.
+      node = await core.patchNode({ name: this.node.name, body: { metadata: { labels } }, fieldManager: FIELD_MANAGER }, mergePatch);
+      this.log.info('node adopted');
+    }
+    this.observe(node);
+  }
+
+  /**
+   * Takes in the Node as last seen (from the watch or a write's response) and
+   * reacts to the heartbeat annotation. Older versions arriving late are
+   * ignored, so a watch event cannot undo what a newer response showed.
+   */
+  private observe(node: V1Node): void {
+    if (this.observed && node.metadata?.uid === this.observed.metadata?.uid && olderVersion(node.metadata, this.observed.metadata)) return;
+    this.observed = node;
+    const stopped = heartbeatStopped(node.metadata);
+    if (stopped === this.stopped) return;
+    this.stopped = stopped;
+    if (stopped) {
+      clearTimeout(this.timer);
+      this.log.info('heartbeats stopped');
+    } else {
+      this.log.info('heartbeats resumed');
+    }
+    this.opts.onHeartbeatChange(stopped);
+    if (!stopped) void this.beat();
+  }
+
+  /** One heartbeat now, then the next one a period later. Never overlaps itself. */
+  private beat(): Promise<void> {
+    if (this.shutdown || this.stopped) return Promise.resolve();
+    if (this.beating) return this.beating;
+    clearTimeout(this.timer);
+    this.beating = (async () => {
+      try {
+        await this.postStatus();
+        await this.renewLease();
+      } catch (err) {
+        this.log.warn({ err: errorMessage(err) }, 'heartbeat failed');
+      }
+    })().finally(() => {
+      this.beating = undefined;
+      if (!this.shutdown && !this.stopped) this.timer = setTimeout(() => void this.beat(), this.opts.heartbeatMs);
+    });
+    return this.beating;
+  }
+
+  private async postStatus(): Promise<void> {
+    const { core } = this.opts.clients;
+    const patch = () =>
+      core.patchNodeStatus(
+        {
+          name: this.node.name,
+          body: { status: nodeStatus(this.node, this.opts.kubeletVersion, Date.now(), this.observed?.status?.conditions ?? []) },
+          fieldManager: FIELD_MANAGER,
+        },
+        strategicMergePatch,
+      );
+    try {
+      this.observe(await patch());
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      this.log.warn('node is gone; registering it again');
+      this.observed = undefined;
+      await this.register();
+      this.observe(await patch());
+    }
+  }
+
+  private async renewLease(): Promise<void> {
+    const { coordination } = this.opts.clients;
+    const { name } = this.node;
+    const spec = leaseSpec(this.node, Date.now());
+    try {
+      await coordination.patchNamespacedLease({ name, namespace: NODE_LEASE_NAMESPACE, body: { spec }, fieldManager: FIELD_MANAGER }, mergePatch);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      // Owned by the Node, as the kubelet does it, so deleting the Node deletes its Lease.
+      const uid = this.observed?.metadata?.uid;
+      await coordination.createNamespacedLease({
+        namespace: NODE_LEASE_NAMESPACE,
+        body: {
+          metadata: {
+            name,
+            namespace: NODE_LEASE_NAMESPACE,
+            ownerReferences: uid ? [{ apiVersion: 'v1', kind: 'Node', name, uid }] : undefined,
+          },
+          spec: { ...spec, renewTime: new k8s.V1MicroTime(Date.now()) },
+        },
+        fieldManager: FIELD_MANAGER,
+      });
+    }
+  }
+}

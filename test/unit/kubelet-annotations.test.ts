@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { heartbeatStopped, parseDependsOn, podBehaviour } from '../../src/sandbox/kubelet/annotations.ts';
+
+describe('simulated kubelet annotations', () => {
+  it('reads a dependency in the pod namespace or another', () => {
+    assert.deepEqual(parseDependsOn('etcd', 'app'), ['app/etcd']);
+    assert.deepEqual(parseDependsOn('db/etcd', 'app'), ['db/etcd']);
+    assert.deepEqual(parseDependsOn(' etcd , db/cache ,', 'app'), ['app/etcd', 'db/cache']);
+    assert.deepEqual(parseDependsOn(undefined, 'app'), []);
+  });
+
+  it('defaults a pod to healthy, crashing after 1 s when it must', () => {
+    assert.deepEqual(podBehaviour({ namespace: 'app' }), { dependsOn: [], fail: false, crashAfterSeconds: 1, exitAfterSeconds: undefined });
+  });
+
+  it('reads fail, crash-after and exit-after', () => {
+    const b = podBehaviour({
+      namespace: 'app',
+      annotations: {
+        'sim.tend.dev/fail': 'True',
+        'sim.tend.dev/crash-after-seconds': '2.5',
+        'sim.tend.dev/exit-after-seconds': '30',
+        'sim.tend.dev/depends-on': 'etcd',
+      },
+    });
+    assert.deepEqual(b, { dependsOn: ['app/etcd'], fail: true, crashAfterSeconds: 2.5, exitAfterSeconds: 30 });
+  });
+
+  it('ignores numbers it cannot use', () => {
+    const b = podBehaviour({ annotations: { 'sim.tend.dev/crash-after-seconds': '-1', 'sim.tend.dev/exit-after-seconds': 'soon' } });
+    assert.equal(b.crashAfterSeconds, 1);
+    assert.equal(b.exitAfterSeconds, undefined);
+  });
+
+  it('stops heartbeats only for "stopped"', () => {
+    assert.equal(heartbeatStopped({ annotations: { 'sim.tend.dev/heartbeat': 'stopped' } }), true);
+    assert.equal(heartbeatStopped({ annotations: { 'sim.tend.dev/heartbeat': 'running' } }), false);
+    assert.equal(heartbeatStopped({}), false);
+  });
+});
