@@ -365,6 +365,9 @@ async function writeAdminKubeconfig(info: SandboxInfo, pki: Pki) {
 /** Applies deploy/kubernetes's namespace and RBAC, and writes tend's own kubeconfig. */
 async function bootstrapCluster(info: SandboxInfo, say: (m: string) => void) {
   const { applyManifests, serviceAccountToken } = await import('./bootstrap.ts');
+  // Custom resource definitions first, so that RBAC rules and tend's informers find their kinds.
+  const crds = join(repoRoot, 'deploy/crds');
+  if (existsSync(crds)) say(`applied ${await applyManifests(info.kubeconfig, crds)} objects from deploy/crds`);
   const applied = await applyManifests(info.kubeconfig, join(repoRoot, 'deploy/kubernetes'), (o) => o.kind !== 'Deployment' && o.kind !== 'ConfigMap');
   say(`applied ${applied} objects from deploy/kubernetes`);
   const token = await serviceAccountToken(info.kubeconfig, 'tend-system', 'tend');
