@@ -10,6 +10,8 @@ import type { KubernetesObject, ListPromise } from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
 import { errorMessage } from './api.ts';
 
+const MAX_RETRY_MS = 30_000;
+
 export interface InformerOptions<T extends KubernetesObject> {
   kc: k8s.KubeConfig;
   /** Collection path, e.g. /api/v1/pods. */
@@ -21,7 +23,7 @@ export interface InformerOptions<T extends KubernetesObject> {
   log: Logger;
   onUpsert(obj: T): void;
   onDelete(obj: T): void;
-  /** Delay before restarting after an error. */
+  /** First delay before restarting after an error; it doubles while errors go on, up to 30 s. */
   retryMs?: number;
 }
 
@@ -32,8 +34,25 @@ export interface RunningInformer<T extends KubernetesObject> {
   stop(): Promise<void>;
 }
 
+/**
+ * A Watch that opens nothing once stopped. ListWatch checks whether it was
+ * stopped only before it lists; a list or reconnect back-off in progress when
+ * it is stopped goes on to open a watch, which would hold a connection (and
+ * the process) open.
+ */
+class StoppableWatch extends k8s.Watch {
+  stopped = false;
+
+  override async watch(...args: Parameters<k8s.Watch['watch']>): Promise<AbortController> {
+    if (this.stopped) return new AbortController();
+    return super.watch(...args);
+  }
+}
+
 export function startInformer<T extends KubernetesObject>(opts: InformerOptions<T>): RunningInformer<T> {
-  const retryMs = opts.retryMs ?? 2000;
+  const firstRetryMs = opts.retryMs ?? 1000;
+  let retryMs = firstRetryMs;
+  let lastFailure = 0;
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
   let markSynced!: () => void;
@@ -47,19 +66,25 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
     setImmediate(markSynced);
     return result;
   };
-  const informer = new k8s.ListWatch<T>(opts.path, new k8s.Watch(opts.kc), list, false, opts.labelSelector, opts.fieldSelector);
+  const watch = new StoppableWatch(opts.kc);
+  const informer = new k8s.ListWatch<T>(opts.path, watch, list, false, opts.labelSelector, opts.fieldSelector);
   informer.on('add', (obj) => opts.onUpsert(obj));
   informer.on('update', (obj) => opts.onUpsert(obj));
   informer.on('delete', (obj) => opts.onDelete(obj));
   const restartLater = (err: unknown) => {
     if (stopped) return;
+    // A failure long after the last one starts the back-off over: the watch
+    // was healthy in between.
+    const now = Date.now();
+    if (now - lastFailure > 2 * MAX_RETRY_MS) retryMs = firstRetryMs;
+    lastFailure = now;
     opts.log.warn({ path: opts.path, err: errorMessage(err) }, `watch failed; restarting in ${retryMs} ms`);
     clearTimeout(retry);
     retry = setTimeout(run, retryMs);
+    retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
   };
-  let starting: Promise<void> = Promise.resolve();
   const run = () => {
-    if (!stopped) starting = informer.start().catch(restartLater);
+    if (!stopped) informer.start().catch(restartLater);
   };
   informer.on('error', restartLater);
   run();
@@ -69,12 +94,8 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
     synced,
     async stop() {
       stopped = true;
+      watch.stopped = true;
       clearTimeout(retry);
-      await informer.stop();
-      // ListWatch checks for stop only before it lists: a start that was
-      // listing when we stopped goes on to open a watch. Let it get there
-      // (briefly: a hung list must not hang shutdown), then stop that too.
-      await Promise.race([starting, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
       await informer.stop();
     },
   };

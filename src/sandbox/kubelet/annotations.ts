@@ -64,3 +64,6 @@ export function parseSeconds(value: string | undefined): number | undefined {
 export function heartbeatStopped(meta: Meta | undefined): boolean {
   return meta?.annotations?.[HEARTBEAT_ANNOTATION] === HEARTBEAT_STOPPED;
 }
+
+/** The field manager of every write the simulated kubelet makes. */
+export const FIELD_MANAGER = 'tend-sim-kubelet';

@@ -5,8 +5,8 @@ import type { V1EndpointSlice } from '@kubernetes/client-node';
 import type { KubeClients } from '../../kube/client.ts';
 import type { Logger } from '../../log.ts';
 import { serviceKeyOf, serviceReady } from './readiness.ts';
-import { startInformer } from './watch.ts';
-import type { RunningInformer } from './watch.ts';
+import { startInformer } from '../../kube/informer.ts';
+import type { RunningInformer } from '../../kube/informer.ts';
 
 export type ReadinessListener = (serviceKey: string, ready: boolean) => void;
 

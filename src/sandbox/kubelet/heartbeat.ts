@@ -3,7 +3,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { kubeClients } from '../../kube/client.ts';
 import { HEARTBEAT_ANNOTATION, HEARTBEAT_STOPPED } from './annotations.ts';
-import { mergePatch } from './api.ts';
+import { mergePatch } from '../../kube/api.ts';
 
 /** Silences `node`: no status, no Lease renewal, its pods frozen. The node lifecycle controller will notice. */
 export async function stopHeartbeats(kc: k8s.KubeConfig, node: string): Promise<void> {

@@ -8,7 +8,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { kubeClients, loadKubeConfig } from '../../kube/client.ts';
 import { log } from '../../log.ts';
-import { errorMessage } from './api.ts';
+import { errorMessage } from '../../kube/api.ts';
 import { ServiceReadiness } from './endpoints.ts';
 import { kubeletTiming } from './lifecycle.ts';
 import { simNode } from './node-status.ts';

@@ -110,27 +110,21 @@ export function newPodSim(pod: V1Pod, now: number, timing: Timing): PodSim {
     ...(pod.spec?.containers ?? []).map((c) => containerSim(c, 'app', timing)),
   ];
   const startAt = now + timing.createMs;
-  // The first init container starts once the sandbox is up; app containers
-  // wait for initialisation (cascade() releases them), or start with the
-  // sandbox when there is nothing to initialise.
-  const sim: PodSim = {
+  return {
     uid: pod.metadata?.uid ?? '',
     namespace: pod.metadata?.namespace ?? 'default',
     name: pod.metadata?.name ?? '',
     restartPolicy: restartPolicyOf(pod),
     startTime: now,
+    // The first init container starts once the sandbox is up, the others in
+    // turn; app containers wait for initialisation (cascade() releases them),
+    // or start with the sandbox when there is nothing to initialise.
     containers: containers.map((c, i) => {
-      if (hasInit && c.role !== 'app') {
-        return i === 0 ? withState(c, { kind: 'waiting', reason: INIT_WAIT_REASON, startAt }) : c;
-      }
-      if (c.role === 'app') {
-        return withState(c, hasInit ? { kind: 'waiting', reason: INIT_WAIT_REASON } : { kind: 'waiting', reason: FIRST_WAIT_REASON, startAt });
-      }
-      return c;
+      if (c.role !== 'app') return i === 0 ? withState(c, { kind: 'waiting', reason: INIT_WAIT_REASON, startAt }) : c;
+      return withState(c, hasInit ? { kind: 'waiting', reason: INIT_WAIT_REASON } : { kind: 'waiting', reason: FIRST_WAIT_REASON, startAt });
     }),
     killed: false,
   };
-  return sim;
 }
 
 export function restartPolicyOf(pod: V1Pod): RestartPolicy {

@@ -13,11 +13,12 @@ import type { V1Node } from '@kubernetes/client-node';
 import type { KubeClients } from '../../kube/client.ts';
 import type { Logger } from '../../log.ts';
 import { heartbeatStopped } from './annotations.ts';
-import { errorMessage, FIELD_MANAGER, isConflict, isNotFound, mergePatch, olderVersion, strategicMergePatch } from './api.ts';
+import { errorMessage, isConflict, isNotFound, mergePatch, olderVersion, strategicMergePatch } from '../../kube/api.ts';
+import { FIELD_MANAGER } from './annotations.ts';
 import { leaseSpec, NODE_LEASE_NAMESPACE, nodeLabels, nodeStatus } from './node-status.ts';
 import type { SimNode } from './node-status.ts';
-import { startInformer } from './watch.ts';
-import type { RunningInformer } from './watch.ts';
+import { startInformer } from '../../kube/informer.ts';
+import type { RunningInformer } from '../../kube/informer.ts';
 
 export interface NodeAgentOptions {
   clients: KubeClients;

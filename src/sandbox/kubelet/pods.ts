@@ -14,7 +14,8 @@ import { statusOf } from '../../kube/client.ts';
 import type { Logger } from '../../log.ts';
 import { adoptPodSim } from './adopt.ts';
 import { podBehaviour } from './annotations.ts';
-import { errorMessage, FIELD_MANAGER, isConflict, isNotFound, olderVersion, strategicMergePatch } from './api.ts';
+import { errorMessage, isConflict, isNotFound, olderVersion, strategicMergePatch } from '../../kube/api.ts';
+import { FIELD_MANAGER } from './annotations.ts';
 import type { ServiceReadiness } from './endpoints.ts';
 import { PodIPAllocator } from './ipam.ts';
 import { advance, killPod, newPodSim, nextWake } from './lifecycle.ts';
@@ -23,8 +24,8 @@ import type { SimNode } from './node-status.ts';
 import { KUBELET_CONDITIONS, podStatus, statusDiffers, statusPatch } from './pod-status.ts';
 import type { ConditionStatus, PodCondition, PodStatusJSON, ReadinessGate } from './pod-status.ts';
 import { rfc3339, scaledMs, toMs } from './time.ts';
-import { startInformer } from './watch.ts';
-import type { RunningInformer } from './watch.ts';
+import { startInformer } from '../../kube/informer.ts';
+import type { RunningInformer } from '../../kube/informer.ts';
 
 /** Pause before retrying a failed write or delete. */
 const RETRY_MS = 1000;
@@ -303,7 +304,7 @@ export class PodRunner {
       t.sim = killPod(advance(t.sim, inputs, now, this.opts.timing), now);
       this.report(t, inputs, now);
       await t.writing;
-      if (t.gone) return;
+      if (this.frozen || this.stopped || t.gone) return;
     }
     const name = t.pod.metadata?.name ?? '';
     const namespace = t.pod.metadata?.namespace ?? '';
