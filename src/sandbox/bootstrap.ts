@@ -5,7 +5,7 @@ import * as k8s from '@kubernetes/client-node';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { kubeClients, loadKubeConfig } from '../kube/client.ts';
+import { kubeClients, loadKubeConfig, type KubeClients } from '../kube/client.ts';
 
 export async function readManifests(dir: string): Promise<k8s.KubernetesObject[]> {
   const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f) && f !== 'kustomization.yaml').sort();
@@ -25,10 +25,36 @@ export async function readManifests(dir: string): Promise<k8s.KubernetesObject[]
 export async function applyManifests(
   kubeconfig: string, dir: string, keep: (o: k8s.KubernetesObject) => boolean = () => true,
 ): Promise<number> {
-  const { objects } = kubeClients(loadKubeConfig({ kubeconfig }));
+  const kube = kubeClients(loadKubeConfig({ kubeconfig }));
   const wanted = (await readManifests(dir)).filter(keep);
-  for (const obj of wanted) await objects.patch(obj, undefined, undefined, 'tend-sandbox', true, k8s.PatchStrategy.ServerSideApply);
+  for (const obj of wanted) {
+    if (obj.kind === 'CustomResourceDefinition') await applyCrd(kube, obj);
+    else await kube.objects.patch(obj, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply);
+  }
   return wanted.length;
+}
+
+const FIELD_MANAGER = 'tend-sandbox';
+const crdResource = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' };
+
+/**
+ * A CRD goes through the custom objects API as plain JSON: the typed
+ * serializer of KubernetesObjectApi drops schema keywords it does not model
+ * (enum, x-kubernetes-*), which would install a CRD that validates less.
+ * Returns once the API server serves the new kind.
+ */
+async function applyCrd(kube: KubeClients, crd: k8s.KubernetesObject) {
+  const name = crd.metadata!.name!;
+  await kube.custom.patchClusterCustomObject(
+    { ...crdResource, name, body: crd, fieldManager: FIELD_MANAGER, force: true },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const got = await kube.custom.getClusterCustomObject({ ...crdResource, name }) as { status?: { conditions?: k8s.V1CustomResourceDefinitionCondition[] } };
+    if (got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return;
+    if (Date.now() > deadline) throw new Error(`CustomResourceDefinition ${name} not established within 30s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 export async function serviceAccountToken(kubeconfig: string, namespace: string, name: string): Promise<string> {

@@ -11,7 +11,7 @@ import { connect } from 'node:net';
 import { request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { stringify as toYaml } from 'yaml';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { ensureBinaries, type Binaries } from './binaries.ts';
 import { ensurePki, pkiPaths, type Pki } from './certs.ts';
 import { isRunning, logTail, readRecord, startDetached, stopProcess, type ProcessRecord } from './process.ts';
@@ -375,10 +375,17 @@ async function bootstrapCluster(info: SandboxInfo, say: (m: string) => void) {
   await writeFile(info.tendKubeconfig, yaml, { mode: 0o600 });
 }
 
+/**
+ * tend's configuration for the sandbox: its addresses and credentials, plus
+ * the capability sections that suit the demo workload (deploy/demo/config.yaml).
+ */
 async function writeTendConfig(info: SandboxInfo) {
+  const demo = join(repoRoot, 'deploy/demo/config.yaml');
+  const sections = existsSync(demo) ? (parseYaml(await readFile(demo, 'utf8')) as Record<string, unknown> | null) : undefined;
   const yaml = toYaml({
     temporal: { address: info.temporalAddress, namespace: 'default', taskQueue: 'tend' },
     kubernetes: { kubeconfig: info.tendKubeconfig },
+    ...sections,
   });
   await writeFile(info.config, '# tend configuration for the local sandbox (written by `tend sandbox up`)\n' + yaml);
 }

@@ -1,0 +1,204 @@
+// App revisions: read the App, move its revision annotations, create, replace
+// and delete its Deployments, and write its status. Each activity is a
+// read-decide-write that is safe to retry: writes carry resourceVersion or
+// UID preconditions, and the decisions are pure functions of what was read.
+import type * as k8s from '@kubernetes/client-node';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { KubeClients } from '../kube/client.ts';
+import { errorMessage, isConflict, isNotFound, mergePatch } from '../kube/api.ts';
+import { statusOf } from '../kube/client.ts';
+import { recordEvent } from '../kube/events.ts';
+import type { ReconcileResult, WaitOutcome } from '../apps/entity.ts';
+import { stableJson } from '../apps/hash.ts';
+import {
+  decideRevisions, processesHash, revOf, revisionsChange, type AppCommand, type LastSeen, type RevisionDecision,
+} from '../apps/revisions.ts';
+import { computeStatus } from '../apps/status.ts';
+import { APP_API_VERSION, APP_GROUP, APP_KIND, APP_PLURAL, APP_REV, APP_VERSION, LAST_STOP_APP_REV, type App } from '../apps/types.ts';
+import { appSelector, desiredDeployments, ownedBy, planWorkloads } from '../apps/workloads.ts';
+
+export interface ReconcileAppInput {
+  namespace: string;
+  name: string;
+  command?: AppCommand;
+  lastSeen?: LastSeen;
+  /** The App's UID as last seen, so that its workloads can be found once it is gone. */
+  uid?: string;
+}
+
+export interface WaitForAppInput {
+  namespace: string;
+  name: string;
+  generation: number;
+  appRev: number;
+  timeoutSeconds: number;
+  pollMs?: number;
+}
+
+const appRef = (namespace: string, name: string) => ({ group: APP_GROUP, version: APP_VERSION, plural: APP_PLURAL, namespace, name });
+
+export async function readApp(kube: KubeClients, namespace: string, name: string): Promise<App | undefined> {
+  try {
+    return (await kube.custom.getNamespacedCustomObject(appRef(namespace, name))) as App;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+async function listWorkloads(kube: KubeClients, namespace: string, name: string): Promise<k8s.V1Deployment[]> {
+  return (await kube.apps.listNamespacedDeployment({ namespace, labelSelector: appSelector(name) })).items;
+}
+
+async function deleteWorkload(kube: KubeClients, d: k8s.V1Deployment): Promise<void> {
+  try {
+    await kube.apps.deleteNamespacedDeployment({
+      namespace: d.metadata!.namespace!, name: d.metadata!.name!,
+      body: { preconditions: { uid: d.metadata!.uid }, propagationPolicy: 'Background' },
+    });
+  } catch (err) {
+    // Gone already, or replaced by another object of that name: either way not ours to delete.
+    if (!isNotFound(err) && !isConflict(err)) throw err;
+  }
+}
+
+function invalid(err: unknown): boolean {
+  return statusOf(err) === 422 || statusOf(err) === 400;
+}
+
+export function createAppActivities(kube: KubeClients) {
+  return {
+    /** One reconcile of one App: revisions, workloads, status. */
+    async reconcileApp(input: ReconcileAppInput): Promise<ReconcileResult> {
+      const { namespace, name } = input;
+      let app = await readApp(kube, namespace, name);
+      if (!app || app.metadata.deletionTimestamp) {
+        // The garbage collector would delete owned workloads too; doing it here
+        // makes "App deleted -> workloads deleted" hold before the workflow ends.
+        const uid = app?.metadata.uid ?? input.uid;
+        for (const d of await listWorkloads(kube, namespace, name)) if (ownedBy(d, uid)) await deleteWorkload(kube, d);
+        return { gone: true, settled: true, workloads: [] };
+      }
+      const revs = decideRevisions(app, input.command, input.lastSeen);
+      if (revisionsChange(app, revs)) {
+        try {
+          app = (await kube.custom.patchNamespacedCustomObject({
+            ...appRef(namespace, name),
+            body: {
+              metadata: {
+                resourceVersion: app.metadata.resourceVersion,
+                annotations: { [APP_REV]: String(revs.appRev), [LAST_STOP_APP_REV]: String(revs.lastStopRev) },
+              },
+              spec: { desiredState: revs.desiredState },
+            },
+          }, mergePatch)) as App;
+        } catch (err) {
+          // Someone else wrote the App since it was read: retried from a fresh read.
+          if (isConflict(err)) throw ApplicationFailure.retryable(`App ${namespace}/${name} changed while being reconciled: ${errorMessage(err)}`, 'Conflict');
+          throw err;
+        }
+      }
+      if (revs.reason) {
+        // What an operator sees with `kubectl events`: why the revisions moved. Named from the
+        // App's UID and the new app-rev, so a retried reconcile records it once.
+        const current = app;
+        await recordEvent(kube, {
+          regarding: { apiVersion: APP_API_VERSION, kind: APP_KIND, namespace, name, uid: current.metadata.uid },
+          reason: revs.reason === 'rolling-restart' ? 'RollingRestart' : 'Stopped',
+          action: revs.reason === 'rolling-restart' ? 'RollingRestart' : 'BumpRevision',
+          note: eventNote(revs),
+          dedupKey: `${current.metadata.uid}/app-rev/${revs.appRev}`,
+        }).catch(() => undefined); // an Event is a courtesy: never a reason to fail the reconcile
+      }
+      const workloads = await applyWorkloads(kube, app, revs);
+      const computed = computeStatus({ app, revs, workloads: workloads.workloads, problem: workloads.problem, now: new Date() });
+      if (stableJson(withoutTimes(computed.status)) !== stableJson(withoutTimes(app.status ?? {}))) {
+        await kube.custom.patchNamespacedCustomObjectStatus({ ...appRef(namespace, name), body: { status: computed.status } }, mergePatch);
+      }
+      return {
+        gone: false,
+        uid: app.metadata.uid,
+        lastSeen: { generation: app.metadata.generation ?? 0, processesHash: processesHash(app), desiredState: revs.desiredState, appRev: revs.appRev },
+        lastStopRev: revs.lastStopRev,
+        desiredState: revs.desiredState,
+        actualState: computed.status.actualState,
+        settled: computed.settled,
+        workloads: workloads.workloads.filter((d) => ownedBy(d, app.metadata.uid)).map((d) => d.metadata!.name!),
+        ...(workloads.problem && { problem: workloads.problem }),
+        ...(revs.reason && { reason: revs.reason }),
+      };
+    },
+
+    /**
+     * Waits, polling, until the App's workloads have caught up with it, the
+     * App changes (a newer command or edit takes over), it is gone, or the
+     * time is up. Heartbeats so a lost worker is noticed within the heartbeat timeout.
+     */
+    async waitForApp(input: WaitForAppInput): Promise<WaitOutcome> {
+      const ctx = Context.current();
+      const deadline = Date.now() + input.timeoutSeconds * 1000;
+      for (;;) {
+        ctx.heartbeat();
+        const app = await readApp(kube, input.namespace, input.name);
+        if (!app || app.metadata.deletionTimestamp) return 'gone';
+        if ((app.metadata.generation ?? 0) !== input.generation || revOf(app, APP_REV) !== input.appRev) return 'changed';
+        const revs: RevisionDecision = { appRev: revOf(app, APP_REV), lastStopRev: revOf(app, LAST_STOP_APP_REV), desiredState: app.spec.desiredState };
+        const workloads = await listWorkloads(kube, input.namespace, input.name);
+        if (computeStatus({ app, revs, workloads, now: new Date() }).settled) return 'settled';
+        // A desired workload that does not exist (its name was still held by the Deployment of a
+        // deleted App of the same name, now collected): a reconcile creates it.
+        const present = new Set(workloads.map((d) => d.metadata?.name));
+        if (desiredDeployments(app, revs).some((d) => !present.has(d.metadata!.name))) return 'changed';
+        if (Date.now() > deadline) return 'timeout';
+        await ctx.sleep(input.pollMs ?? 1000);
+      }
+    },
+  };
+}
+
+function eventNote(revs: RevisionDecision): string {
+  const why = {
+    'stop': 'stopped through tend',
+    'rolling-restart': 'rolling restart: the same workloads roll their pods',
+    'stopped-outside-tend': 'spec.desiredState set to STOPPED',
+    'stop-and-start-seen-as-result': 'a stop + start seen only as its result (generation moved, processes unchanged)',
+  }[revs.reason!];
+  return `${why}: app-rev ${revs.appRev}, last-stop-app-rev ${revs.lastStopRev}`;
+}
+
+/** Status without its timestamps, to tell a real change from a rewrite of the same. */
+function withoutTimes(status: object): unknown {
+  return JSON.parse(JSON.stringify(status, (k, v: unknown) => (k === 'lastTransitionTime' ? undefined : v)));
+}
+
+async function applyWorkloads(kube: KubeClients, app: App, revs: RevisionDecision): Promise<{ workloads: k8s.V1Deployment[]; problem?: string }> {
+  const { namespace, name } = app.metadata;
+  const existing = await listWorkloads(kube, namespace, name);
+  const plan = planWorkloads(existing, desiredDeployments(app, revs), app.metadata.uid);
+  const problems: string[] = [];
+  const removed = new Set(plan.remove.map((d) => d.metadata!.uid));
+  for (const d of plan.remove) await deleteWorkload(kube, d);
+  const result = new Map(existing.filter((d) => !removed.has(d.metadata!.uid)).map((d) => [d.metadata!.name!, d]));
+  for (const d of plan.create) {
+    try {
+      result.set(d.metadata!.name!, await kube.apps.createNamespacedDeployment({ namespace, body: d }));
+    } catch (err) {
+      if (invalid(err)) problems.push(`process workload ${d.metadata!.name}: ${errorMessage(err)}`);
+      // 409 AlreadyExists: a retry after the create landed, or the name still held by a deleted
+      // App's workload that the garbage collector has yet to remove (the wait notices when it goes).
+      else if (!isConflict(err)) throw err;
+    }
+  }
+  for (const d of plan.replace) {
+    try {
+      result.set(d.metadata!.name!, await kube.apps.replaceNamespacedDeployment({ namespace, name: d.metadata!.name!, body: d }));
+    } catch (err) {
+      if (invalid(err)) problems.push(`process workload ${d.metadata!.name}: ${errorMessage(err)}`);
+      else if (isConflict(err)) throw ApplicationFailure.retryable(`Deployment ${namespace}/${d.metadata!.name} changed while being replaced`, 'Conflict');
+      else throw err;
+    }
+  }
+  return { workloads: [...result.values()], ...(problems.length && { problem: problems.join('; ') }) };
+}
+

@@ -1,0 +1,126 @@
+// `tend app start|stop|restart|status NAMESPACE/NAME`: an operator's commands
+// for Apps. start, stop and restart go through the App's entity workflow (an
+// update, starting the workflow when none runs), so that they are applied in
+// order, whatever else happens to the App; status reads the App itself.
+import { Option, type Command } from 'commander';
+import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { Config } from '../config/load.ts';
+import { kubeClients, loadKubeConfig } from '../kube/client.ts';
+import { readApp } from '../activities/apps.ts';
+import { restartUpdate, startUpdate, stopUpdate, type AppCommandResult, type RestartRequest, type RestartStrategy } from '../apps/messages.ts';
+import { parseAppKey, type App } from '../apps/types.ts';
+import type { appWorkflow } from '../workflows/apps.ts';
+import { connectClient } from '../temporal/connection.ts';
+import { configOrSandbox, EXIT_FAILURE, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { appWorkflowStartOptions } from './apps-watch.ts';
+
+type Verb = 'start' | 'stop' | 'restart';
+
+function target(text: string): { namespace: string; name: string } {
+  const key = parseAppKey(text);
+  if (!key) throw new UsageError(`App must be given as NAMESPACE/NAME, e.g. demo/hello (got "${text}")`);
+  return key;
+}
+
+async function existingApp(config: Config, namespace: string, name: string): Promise<App> {
+  const app = await readApp(kubeClients(loadKubeConfig(config.kubernetes)), namespace, name);
+  if (!app) throw new AppCommandError(`App ${namespace}/${name} not found (kubectl get apps.tend.dev -n ${namespace})`);
+  return app;
+}
+
+class AppCommandError extends UsageError {}
+
+/**
+ * Sends a command to the App's workflow, starting it if needed, and waits for
+ * its result; gives up after `timeoutMs` (no worker answering) with a clear message.
+ */
+export async function sendAppCommand(
+  client: Client, taskQueue: string, namespace: string, name: string, verb: Verb, req: RestartRequest | undefined, timeoutMs: number,
+): Promise<AppCommandResult> {
+  const startWorkflowOperation = new WithStartWorkflowOperation<typeof appWorkflow>('appWorkflow', {
+    ...appWorkflowStartOptions(namespace, name, taskQueue),
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+  const update = verb === 'restart'
+    ? client.workflow.executeUpdateWithStart(restartUpdate, { args: [req], startWorkflowOperation })
+    : client.workflow.executeUpdateWithStart(verb === 'start' ? startUpdate : stopUpdate, { args: [], startWorkflowOperation });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(
+      `no answer from workflow app/${namespace}/${name} within ${Math.round(timeoutMs / 1000)}s: `
+      + `is a tend worker running on task queue ${taskQueue}? The command stays queued and is applied when one runs.`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([update, timeout]);
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError) throw new Error(`workflow app/${namespace}/${name} refused ${verb}: ${err.cause?.message ?? err.message}`);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function describeResult(key: string, r: AppCommandResult): string {
+  const rev = r.appRev !== undefined ? ` revision ${r.appRev} (last stop ${r.lastStopRev})` : '';
+  return `${key}: ${r.message}; desired ${r.desiredState ?? '?'}, actual ${r.actualState ?? '?'},${rev}, workloads ${r.workloads.join(', ') || 'none'}`;
+}
+
+export function formatStatus(app: App): string {
+  const s = app.status ?? {};
+  const ready = s.conditions?.find((c) => c.type === 'Ready');
+  const lines = [
+    `App ${app.metadata.namespace}/${app.metadata.name}`,
+    `  desired ${app.spec.desiredState}, actual ${s.actualState ?? 'unknown'}, revision ${app.metadata.annotations?.['tend.dev/app-rev'] ?? '-'}`
+      + ` (last stop ${app.metadata.annotations?.['tend.dev/last-stop-app-rev'] ?? '-'}), generation ${app.metadata.generation} (observed ${s.observedGeneration ?? '-'})`,
+    `  Ready ${ready ? `${ready.status} (${ready.reason}): ${ready.message}` : 'unknown: tend has not reconciled this App yet'}`,
+  ];
+  for (const p of s.processes ?? []) {
+    lines.push(`  process ${p.type}: ${p.readyInstances}/${p.instances} ready${p.workload ? ` on ${p.workload}` : ''}`);
+    for (const r of p.revisions) {
+      lines.push(`    ${r.current ? 'current' : 'old    '} ${r.workload} app-rev ${r.appRev}: ${r.readyReplicas}/${r.replicas} ready, ${r.updatedReplicas} updated`);
+    }
+  }
+  return lines.join('\n');
+}
+
+export function registerAppCommands(program: Command): void {
+  const app = program.command('app').description('App revisions: start, stop and restart Apps (apps.tend.dev), see their status');
+  const verbs: { verb: Verb; description: string; timeout: number }[] = [
+    { verb: 'start', description: 'start an App (desiredState STARTED); returns once applied', timeout: 60 },
+    { verb: 'stop', description: 'stop an App (desiredState STOPPED, bumping its revisions); returns once applied', timeout: 60 },
+    { verb: 'restart', description: 'stop + start an App; returns when it runs on new, ready pods', timeout: 300 },
+  ];
+  for (const { verb, description, timeout } of verbs) {
+    const cmd = withConfigOptions(app.command(verb).description(description))
+      .argument('<app>', 'NAMESPACE/NAME')
+      .option('--timeout <seconds>', 'how long to wait', positiveInt('--timeout'), timeout);
+    if (verb === 'restart') {
+      cmd.addOption(new Option('--strategy <strategy>', 'stop-start: new workloads; rolling: bump app-rev only, rolling the same workloads')
+        .choices(['stop-start', 'rolling']).default('stop-start'));
+    }
+    cmd.action(async (key: string, flags: ConfigFlags & { timeout: number; strategy?: RestartStrategy }) => {
+      const { namespace, name } = target(key);
+      const config = await configOrSandbox(flags);
+      await existingApp(config, namespace, name);
+      const client = await connectClient(config.temporal);
+      try {
+        const req = verb === 'restart' ? { strategy: flags.strategy, timeoutSeconds: flags.timeout } : undefined;
+        // The workflow bounds a restart's wait itself; the client allows a little more, for a missing worker.
+        const result = await sendAppCommand(client, config.temporal.taskQueue, namespace, name, verb, req, (flags.timeout + 15) * 1000);
+        (result.ok ? console.log : console.error)(describeResult(`${namespace}/${name}`, result));
+        if (!result.ok) process.exitCode = EXIT_FAILURE;
+      } finally {
+        await client.connection.close();
+      }
+    });
+  }
+  withConfigOptions(app.command('status').description("show an App's desired and actual state, revisions and workloads"))
+    .argument('<app>', 'NAMESPACE/NAME')
+    .option('--json', 'print the App\'s status as JSON')
+    .action(async (key: string, flags: ConfigFlags & { json?: boolean }) => {
+      const { namespace, name } = target(key);
+      const config = await configOrSandbox(flags);
+      const found = await existingApp(config, namespace, name);
+      console.log(flags.json ? JSON.stringify({ metadata: { annotations: found.metadata.annotations, generation: found.metadata.generation }, spec: found.spec, status: found.status ?? {} }, null, 2) : formatStatus(found));
+    });
+}

@@ -1,0 +1,79 @@
+// decideRevisions: the seed's webhook rule, moved into the entity workflow.
+// Table-driven: every case names the App as read, the command, what tend saw last, and the outcome.
+import assert from 'node:assert/strict';
+import { decideRevisions, processesHash, revisionsChange, type AppCommand, type LastSeen } from '../../src/apps/revisions.ts';
+import { APP_REV, LAST_STOP_APP_REV, type App, type DesiredState } from '../../src/apps/types.ts';
+
+function app(o: { desired: DesiredState; observed?: DesiredState; appRev?: number; lastStop?: number; generation?: number; instances?: number }): App {
+  return {
+    apiVersion: 'tend.dev/v1alpha1', kind: 'App',
+    metadata: {
+      name: 'a', namespace: 'n', generation: o.generation ?? 5,
+      annotations: o.appRev === undefined ? undefined : { [APP_REV]: String(o.appRev), [LAST_STOP_APP_REV]: String(o.lastStop ?? 0) },
+    },
+    spec: { desiredState: o.desired, processes: [{ type: 'web', instances: o.instances ?? 2, template: {} }] },
+    ...(o.observed && { status: { observedDesiredState: o.observed } }),
+  };
+}
+
+const seen = (o: Partial<LastSeen> = {}): LastSeen => ({
+  generation: 5, desiredState: 'STARTED', appRev: 3, processesHash: processesHash(app({ desired: 'STARTED' })), ...o,
+});
+
+interface Case {
+  name: string;
+  app: App;
+  command?: AppCommand;
+  lastSeen?: LastSeen;
+  want: { appRev: number; lastStopRev: number; desiredState: DesiredState; reason?: string };
+}
+
+const cases: Case[] = [
+  { name: 'a new App without annotations gets revision 0', app: app({ desired: 'STARTED' }), want: { appRev: 0, lastStopRev: 0, desiredState: 'STARTED' } },
+  { name: 'nothing to do', app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1 }), lastSeen: seen(), want: { appRev: 3, lastStopRev: 1, desiredState: 'STARTED' } },
+  { name: 'stop command on a started App bumps both', app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1 }), command: { kind: 'stop' }, lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STOPPED', reason: 'stop' } },
+  { name: 'stop command on a stopped App changes nothing', app: app({ desired: 'STOPPED', observed: 'STOPPED', appRev: 3, lastStop: 1 }), command: { kind: 'stop' }, lastSeen: seen({ desiredState: 'STOPPED' }),
+    want: { appRev: 3, lastStopRev: 1, desiredState: 'STOPPED' } },
+  { name: 'stop retried after its patch landed does not bump twice', app: app({ desired: 'STOPPED', observed: 'STARTED', appRev: 4, lastStop: 2 }), command: { kind: 'stop' }, lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STOPPED' } },
+  { name: 'start command sets STARTED, revisions kept', app: app({ desired: 'STOPPED', observed: 'STOPPED', appRev: 4, lastStop: 2 }), command: { kind: 'start' }, lastSeen: seen({ desiredState: 'STOPPED', appRev: 4 }),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STARTED' } },
+  { name: 'rolling restart bumps app-rev only', app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1 }), command: { kind: 'rolling' }, lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 1, desiredState: 'STARTED', reason: 'rolling-restart' } },
+  { name: 'rolling restart retried after its patch landed does not bump twice', app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 4, lastStop: 1 }), command: { kind: 'rolling' }, lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 1, desiredState: 'STARTED' } },
+  { name: 'rolling restart of a stopped App starts it', app: app({ desired: 'STOPPED', observed: 'STOPPED', appRev: 3, lastStop: 1 }), command: { kind: 'rolling' }, lastSeen: seen({ desiredState: 'STOPPED' }),
+    want: { appRev: 3, lastStopRev: 1, desiredState: 'STARTED' } },
+  { name: 'kubectl stop (STOPPED, observed STARTED) bumps both', app: app({ desired: 'STOPPED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 6 }), lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STOPPED', reason: 'stopped-outside-tend' } },
+  { name: 'kubectl stop seen by a new workflow (status says STARTED) bumps both', app: app({ desired: 'STOPPED', observed: 'STARTED', appRev: 3, lastStop: 1 }),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STOPPED', reason: 'stopped-outside-tend' } },
+  { name: 'kubectl stop not yet reconciled, then a start command: bumped and started', app: app({ desired: 'STOPPED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 6 }), command: { kind: 'start' }, lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STARTED', reason: 'stopped-outside-tend' } },
+  { name: 'kubectl stop + start seen only as the result (generation +2, same processes) rolls', app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 7 }), lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STARTED', reason: 'stop-and-start-seen-as-result' } },
+  { name: 'generation +2 with changed processes is a spec edit, not a restart', app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 7, instances: 5 }), lastSeen: seen(),
+    want: { appRev: 3, lastStopRev: 1, desiredState: 'STARTED' } },
+  { name: 'generation +1 with the same processes changes nothing', app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 6 }), lastSeen: seen(),
+    want: { appRev: 3, lastStopRev: 1, desiredState: 'STARTED' } },
+  { name: 'garbage annotations count as 0', app: { ...app({ desired: 'STARTED' }), metadata: { name: 'a', namespace: 'n', generation: 1, annotations: { [APP_REV]: 'x', [LAST_STOP_APP_REV]: '-2' } } },
+    want: { appRev: 0, lastStopRev: 0, desiredState: 'STARTED' } },
+];
+
+describe('apps: decideRevisions', () => {
+  for (const c of cases) {
+    it(c.name, () => {
+      const d = decideRevisions(c.app, c.command, c.lastSeen);
+      assert.deepEqual({ appRev: d.appRev, lastStopRev: d.lastStopRev, desiredState: d.desiredState, ...(d.reason && { reason: d.reason }) }, c.want);
+    });
+  }
+
+  it('revisionsChange: missing annotations are written once, then nothing changes', () => {
+    const a = app({ desired: 'STARTED' });
+    const d = decideRevisions(a, undefined, undefined);
+    assert.equal(revisionsChange(a, d), true);
+    const written = app({ desired: 'STARTED', appRev: 0, lastStop: 0 });
+    assert.equal(revisionsChange(written, decideRevisions(written, undefined, undefined)), false);
+  });
+});
