@@ -1,0 +1,310 @@
+// The weeder benchmark (not a test): on a running sandbox, side by side in one
+// run, the seed's cascade (etcd -> kube-apiserver -> kube-controller-manager)
+// recovering with tend, with no weeder at all (the simulated kubelet's real
+// back-off), and with Gardener's dependency-watchdog weeder v1.7.0 (the seed's
+// example configuration); then reaction latency (EndpointSlice turns ready ->
+// delete issued) over many trials for tend and dependency-watchdog; then the
+// Temporal actions tend spent per window. Figures go to stdout.
+//
+//   node bench/weeder.ts [--state-dir DIR] [--trials 30] [--down-restarts 6]
+//
+// Each arm runs in its own namespace. dependency-watchdog watches every
+// namespace, so only its arm names its Services as the seed does
+// (etcd-main-client, kube-apiserver); tend's and the bare arm's use other names.
+import * as k8s from '@kubernetes/client-node';
+import { Client, Connection } from '@temporalio/client';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { stringify as toYaml } from 'yaml';
+import { mergePatch } from '../src/kube/api.ts';
+import { kubeClients, loadKubeConfig, type KubeClients } from '../src/kube/client.ts';
+import { startInformer } from '../src/kube/informer.ts';
+import { log } from '../src/log.ts';
+import { currentSandbox } from '../src/sandbox/sandbox.ts';
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const { values: opts } = parseArgs({ options: {
+  'state-dir': { type: 'string' },
+  trials: { type: 'string', default: '30' },
+  'down-restarts': { type: 'string', default: '6' },
+  'watch-duration': { type: 'string', default: '5s' },
+} });
+const TRIALS = Number(opts.trials);
+const DOWN_RESTARTS = Number(opts['down-restarts']);
+const WATCH = opts['watch-duration']!;
+
+const info = await currentSandbox(opts['state-dir']);
+if (!info) throw new Error('no sandbox: run `tend sandbox up` (or pass --state-dir)');
+const kube = kubeClients(loadKubeConfig({ kubeconfig: info.kubeconfig }));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const say = (m: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}`);
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 120_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch(() => undefined);
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000}s: ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+interface Arm { name: 'tend' | 'none' | 'dwd'; ns: string; etcd: string; api: string }
+const suffix = randomBytes(3).toString('hex');
+const arms: Arm[] = [
+  { name: 'tend', ns: `bench-tend-${suffix}`, etcd: 'etcd-bench', api: 'apiserver-bench' },
+  { name: 'none', ns: `bench-none-${suffix}`, etcd: 'etcd-bench', api: 'apiserver-bench' },
+  { name: 'dwd', ns: `bench-dwd-${suffix}`, etcd: 'etcd-main-client', api: 'kube-apiserver' },
+];
+
+function dep(ns: string, name: string, replicas: number, role: string, dependsOn?: string): k8s.V1Deployment {
+  const labels = { app: name, 'gardener.cloud/role': 'controlplane', role };
+  return {
+    metadata: { name, namespace: ns, labels: { app: name } },
+    spec: {
+      replicas, selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels, annotations: dependsOn ? { 'sim.tend.dev/depends-on': dependsOn } : undefined },
+        spec: { terminationGracePeriodSeconds: 0, containers: [{ name, image: `registry.example/${name}:1`, ports: [{ containerPort: 8080 }] }] },
+      },
+    },
+  };
+}
+const svc = (ns: string, name: string, app: string): k8s.V1Service => ({
+  metadata: { name, namespace: ns }, spec: { selector: { app }, ports: [{ port: 80, targetPort: 8080 }] },
+});
+
+async function createArm(a: Arm) {
+  await kube.core.createNamespace({ body: { metadata: { name: a.ns, labels: { 'bench.tend.dev/weeder': 'true' } } } });
+  await kube.apps.createNamespacedDeployment({ namespace: a.ns, body: dep(a.ns, 'etcd-main', 3, 'main') });
+  await kube.core.createNamespacedService({ namespace: a.ns, body: svc(a.ns, a.etcd, 'etcd-main') });
+  await kube.apps.createNamespacedDeployment({ namespace: a.ns, body: dep(a.ns, 'kube-apiserver', 2, 'apiserver', a.etcd) });
+  await kube.core.createNamespacedService({ namespace: a.ns, body: svc(a.ns, a.api, 'kube-apiserver') });
+  await kube.apps.createNamespacedDeployment({ namespace: a.ns, body: dep(a.ns, 'kube-controller-manager', 1, 'controller-manager', a.api) });
+}
+
+const seedSelectors = (etcd: string, api: string) => ({
+  [etcd]: { podSelectors: [{ matchExpressions: [
+    { key: 'gardener.cloud/role', operator: 'In', values: ['controlplane'] },
+    { key: 'role', operator: 'In', values: ['apiserver'] },
+  ] }] },
+  [api]: { podSelectors: [{ matchExpressions: [
+    { key: 'gardener.cloud/role', operator: 'In', values: ['controlplane'] },
+    { key: 'role', operator: 'NotIn', values: ['main', 'apiserver'] },
+  ] }] },
+});
+
+const isReady = (p: k8s.V1Pod) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+const crashLooping = (p: k8s.V1Pod) => (p.status?.containerStatuses ?? []).some((s) => s.state?.waiting?.reason === 'CrashLoopBackOff');
+const restarts = (p: k8s.V1Pod) => Math.max(0, ...(p.status?.containerStatuses ?? []).map((s) => s.restartCount));
+const live = async (ns: string, app: string) =>
+  (await kube.core.listNamespacedPod({ namespace: ns, labelSelector: `app=${app}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
+const allReady = async (ns: string, app: string, n: number) => {
+  const pods = await live(ns, app);
+  return pods.length === n && pods.every(isReady);
+};
+const scaleEtcd = (ns: string, replicas: number) =>
+  kube.apps.patchNamespacedDeploymentScale({ namespace: ns, name: 'etcd-main', body: { spec: { replicas } } }, mergePatch);
+const controlPlaneReady = async (a: Arm) =>
+  (await allReady(a.ns, 'etcd-main', 3)) && (await allReady(a.ns, 'kube-apiserver', 2)) && (await allReady(a.ns, 'kube-controller-manager', 1));
+
+/** When this process first saw each Service's slices with a ready endpoint, and each pod's delete. */
+class Observer {
+  readyAt = new Map<string, number>(); // ns/service -> first time seen ready since reset
+  deletedAt = new Map<string, number>(); // pod uid -> first time seen with deletionTimestamp (or gone)
+  private stops: (() => Promise<void>)[] = [];
+  constructor(kc: KubeClients, namespaces: string[]) {
+    for (const ns of namespaces) {
+      const slices = startInformer<k8s.V1EndpointSlice>({
+        kc: kc.kc, path: `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`,
+        list: () => kc.discovery.listNamespacedEndpointSlice({ namespace: ns }), log,
+        onUpsert: (s) => {
+          const key = `${ns}/${s.metadata?.labels?.['kubernetes.io/service-name']}`;
+          if (!this.readyAt.has(key) && s.endpoints?.some((e) => e.conditions?.ready !== false)) this.readyAt.set(key, performance.now());
+        },
+        onDelete: () => undefined,
+      });
+      const pods = startInformer<k8s.V1Pod>({
+        kc: kc.kc, path: `/api/v1/namespaces/${ns}/pods`,
+        list: () => kc.core.listNamespacedPod({ namespace: ns }), log,
+        onUpsert: (p) => { if (p.metadata?.deletionTimestamp && !this.deletedAt.has(p.metadata.uid!)) this.deletedAt.set(p.metadata.uid!, performance.now()); },
+        onDelete: (p) => { if (!this.deletedAt.has(p.metadata!.uid!)) this.deletedAt.set(p.metadata!.uid!, performance.now()); },
+      });
+      this.stops.push(() => slices.stop(), () => pods.stop());
+    }
+  }
+  async stop() { await Promise.all(this.stops.map((s) => s())); }
+}
+
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
+};
+
+const children: ChildProcess[] = [];
+async function main() {
+  const dwdBin = execFileSync('bash', [join(repo, 'scripts/dependency-watchdog.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  const dir = await mkdtemp(join(tmpdir(), 'tend-bench-'));
+  say(`sandbox ${info!.stateDir}: creating ${arms.map((a) => a.ns).join(', ')}`);
+  for (const a of arms) await createArm(a);
+
+  const tendArm = arms[0]!;
+  const taskQueue = `tend-weeder-bench-${suffix}`;
+  const tendConfig = join(dir, 'tend.yaml');
+  await writeFile(tendConfig, toYaml({
+    temporal: { address: info!.temporalAddress, taskQueue },
+    kubernetes: { kubeconfig: info!.tendKubeconfig },
+    weeder: { watchDuration: WATCH, namespaces: [tendArm.ns], servicesAndDependantSelectors: seedSelectors(tendArm.etcd, tendArm.api) },
+  }));
+  const dwdConfig = join(dir, 'dwd-weeder.yaml');
+  await writeFile(dwdConfig, toYaml({ watchDuration: WATCH, servicesAndDependantSelectors: seedSelectors('etcd-main-client', 'kube-apiserver') }));
+  const node = process.execPath;
+  const tend = spawn(node, [join(repo, 'src/starters/cli.ts'), 'run', '--config', tendConfig], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: 'warn' } });
+  const dwd = spawn(dwdBin, ['weeder', `--config-file=${dwdConfig}`, '--metrics-bind-addr=0', '--health-bind-addr=0', '--pprof-bind-addr=0', '--kube-api-qps=20', '--kube-api-burst=100'],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KUBECONFIG: info!.kubeconfig } });
+  children.push(tend, dwd);
+  let tendErr = ''; let dwdErr = '';
+  tend.stderr!.on('data', (d) => (tendErr = (tendErr + d).slice(-4000)));
+  dwd.stderr!.on('data', (d) => (dwdErr = (dwdErr + d).slice(-4000)));
+  for (const [name, c] of [['tend', tend], ['dependency-watchdog', dwd]] as const) {
+    c.once('exit', (code) => { if (!stopping) { say(`${name} exited (${code}):\n${name === 'tend' ? tendErr : dwdErr}`); process.exit(1); } });
+  }
+  const temporal = new Client({ connection: await Connection.connect({ address: info!.temporalAddress }) });
+  const obs = new Observer(kube, arms.map((a) => a.ns));
+
+  await waitFor('every arm\'s control plane ready', async () => (await Promise.all(arms.map(controlPlaneReady))).every(Boolean), 180_000, 500);
+  await waitFor('tend to record etcd ready', async () =>
+    (await kube.core.readNamespacedService({ namespace: tendArm.ns, name: tendArm.etcd })).metadata?.annotations?.['weeder.tend.dev/last-readiness'] === 'ready', 120_000, 500);
+  await sleep(6000); // let the first-seen windows (tend and dependency-watchdog) close
+
+  // ---- cascade ----
+  say(`cascade: etcd down in all three arms until kube-apiserver has restarted ${DOWN_RESTARTS} times (deep in back-off)`);
+  await Promise.all(arms.map((a) => scaleEtcd(a.ns, 0)));
+  await waitFor('deep back-off everywhere', async () => {
+    for (const a of arms) {
+      const pods = [...await live(a.ns, 'kube-apiserver'), ...await live(a.ns, 'kube-controller-manager')];
+      if (pods.length !== 3 || !pods.every((p) => crashLooping(p) && restarts(p) >= DOWN_RESTARTS)) return false;
+    }
+    return true;
+  }, 600_000, 1000);
+  const t0 = performance.now();
+  await Promise.all(arms.map((a) => scaleEtcd(a.ns, 3)));
+  const cascade: Record<string, { apiserver: number; chain: number }> = {};
+  await Promise.all(arms.map(async (a) => {
+    const api = await waitFor(`${a.name}: apiserver ready`, async () => (await allReady(a.ns, 'kube-apiserver', 2)) && performance.now(), 900_000, 100);
+    const chain = await waitFor(`${a.name}: chain ready`, async () => (await controlPlaneReady(a)) && performance.now(), 900_000, 100);
+    cascade[a.name] = { apiserver: api - t0, chain: chain - t0 };
+    say(`cascade ${a.name}: kube-apiserver ready after ${((api - t0) / 1000).toFixed(1)} s, whole chain after ${((chain - t0) / 1000).toFixed(1)} s`);
+  }));
+
+  // ---- reaction latency ----
+  const latency: Record<'tend' | 'dwd', number[]> = { tend: [], dwd: [] };
+  const whileDown: Record<'tend' | 'dwd', number> = { tend: 0, dwd: 0 };
+  const recoveredAlone: Record<'tend' | 'dwd', number> = { tend: 0, dwd: 0 };
+  const latArms = [arms[0]!, arms[2]!];
+  say(`reaction latency: ${TRIALS} trials each for tend and dependency-watchdog`);
+  await Promise.all(latArms.map(async (a) => {
+    const name = a.name as 'tend' | 'dwd';
+    for (let i = 0; i < TRIALS; i++) {
+      await waitFor(`${a.name}: control plane ready`, () => controlPlaneReady(a), 180_000, 200);
+      // A fresh window each trial: the previous ones (watchDuration 5 s) must have closed
+      // before etcd goes down, or a tool that weeds while its upstream is down would do so.
+      const lastReady = obs.readyAt.get(`${a.ns}/${a.etcd}`) ?? 0;
+      const wait = lastReady + 6000 - performance.now();
+      if (wait > 0) await sleep(wait);
+      if (a.name === 'tend') {
+        await waitFor('tend windows closed', async () => {
+          for (const s of [a.etcd, a.api]) {
+            const d = await temporal.workflow.getHandle(`weeder/${a.ns}/${s}`).describe().catch(() => undefined);
+            if (d?.status.name === 'RUNNING') return false;
+          }
+          return true;
+        }, 60_000, 200);
+      }
+      await scaleEtcd(a.ns, 0);
+      // Deep enough in back-off (1 s, 2 s, 4 s at time scale 0.1) that recovering alone does not race the weeder.
+      const crashing = await waitFor(`${a.name}: apiserver crash-looping`, async () => {
+        const pods = await live(a.ns, 'kube-apiserver');
+        return pods.length === 2 && pods.every((p) => crashLooping(p) && restarts(p) >= 3) ? pods : undefined;
+      }, 120_000, 100);
+      const uids = crashing.map((p) => p.metadata!.uid!);
+      obs.readyAt.delete(`${a.ns}/${a.etcd}`);
+      await scaleEtcd(a.ns, 1);
+      const readyAt = await waitFor(`${a.name}: etcd slice ready`, async () => obs.readyAt.get(`${a.ns}/${a.etcd}`), 60_000, 20);
+      const outcome = await waitFor(`${a.name}: a crash-looping apiserver pod deleted, or recovered alone`, async () => {
+        const ts = uids.map((u) => obs.deletedAt.get(u)).filter((t): t is number => t !== undefined);
+        if (ts.length) return { deletedAt: Math.min(...ts) };
+        const pods = await live(a.ns, 'kube-apiserver');
+        return pods.length === 2 && pods.every((p) => uids.includes(p.metadata!.uid!) && isReady(p)) ? { deletedAt: undefined } : undefined;
+      }, 60_000, 20);
+      if (outcome.deletedAt === undefined) recoveredAlone[name]++;
+      else if (outcome.deletedAt < readyAt) whileDown[name]++;
+      else latency[name].push(outcome.deletedAt - readyAt);
+      await scaleEtcd(a.ns, 3);
+    }
+  }));
+
+  // ---- Temporal actions per window ----
+  const windows: { id: string; events: number; starts: number; signals: number; activities: number; timers: number; activityMs: number }[] = [];
+  for await (const wf of temporal.workflow.list({ query: `TendCapability="weeder" AND TaskQueue="${taskQueue}"` })) {
+    const h = await temporal.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+    const ev = h.events ?? [];
+    let activityMs = 0;
+    const scheduledTimes = new Map<string, number>();
+    for (const e of ev) {
+      const t = Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
+      if (e.activityTaskScheduledEventAttributes) scheduledTimes.set(String(e.eventId), t);
+      const done = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? e.activityTaskCanceledEventAttributes;
+      if (done) activityMs += t - (scheduledTimes.get(String(done.scheduledEventId)) ?? t);
+    }
+    windows.push({
+      id: wf.workflowId, events: ev.length, starts: 1,
+      signals: ev.filter((e) => e.workflowExecutionSignaledEventAttributes).length,
+      activities: ev.filter((e) => e.activityTaskScheduledEventAttributes).length,
+      timers: ev.filter((e) => e.timerStartedEventAttributes).length,
+      activityMs,
+    });
+  }
+  const avg = (f: (w: (typeof windows)[number]) => number) => windows.reduce((s, w) => s + f(w), 0) / Math.max(1, windows.length);
+  // Heartbeats that reach the server: the SDK sends at most one per 0.8 x heartbeatTimeout (10 s for these short windows).
+  const heartbeats = avg((w) => Math.floor(w.activityMs / 8000));
+
+  stopping = true;
+  await obs.stop();
+  await temporal.connection.close();
+  const fmt = (xs: number[]) => xs.length ? `p50 ${quantile(xs, 0.5).toFixed(0)} ms, p99 ${quantile(xs, 0.99).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (n=${xs.length})` : 'no samples';
+  console.log(JSON.stringify({ sandbox: info!.stateDir, timeScale: JSON.parse(await readFile(join(info!.stateDir, 'sandbox.json'), 'utf8')).timeScale, watchDuration: WATCH, cascade, latency: {
+    tend: latency.tend.length ? { p50: quantile(latency.tend, 0.5), p99: quantile(latency.tend, 0.99), n: latency.tend.length, samples: latency.tend.map(Math.round) } : null,
+    dwd: latency.dwd.length ? { p50: quantile(latency.dwd, 0.5), p99: quantile(latency.dwd, 0.99), n: latency.dwd.length, samples: latency.dwd.map(Math.round) } : null,
+  }, whileDown, recoveredAlone, temporalPerWindow: { windows: windows.length, starts: 1, signals: avg((w) => w.signals), activities: avg((w) => w.activities), timers: avg((w) => w.timers), heartbeatsEstimated: heartbeats } }, null, 2));
+  console.log('');
+  console.log(`cascade recovery after etcd returns (kube-apiserver / whole chain):`);
+  for (const a of arms) console.log(`  ${a.name.padEnd(5)} ${(cascade[a.name]!.apiserver / 1000).toFixed(1)} s / ${(cascade[a.name]!.chain / 1000).toFixed(1)} s`);
+  console.log(`  speed-up of tend over no weeder (chain): ${(cascade.none!.chain / cascade.tend!.chain).toFixed(1)}x; dependency-watchdog: ${(cascade.none!.chain / cascade.dwd!.chain).toFixed(1)}x`);
+  console.log(`reaction latency, slice ready -> delete issued (as seen by this process's watches):`);
+  console.log(`  tend                 ${fmt(latency.tend)}`);
+  console.log(`  dependency-watchdog  ${fmt(latency.dwd)}`);
+  console.log(`  deleted while etcd was still down: tend ${whileDown.tend}, dependency-watchdog ${whileDown.dwd}; ` +
+    `recovered alone before any deletion: tend ${recoveredAlone.tend}, dependency-watchdog ${recoveredAlone.dwd} (of ${TRIALS} each)`);
+  console.log(`Temporal actions per tend window (${windows.length} windows): 1 start + ${avg((w) => w.signals).toFixed(2)} signals + ` +
+    `${avg((w) => w.activities).toFixed(2)} activities + ${avg((w) => w.timers).toFixed(2)} timers + ~${heartbeats.toFixed(2)} heartbeats`);
+  for (const c of children) c.kill('SIGTERM');
+  for (const a of arms) await kube.core.deleteNamespace({ name: a.ns }).catch(() => undefined);
+}
+
+let stopping = false;
+try {
+  await main();
+} catch (err) {
+  stopping = true;
+  console.error(err);
+  for (const c of children) c.kill('SIGTERM');
+  for (const a of arms) await kube.core.deleteNamespace({ name: a.ns }).catch(() => undefined);
+  process.exitCode = 1;
+}
+process.exit();

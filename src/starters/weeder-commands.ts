@@ -1,0 +1,64 @@
+// `tend weeder list`: the open weeder windows, their Service, until when, and
+// the pods weeded so far (asked of each window's workflow).
+import type { Command } from 'commander';
+import { configOrSandbox, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+
+export interface WindowRow {
+  workflowId: string;
+  service: string;
+  until: string;
+  transitions: number;
+  weeded: string[];
+  reported: string[];
+}
+
+export function registerWeederCommands(program: Command): void {
+  const weeder = program.command('weeder').description('weeder windows: crash-looping dependants deleted when their Service recovers');
+  withConfigOptions(weeder
+    .command('list')
+    .description('open windows: their Service, until when, and the pods weeded so far'))
+    .option('--json', 'print JSON')
+    .action(async (flags: ConfigFlags & { json?: boolean }) => {
+      const config = await configOrSandbox(flags);
+      const rows = await listWindows(config.temporal);
+      if (flags.json) {
+        console.log(JSON.stringify(rows, null, 2));
+        return;
+      }
+      if (rows.length === 0) {
+        console.log('no open weeder windows');
+        return;
+      }
+      const table = [['SERVICE', 'UNTIL', 'TRANSITIONS', 'WEEDED', 'REPORTED (no controller)']]
+        .concat(rows.map((r) => [r.service, r.until, String(r.transitions), r.weeded.join(',') || '-', r.reported.join(',') || '-']));
+      const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
+      for (const row of table) console.log(row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+    });
+}
+
+async function listWindows(temporal: Parameters<typeof import('../temporal/connection.ts').connectClient>[0]): Promise<WindowRow[]> {
+  const { connectClient } = await import('../temporal/connection.ts');
+  const { windowQuery } = await import('../weeder/messages.ts');
+  const client = await connectClient(temporal);
+  try {
+    const rows: WindowRow[] = [];
+    for await (const wf of client.workflow.list({ query: 'TendCapability="weeder" AND ExecutionStatus="Running"' })) {
+      try {
+        const w = await client.workflow.getHandle(wf.workflowId, wf.runId).query(windowQuery);
+        rows.push({
+          workflowId: wf.workflowId,
+          service: wf.workflowId.replace(/^weeder\//, ''),
+          until: new Date(w.deadline).toISOString(),
+          transitions: w.transitions,
+          weeded: w.weeded.map((p) => p.name),
+          reported: w.reported.map((p) => p.name),
+        });
+      } catch {
+        // Closed between the list and the query: no longer open.
+      }
+    }
+    return rows.sort((a, b) => a.service.localeCompare(b.service));
+  } finally {
+    await client.connection.close();
+  }
+}

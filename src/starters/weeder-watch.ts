@@ -1,0 +1,192 @@
+// The weeder's part of the watcher: an EndpointSlice informer on the
+// configured Services, readiness per Service across all of its slices, and the
+// last-known readiness recorded durably on the Service itself (annotation
+// weeder.tend.dev/last-readiness). Comparing with that record, not with memory,
+// is what makes a transition that happened while the watcher was down still
+// open a window, and a restart without one open nothing.
+//
+// Only the Service's window workflow costs Temporal actions, and only on a
+// not-ready -> ready transition (one signal-with-start).
+import * as k8s from '@kubernetes/client-node';
+import type { Client } from '@temporalio/client';
+import type { WeederConfig } from '../config/weeder.ts';
+import { errorMessage, isNotFound, mergePatch } from '../kube/api.ts';
+import { kubeClients, type KubeClients } from '../kube/client.ts';
+import { startInformer, type RunningInformer } from '../kube/informer.ts';
+import { log } from '../log.ts';
+import { TendCapability, TendTarget } from '../search-attributes.ts';
+import { extendSignal } from '../weeder/messages.ts';
+import { mergeNewest } from '../weeder/resync.ts';
+import { readyEndpointIds, SERVICE_NAME_LABEL, serviceKeyOf, serviceReady, type SliceLike } from '../weeder/readiness.ts';
+import { decideTransition, parseRecorded, recordAnnotations, type Observed } from '../weeder/transition.ts';
+import { weederWorkflowId, type WeederInput } from '../weeder/window.ts';
+import type { CapabilityWatch } from './watcher.ts';
+
+/** A fresh list this often, so that a watch that stalls silently costs at most this much. */
+const RESYNC_MS = 30_000;
+
+export function weederWatch(config: WeederConfig): CapabilityWatch {
+  return async ({ client, kc, temporal, signal }) => {
+    const kube = kubeClients(kc);
+    const services = Object.keys(config.servicesAndDependantSelectors).sort();
+    const labelSelector = `${SERVICE_NAME_LABEL} in (${services.join(',')})`;
+    const wlog = log.child({ capability: 'weeder' });
+    const tracker = new ReadinessTracker(kube, client, config, temporal.taskQueue, wlog);
+
+    const scopes: (string | undefined)[] = config.namespaces ?? [undefined];
+    const informers: RunningInformer<k8s.V1EndpointSlice>[] = scopes.map((namespace) => {
+      const informer: RunningInformer<k8s.V1EndpointSlice> = startInformer<k8s.V1EndpointSlice>({
+        kc,
+        path: namespace ? `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices` : '/apis/discovery.k8s.io/v1/endpointslices',
+        list: () => (namespace
+          ? kube.discovery.listNamespacedEndpointSlice({ namespace, labelSelector })
+          : kube.discovery.listEndpointSliceForAllNamespaces({ labelSelector })),
+        labelSelector,
+        log: wlog,
+        onUpsert: (slice) => {
+          const key = serviceKeyOf(slice);
+          if (key) tracker.schedule(key, () => slicesOf(informers, key));
+        },
+        // A deleted slice is no transition (as in dependency-watchdog): the
+        // next update of the Service's slices is judged against the record.
+        onDelete: () => undefined,
+      });
+      return informer;
+    });
+
+    const resync = setInterval(() => {
+      void (async () => {
+        try {
+          const lists = await Promise.all(scopes.map((namespace) => (namespace
+            ? kube.discovery.listNamespacedEndpointSlice({ namespace, labelSelector })
+            : kube.discovery.listEndpointSliceForAllNamespaces({ labelSelector }))));
+          const byKey = new Map<string, k8s.V1EndpointSlice[]>();
+          for (const slice of lists.flatMap((l) => l.items)) {
+            const key = serviceKeyOf(slice);
+            if (key) byKey.set(key, [...(byKey.get(key) ?? []), slice]);
+          }
+          // Judged when its turn comes, against what the watch has delivered by then.
+          for (const [key, listed] of byKey) tracker.schedule(key, () => mergeNewest(slicesOf(informers, key), listed));
+        } catch (err) {
+          wlog.warn({ err: errorMessage(err) }, 'weeder resync failed');
+        }
+      })();
+    }, RESYNC_MS);
+
+    wlog.info({ services, namespaces: config.namespaces ?? 'all' }, 'weeder watching EndpointSlices');
+    await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+    clearInterval(resync);
+    await Promise.all(informers.map((i) => i.stop()));
+    await tracker.idle();
+  };
+}
+
+function slicesOf(informers: RunningInformer<k8s.V1EndpointSlice>[], key: string): k8s.V1EndpointSlice[] {
+  const namespace = key.slice(0, key.indexOf('/'));
+  return informers.flatMap((i) => i.cache.list(namespace)).filter((s) => serviceKeyOf(s) === key);
+}
+
+/**
+ * Per Service, one reconcile at a time, and at most one waiting: a burst of
+ * slice updates is judged once, on the latest slices.
+ */
+export class ReadinessTracker {
+  private readonly recorded = new Map<string, Observed>();
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly queued = new Map<string, () => SliceLike[]>();
+  private readonly kube: KubeClients;
+  private readonly client: Client;
+  private readonly config: WeederConfig;
+  private readonly taskQueue: string;
+  private readonly log: typeof log;
+
+  constructor(kube: KubeClients, client: Client, config: WeederConfig, taskQueue: string, logger: typeof log) {
+    this.kube = kube;
+    this.client = client;
+    this.config = config;
+    this.taskQueue = taskQueue;
+    this.log = logger;
+  }
+
+  schedule(key: string, slices: () => SliceLike[]): void {
+    const wasQueued = this.queued.has(key);
+    this.queued.set(key, slices);
+    if (wasQueued) return;
+    const prev = this.running.get(key) ?? Promise.resolve();
+    const next = prev.then(async () => {
+      const latest = this.queued.get(key);
+      this.queued.delete(key);
+      if (latest) await this.reconcile(key, latest());
+    }).catch((err) => {
+      this.log.warn({ service: key, err: errorMessage(err) }, 'weeder could not act on a readiness change; the next resync retries');
+      this.recorded.delete(key); // re-read the record next time
+    });
+    this.running.set(key, next);
+    void next.finally(() => {
+      if (this.running.get(key) === next) this.running.delete(key);
+    });
+  }
+
+  async idle(): Promise<void> {
+    await Promise.all(this.running.values());
+  }
+
+  private async reconcile(key: string, slices: SliceLike[]): Promise<void> {
+    const [namespace, name] = key.split('/') as [string, string];
+    const selectors = this.config.servicesAndDependantSelectors[name];
+    if (!selectors) return;
+    const ready = serviceReady(slices);
+    const now: Observed = { readiness: ready ? 'ready' : 'not-ready', endpoints: ready ? readyEndpointIds(slices) : [] };
+    let recorded = this.recorded.get(key);
+    const firstLook = recorded === undefined;
+    if (firstLook) {
+      let svc: k8s.V1Service;
+      try {
+        svc = await this.kube.core.readNamespacedService({ name, namespace });
+      } catch (err) {
+        if (isNotFound(err)) return; // slices outliving their Service: nothing to weed for
+        throw err;
+      }
+      recorded = parseRecorded(svc.metadata?.annotations);
+    }
+    const decision = decideTransition(recorded, now, firstLook);
+    if (decision.open) await this.open(namespace, name, recorded?.readiness === now.readiness ? 'went down and came back while the watcher was away' : `${recorded?.readiness ?? 'unrecorded'} -> ready`);
+    if (decision.record) {
+      try {
+        await this.kube.core.patchNamespacedService(
+          { name, namespace, body: { metadata: { annotations: recordAnnotations(decision.record) } } },
+          mergePatch,
+        );
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      if (recorded?.readiness !== now.readiness) {
+        this.log.info({ service: key, from: recorded?.readiness ?? 'unrecorded', to: now.readiness }, 'Service readiness changed');
+      }
+    }
+    this.recorded.set(key, now);
+  }
+
+  private async open(namespace: string, service: string, reason: string): Promise<void> {
+    const input: WeederInput = {
+      namespace,
+      service,
+      podSelectors: this.config.servicesAndDependantSelectors[service]!.podSelectors,
+      watchDuration: this.config.watchDuration,
+    };
+    const workflowId = weederWorkflowId(namespace, service);
+    await this.client.workflow.signalWithStart('weederWorkflow', {
+      workflowId,
+      taskQueue: this.taskQueue,
+      args: [input],
+      signal: extendSignal,
+      signalArgs: [{ reason }],
+      staticSummary: `weeder: Service ${namespace}/${service} became ready; deleting its dependants stuck in CrashLoopBackOff for ${this.config.watchDuration.text}`,
+      typedSearchAttributes: [
+        { key: TendCapability, value: 'weeder' },
+        { key: TendTarget, value: `${namespace}/${service}` },
+      ],
+    });
+    this.log.info({ workflowId, reason }, 'weeder window opened (or extended)');
+  }
+}

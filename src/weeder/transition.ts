@@ -1,0 +1,59 @@
+// What the watcher does when it has looked at a Service's slices: compare what
+// it sees with what it last recorded (durably, on the Service), and decide.
+// Pure, table-tested.
+//
+//   recorded            now        decision
+//   (none)              ready      open a window (a Service first seen ready)
+//   (none)              not ready  -
+//   not ready           ready      open (or extend) the window
+//   ready               not ready  - (nothing is deleted while not ready)
+//   ready (by others)   ready      open, on the first look after a restart only: none of the pods
+//                                  recorded as serving serves now, so the Service went down and
+//                                  came back while the watcher was away
+//   ready               ready      - (ready -> ready; a restart without a transition)
+//   not ready           not ready  -
+// and in every row: record what is seen when it differs from the record.
+
+export type Readiness = 'ready' | 'not-ready';
+
+export interface Observed {
+  readiness: Readiness;
+  /** readyEndpointIds(): the pods serving now (empty when not ready). */
+  endpoints: string[];
+}
+
+export interface TransitionDecision {
+  /** Signal-with-start the Service's window workflow. */
+  open: boolean;
+  /** What to record, when it differs from the record. */
+  record?: Observed;
+}
+
+/**
+ * `firstLook`: the record was read from the Service (the watcher has not
+ * judged this Service since it started), not remembered from its own last look.
+ */
+export function decideTransition(recorded: Observed | undefined, now: Observed, firstLook: boolean): TransitionDecision {
+  const same = recorded !== undefined && recorded.readiness === now.readiness &&
+    recorded.endpoints.length === now.endpoints.length && recorded.endpoints.every((e, i) => e === now.endpoints[i]);
+  const record = same ? {} : { record: now };
+  if (now.readiness !== 'ready') return { open: false, ...record };
+  if (recorded?.readiness !== 'ready') return { open: true, ...record };
+  const wentAwayAndBack = firstLook && recorded.endpoints.length > 0 && !recorded.endpoints.some((e) => now.endpoints.includes(e));
+  return { open: wentAwayAndBack, ...record };
+}
+
+/** The annotations on a Service that hold what tend last recorded for it. */
+export const LAST_READINESS_ANNOTATION = 'weeder.tend.dev/last-readiness';
+export const READY_ENDPOINTS_ANNOTATION = 'weeder.tend.dev/ready-endpoints';
+
+export function parseRecorded(annotations: Record<string, string> | undefined): Observed | undefined {
+  const readiness = annotations?.[LAST_READINESS_ANNOTATION];
+  if (readiness !== 'ready' && readiness !== 'not-ready') return undefined;
+  const endpoints = (annotations?.[READY_ENDPOINTS_ANNOTATION] ?? '').split(',').filter((e) => e !== '').sort();
+  return { readiness, endpoints };
+}
+
+export function recordAnnotations(o: Observed): Record<string, string> {
+  return { [LAST_READINESS_ANNOTATION]: o.readiness, [READY_ENDPOINTS_ANNOTATION]: o.endpoints.join(',') };
+}

@@ -1,0 +1,157 @@
+// The weeder survives its own parts failing, and answers operators: worker and
+// watcher run as separate processes (`tend worker`, `tend watcher`) so each
+// can be killed; windows are extended and stopped with the real temporal CLI
+// and listed with `tend weeder list`.
+import assert from 'node:assert/strict';
+import type * as k8s from '@kubernetes/client-node';
+import { Client, Connection } from '@temporalio/client';
+import { runTend, TendProcess } from '../harness/cli.ts';
+import { admin, deleteNamespace, deployment, isReady, podsOf, service, tempNamespace } from '../harness/kube.ts';
+import { sandbox } from '../harness/hooks.ts';
+import { waitFor } from '../harness/wait.ts';
+import { crashLooping, temporal as temporalCli, weederConfigFile } from '../harness/weeder.ts';
+import { mergePatch } from '../../src/kube/api.ts';
+import type { WeederResult } from '../../src/weeder/window.ts';
+import type { WindowRow } from '../../src/starters/weeder-commands.ts';
+
+describe('weeder: signals, the list, and killing its parts', function () {
+  this.timeout(240_000);
+  const kube = () => admin();
+  let ns: string;
+  let config: string;
+  let worker: TendProcess;
+  let watcher: TendProcess;
+  let temporal: Client;
+
+  before(async () => {
+    const k = kube();
+    ns = await tempNamespace(k, 'weeder-durable');
+    for (const name of ['db', 'quiet', 'marker']) {
+      await k.apps.createNamespacedDeployment({ namespace: ns, body: deployment({ namespace: ns, name, replicas: 1 }) });
+      await k.core.createNamespacedService({ namespace: ns, body: service(ns, name, { app: name }) });
+    }
+    await k.apps.createNamespacedDeployment({ namespace: ns, body: deployment({
+      namespace: ns, name: 'api', replicas: 1, labels: { role: 'api' }, annotations: { 'sim.tend.dev/depends-on': 'db' },
+    }) });
+    config = await weederConfigFile({
+      watchDuration: '40s',
+      namespaces: [ns],
+      servicesAndDependantSelectors: {
+        db: { podSelectors: [{ matchLabels: { role: 'api' } }] },
+        quiet: { podSelectors: [{ matchLabels: { role: 'nothing-here' } }] },
+        marker: { podSelectors: [{ matchLabels: { role: 'nothing-here' } }] },
+      },
+    });
+    worker = new TendProcess(['worker', '--config', config]);
+    watcher = new TendProcess(['watcher', '--config', config]);
+    temporal = new Client({ connection: await Connection.connect({ address: sandbox().temporalAddress }) });
+  });
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed') {
+      console.error(`worker output (tail):\n${worker?.output.slice(-4000)}\nwatcher output (tail):\n${watcher?.output.slice(-4000)}`);
+    }
+  });
+  after(async () => {
+    await Promise.all([worker?.stop(), watcher?.stop()]);
+    await temporal?.connection.close();
+    if (ns) await deleteNamespace(kube(), ns);
+  });
+
+  const id = (svc: string) => `weeder/${ns}/${svc}`;
+  const recorded = async (name: string) =>
+    (await kube().core.readNamespacedService({ namespace: ns, name })).metadata?.annotations?.['weeder.tend.dev/last-readiness'];
+  const scale = (name: string, replicas: number) =>
+    kube().apps.patchNamespacedDeploymentScale({ namespace: ns, name, body: { spec: { replicas } } }, mergePatch);
+  const describe_ = (svc: string) => temporal.workflow.getHandle(id(svc)).describe();
+  const sliceReady = async (svc: string) => {
+    const slices = await kube().discovery.listNamespacedEndpointSlice({ namespace: ns, labelSelector: `kubernetes.io/service-name=${svc}` });
+    return slices.items.some((s) => s.endpoints?.some((e) => e.conditions?.ready !== false));
+  };
+  const setFail = async (pod: k8s.V1Pod) => kube().core.patchNamespacedPod(
+    { namespace: ns, name: pod.metadata!.name!, body: { metadata: { annotations: { 'sim.tend.dev/fail': 'true' } } } }, mergePatch);
+  const livePods = async (selector: string) => (await podsOf(kube(), ns, selector)).filter((p) => !p.metadata?.deletionTimestamp);
+
+  it('a Service first seen ready opens a window; extend and stop it with the temporal CLI; tend weeder list shows it', async () => {
+    await waitFor('tend to start', () => /worker started/.test(worker.output) && /weeder watching/.test(watcher.output), { timeoutMs: 60_000 });
+    const first = await waitFor('a window for db (first seen ready)', async () => {
+      const d = await describe_('db').catch(() => undefined);
+      return d?.status.name === 'RUNNING' ? d : undefined;
+    }, { timeoutMs: 60_000 });
+    const summary = await first.staticSummary();
+    assert.ok(summary?.startsWith(`weeder: Service ${ns}/db became ready`), summary);
+
+    await temporalCli(['workflow', 'signal', '--workflow-id', id('db'), '--name', 'extend', '--input', '{"seconds": 600}']);
+    const list = await waitFor('tend weeder list to show the extended window', async () => {
+      const r = await runTend(['weeder', 'list', '--json', '--config', config]);
+      assert.equal(r.code, 0, r.stderr);
+      const rows = JSON.parse(r.stdout) as WindowRow[];
+      const row = rows.find((w) => w.workflowId === id('db'));
+      return row && Date.parse(row.until) > Date.now() + 500_000 ? row : undefined;
+    });
+    assert.equal(list.service, `${ns}/db`);
+    const table = await runTend(['weeder', 'list', '--config', config]);
+    assert.match(table.stdout, /SERVICE\s+UNTIL/);
+    assert.ok(table.stdout.includes(`${ns}/db`), table.stdout);
+
+    await temporalCli(['workflow', 'signal', '--workflow-id', id('db'), '--name', 'stop', '--input', '{"reason": "operator says so"}']);
+    const result = await waitFor('the stopped window to close', async () => {
+      const h = temporal.workflow.getHandle(id('db'));
+      return (await h.describe()).status.name === 'COMPLETED' ? (await h.result()) as WeederResult : undefined;
+    }, { timeoutMs: 15_000 });
+    assert.equal(result.stopped, 'operator says so');
+    assert.equal(result.transitions, 2, 'the opening transition and the extension');
+  });
+
+  it('a quiet window costs one activity, no timers', async () => {
+    const h = temporal.workflow.getHandle(id('quiet'));
+    await waitFor('the quiet window to close', async () => (await h.describe()).status.name === 'COMPLETED', { timeoutMs: 60_000 });
+    const events = (await h.fetchHistory()).events ?? [];
+    const count = (type: string) => events.filter((e) => e.eventType != null && String(e.eventType).includes(type)).length;
+    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes).length;
+    const timers = events.filter((e) => e.timerStartedEventAttributes).length;
+    const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes).length;
+    assert.equal(scheduled, 1, `activities scheduled (${count('')} events)`);
+    assert.equal(timers, 0);
+    assert.equal(signals, 1, 'the opening transition');
+  });
+
+  it('watcher down across a transition: the window still opens when it returns; a restart without one opens nothing', async () => {
+    const run = (await describe_('db')).runId;
+    await watcher.stop('SIGKILL');
+    await scale('db', 0);
+    await waitFor('db not ready', async () => !(await sliceReady('db')));
+    await scale('db', 1);
+    await waitFor('db ready again', () => sliceReady('db'));
+    assert.equal((await describe_('db')).runId, run, 'nothing happened while the watcher was down');
+    watcher = new TendProcess(['watcher', '--config', config]);
+    await waitFor('a new window for db', async () => {
+      const d = await describe_('db');
+      return d.runId !== run && d.status.name === 'RUNNING';
+    }, { timeoutMs: 30_000 });
+
+    const reopened = (await describe_('db')).runId;
+    await watcher.stop('SIGTERM');
+    watcher = new TendProcess(['watcher', '--config', config]);
+    // Barrier: once the new watcher has judged marker going down, it has judged db's slices too.
+    await scale('marker', 0);
+    await waitFor('the new watcher to record marker not ready', async () => (await recorded('marker')) === 'not-ready', { timeoutMs: 30_000 });
+    assert.equal((await describe_('db')).runId, reopened, 'a watcher restart without a transition opens nothing');
+  });
+
+  it('worker killed mid-window: the window completes and still weeds', async () => {
+    const h = temporal.workflow.getHandle(id('db'));
+    assert.equal((await h.describe()).status.name, 'RUNNING');
+    await worker.stop('SIGKILL');
+    worker = new TendProcess(['worker', '--config', config]);
+    await waitFor('the new worker', () => /worker started/.test(worker.output), { timeoutMs: 60_000 });
+    const [pod] = await livePods('app=api');
+    await setFail(pod!);
+    await waitFor('the crash-looping api pod weeded by the resumed window', async () => {
+      const pods = await livePods('app=api');
+      return pods.length === 1 && pods[0]!.metadata!.uid !== pod!.metadata!.uid && !crashLooping(pods[0]!) && isReady(pods[0]!);
+    }, { timeoutMs: 40_000 });
+    const result = await waitFor('the window to complete', async () =>
+      (await h.describe()).status.name === 'COMPLETED' ? (await h.result()) as WeederResult : undefined, { timeoutMs: 60_000 });
+    assert.deepEqual(result.weeded.map((p) => p.uid), [pod!.metadata!.uid]);
+  });
+});

@@ -1,0 +1,185 @@
+// The weeder's pure decisions, table-driven: readiness over slices, the
+// watcher's transition decision, which pods are weeded, and the window.
+import assert from 'node:assert/strict';
+import { readyEndpointIds, serviceReady, serviceKeyOf, type SliceLike } from '../../src/weeder/readiness.ts';
+import { decideTransition, parseRecorded, recordAnnotations, type Observed } from '../../src/weeder/transition.ts';
+import { crashLoopingContainers, decidePod, type PodLike } from '../../src/weeder/crashloop.ts';
+import { decideNext, heartbeatTimeoutMs, WindowState, weederWorkflowId } from '../../src/weeder/window.ts';
+import type { LabelSelector } from '../../src/config/label-selector.ts';
+import { mergeNewest } from '../../src/weeder/resync.ts';
+
+const slice = (...ready: (boolean | null | undefined)[]): SliceLike => ({
+  endpoints: ready.map((r) => ({ conditions: r === undefined ? {} : { ready: r } })),
+});
+
+describe('weeder: readiness over all of a Service\'s slices', () => {
+  const cases: [string, SliceLike[], boolean][] = [
+    ['no slices', [], false],
+    ['one slice, no endpoints', [{ endpoints: [] }], false],
+    ['one slice, endpoints null', [{ endpoints: null }], false],
+    ['one ready endpoint', [slice(true)], true],
+    ['ready missing means ready', [slice(undefined)], true],
+    ['ready null means ready', [slice(null)], true],
+    ['endpoint without conditions is ready', [{ endpoints: [{}] }], true],
+    ['all not ready', [slice(false, false)], false],
+    ['one of several ready', [slice(false, true)], true],
+    ['ready in the second slice only', [slice(false), slice(true)], true],
+    ['not ready in every slice', [slice(false), slice(false), { endpoints: [] }], false],
+  ];
+  for (const [name, slices, want] of cases) {
+    it(name, () => assert.equal(serviceReady(slices), want));
+  }
+  it('keys a slice by its namespace and service-name label', () => {
+    assert.equal(serviceKeyOf({ metadata: { namespace: 'ns', labels: { 'kubernetes.io/service-name': 'etcd' } } }), 'ns/etcd');
+    assert.equal(serviceKeyOf({ metadata: { namespace: 'ns', labels: {} } }), undefined);
+  });
+});
+
+describe('weeder: transition decisions', () => {
+  const ready = (...endpoints: string[]): Observed => ({ readiness: 'ready', endpoints });
+  const notReady: Observed = { readiness: 'not-ready', endpoints: [] };
+  // recorded, now, first look after a (re)start, open, records
+  const cases: [string, Observed | undefined, Observed, boolean, boolean, boolean][] = [
+    ['first seen ready', undefined, ready('a'), true, true, true],
+    ['first seen not ready', undefined, notReady, true, false, true],
+    ['not ready -> ready', notReady, ready('a'), false, true, true],
+    ['not ready -> ready, seen after a restart', notReady, ready('a'), true, true, true],
+    ['ready -> not ready', ready('a'), notReady, false, false, true],
+    ['ready -> ready, same pods', ready('a'), ready('a'), false, false, false],
+    ['ready -> ready, one more pod', ready('a'), ready('a', 'b'), false, false, true],
+    ['ready -> ready, all pods replaced while watching', ready('a'), ready('b'), false, false, true],
+    ['restart, same pods serving: no transition', ready('a', 'b'), ready('a', 'b'), true, false, false],
+    ['restart, some of the same pods serving', ready('a', 'b'), ready('b', 'c'), true, false, true],
+    ['restart, none of the recorded pods serving: went down and back while away', ready('a', 'b'), ready('c'), true, true, true],
+    ['not ready -> not ready', notReady, notReady, false, false, false],
+    ['restart, still not ready', notReady, notReady, true, false, false],
+  ];
+  for (const [name, recorded, now, firstLook, open, records] of cases) {
+    it(`${name}: ${open ? 'open' : 'no window'}${records ? ', record' : ''}`, () => {
+      const d = decideTransition(recorded, now, firstLook);
+      assert.equal(d.open, open);
+      assert.deepEqual(d.record, records ? now : undefined);
+    });
+  }
+  it('reads its record from the annotations, and writes it back the same', () => {
+    assert.deepEqual(parseRecorded(recordAnnotations(ready('b', 'a'))), ready('a', 'b'));
+    assert.deepEqual(parseRecorded(recordAnnotations(notReady)), notReady);
+    assert.equal(parseRecorded({ 'weeder.tend.dev/last-readiness': 'true' }), undefined);
+    assert.equal(parseRecorded(undefined), undefined);
+  });
+  it('identifies serving pods by UID, else by address; not-ready endpoints do not serve', () => {
+    assert.deepEqual(readyEndpointIds([
+      { endpoints: [{ targetRef: { uid: 'u2' } }, { targetRef: { uid: 'u1' }, conditions: { ready: true } }] },
+      { endpoints: [{ addresses: ['10.0.0.9'] }, { targetRef: { uid: 'u3' }, conditions: { ready: false } }] },
+    ]), ['10.0.0.9', 'u1', 'u2']);
+  });
+});
+
+describe('weeder: which dependants are weeded', () => {
+  const selectors: LabelSelector[] = [
+    { matchExpressions: [{ key: 'role', operator: 'In', values: ['apiserver'] }, { key: 'track', operator: 'NotIn', values: ['canary'] }] },
+    { matchLabels: { app: 'kcm' } },
+  ];
+  const owner = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'rs-1', controller: true };
+  const crashing = { containerStatuses: [{ name: 'c', state: { waiting: { reason: 'CrashLoopBackOff' } } }] };
+  const pod = (over: Partial<NonNullable<PodLike['metadata']>> = {}, status: PodLike['status'] = crashing): PodLike => ({
+    metadata: { name: 'p', namespace: 'ns', uid: 'u1', labels: { role: 'apiserver' }, ownerReferences: [owner], ...over },
+    status,
+  });
+  const ctx = { namespace: 'ns', podSelectors: selectors, serviceReady: true, handled: new Set<string>() };
+  const cases: [string, PodLike, Partial<typeof ctx>, string][] = [
+    ['matching, crash-looping, owned', pod(), {}, 'delete'],
+    ['second selector matches', pod({ labels: { app: 'kcm' } }), {}, 'delete'],
+    ['service not ready: nothing', pod(), { serviceReady: false }, 'none'],
+    ['other namespace', pod({ namespace: 'other' }), {}, 'none'],
+    ['labels do not match', pod({ labels: { role: 'main' } }), {}, 'none'],
+    ['NotIn excludes canary', pod({ labels: { role: 'apiserver', track: 'canary' } }), {}, 'none'],
+    ['NotIn keeps a pod without the key', pod({ labels: { role: 'apiserver' } }), {}, 'delete'],
+    ['being deleted', pod({ deletionTimestamp: new Date() }), {}, 'none'],
+    ['already handled in this window', pod(), { handled: new Set(['u1']) }, 'none'],
+    ['no controller: report only', pod({ ownerReferences: [] }), {}, 'report'],
+    ['owner that is not a controller: report only', pod({ ownerReferences: [{ ...owner, controller: false }] }), {}, 'report'],
+    ['running, not crash-looping', pod({}, { containerStatuses: [{ name: 'c', state: {} }] }), {}, 'none'],
+    ['waiting for another reason', pod({}, { containerStatuses: [{ name: 'c', state: { waiting: { reason: 'ContainerCreating' } } }] }), {}, 'none'],
+    ['init container in CrashLoopBackOff', pod({}, { initContainerStatuses: [{ name: 'init', state: { waiting: { reason: 'CrashLoopBackOff' } } }] }), {}, 'delete'],
+    ['no container statuses yet', pod({}, {}), {}, 'none'],
+  ];
+  for (const [name, p, over, want] of cases) {
+    it(name, () => assert.equal(decidePod(p, { ...ctx, ...over }).action, want));
+  }
+  it('names every crash-looping container, init ones first', () => {
+    assert.deepEqual(crashLoopingContainers({
+      status: {
+        initContainerStatuses: [{ name: 'i', state: { waiting: { reason: 'CrashLoopBackOff' } } }],
+        containerStatuses: [{ name: 'a', state: { running: {} } as never }, { name: 'b', state: { waiting: { reason: 'CrashLoopBackOff' } } }],
+      },
+    }), ['i', 'b']);
+  });
+});
+
+describe('weeder: the window', () => {
+  it('a transition extends from now and never shortens', () => {
+    const w = new WindowState(1000);
+    w.deadline = 1000 + 60_000;
+    w.extend(2000, 60_000);
+    assert.equal(w.deadline, 62_000);
+    w.extend(3000, 10_000); // shorter: keeps the later deadline
+    assert.equal(w.deadline, 62_000);
+    assert.equal(w.transitions, 2);
+  });
+  it('records each pod once across activity attempts', () => {
+    const w = new WindowState(0);
+    const p = { name: 'a', uid: 'u', containers: ['c'], at: 'x' };
+    w.record({ weeded: [p], reported: [] });
+    w.record({ weeded: [p], reported: [] });
+    assert.deepEqual(w.handledUids(), ['u']);
+  });
+  it('continues from a snapshot (continue-as-new)', () => {
+    const w = new WindowState(0);
+    w.deadline = 500_000;
+    w.extend(1, 1);
+    w.record({ weeded: [{ name: 'a', uid: 'u', containers: [], at: 'x' }], reported: [] });
+    const c = new WindowState(99, w.snapshot());
+    assert.deepEqual(c.snapshot(), w.snapshot());
+  });
+  const state = (over: object = {}) => ({ openedAt: 0, deadline: 100_000, transitions: 1, weeded: [], reported: [], ...over });
+  const cases: [string, ReturnType<typeof state>, number, boolean, object][] = [
+    ['before the deadline: weed until it', state(), 10_000, false, { step: 'weed', until: 100_000 }],
+    ['past the deadline: close', state(), 100_000, false, { step: 'close' }],
+    ['less than a second left: close', state(), 99_500, false, { step: 'close' }],
+    ['stopped: close', state({ stopped: { at: 5, reason: 'stop' } }), 10, false, { step: 'close' }],
+    ['history large: continue as new', state(), 10_000, true, { step: 'continue-as-new' }],
+    ['history large but over: close', state(), 200_000, true, { step: 'close' }],
+  ];
+  for (const [name, s, now, large, want] of cases) {
+    it(name, () => assert.deepEqual(decideNext(s, now, large), want));
+  }
+  it('heartbeat timeout: a quarter of the stretch, 10 s to 60 s', () => {
+    assert.equal(heartbeatTimeoutMs(5_000), 10_000);
+    assert.equal(heartbeatTimeoutMs(120_000), 30_000);
+    assert.equal(heartbeatTimeoutMs(300_000), 60_000);
+    assert.equal(heartbeatTimeoutMs(3_600_000), 60_000);
+  });
+  it('names the workflow as DESIGN.md does', () => assert.equal(weederWorkflowId('ns', 'etcd'), 'weeder/ns/etcd'));
+  it('reports the result with the stop reason', () => {
+    const w = new WindowState(0);
+    w.stop(10, 'stop signal');
+    w.stop(20, 'again');
+    const r = w.result({ namespace: 'ns', service: 's' }, 30);
+    assert.equal(r.stopped, 'stop signal');
+    assert.equal(r.closedAt, new Date(10).toISOString());
+  });
+});
+
+describe('weeder: a resync never rolls back what the watch saw', () => {
+  const o = (name: string, rv: string, tag: string) => ({ metadata: { namespace: 'ns', name, resourceVersion: rv }, tag });
+  const cases: [string, ReturnType<typeof o>[], ReturnType<typeof o>[], string[]][] = [
+    ['the list adds what the watch missed', [o('a', '5', 'watch')], [o('a', '5', 'list'), o('b', '7', 'list')], ['watch', 'list']],
+    ['a newer listed version wins', [o('a', '5', 'watch')], [o('a', '9', 'list')], ['list']],
+    ['an older listed version loses', [o('a', '9', 'watch')], [o('a', '5', 'list')], ['watch']],
+    ['objects only the watch has are kept', [o('a', '9', 'watch')], [], ['watch']],
+  ];
+  for (const [name, cached, listed, want] of cases) {
+    it(name, () => assert.deepEqual(mergeNewest(cached, listed).map((x) => x.tag), want));
+  }
+});
