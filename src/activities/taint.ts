@@ -1,0 +1,211 @@
+// Taint replacement's Kubernetes work: list the managed pods on a node, write
+// their NodeTaint* conditions, evict, and wait for a ready replacement. Each
+// is idempotent: writes carry the pod's UID, so a retried write never lands on
+// a newer pod of the same name.
+import { Context } from '@temporalio/activity';
+import type * as k8s from '@kubernetes/client-node';
+import type { KubeClients } from '../kube/client.ts';
+import { errorMessage, isConflict, isNotFound, strategicMergePatch } from '../kube/api.ts';
+import { statusOf } from '../kube/client.ts';
+import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
+import type { ConditionWrite, ListedPod, OwnerRef, TaintSettings } from '../taint/node.ts';
+
+export const DETECTED = 'NodeTaintDetected';
+export const REPLACING = 'NodeTaintReplacing';
+
+export interface ListTaintPodsInput {
+  node: string;
+  podSelector: TaintSettings['podSelector'];
+  namespaces?: string[];
+}
+
+export type EvictResult = { outcome: 'evicted' } | { outcome: 'gone' } | { outcome: 'blocked'; message: string };
+
+export interface AwaitReplacementInput {
+  namespace: string;
+  name: string;
+  uid: string;
+  controllerUid: string;
+  controller?: OwnerRef;
+  podSelector: TaintSettings['podSelector'];
+  /** How long this call waits before answering 'pending' (the workflow calls again). */
+  waitMs: number;
+}
+
+const selectorOf = (s: TaintSettings['podSelector']) => toSelectorString(s as LabelSelector);
+
+function conditionTime(pod: k8s.V1Pod, type: string): number | undefined {
+  const c = pod.status?.conditions?.find((x) => x.type === type && x.status === 'True');
+  if (!c?.lastTransitionTime) return undefined;
+  const t = new Date(c.lastTransitionTime as unknown as string).getTime();
+  return Number.isFinite(t) ? t : undefined;
+}
+
+/** A pod that is managed and still running on its node: not terminating, not finished. */
+function live(pod: k8s.V1Pod): boolean {
+  return !pod.metadata?.deletionTimestamp && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
+}
+
+async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
+}
+
+export function createTaintActivities(kube: KubeClients) {
+  const listOnNode = async (input: ListTaintPodsInput): Promise<k8s.V1Pod[]> => {
+    const query = { labelSelector: selectorOf(input.podSelector), fieldSelector: `spec.nodeName=${input.node}` };
+    if (!input.namespaces) return (await kube.core.listPodForAllNamespaces(query)).items;
+    const lists = await Promise.all(input.namespaces.map((namespace) => kube.core.listNamespacedPod({ namespace, ...query })));
+    return lists.flatMap((l) => l.items);
+  };
+
+  const controllerGone = async (namespace: string, owner: OwnerRef, uid: string): Promise<boolean> => {
+    try {
+      const obj = await kube.objects.read({ apiVersion: owner.apiVersion, kind: owner.kind, metadata: { name: owner.name, namespace } });
+      return obj.metadata?.uid !== uid || !!obj.metadata?.deletionTimestamp;
+    } catch (err) {
+      // 403: a controller kind tend may not read; only the ready replacement (or the timeout) ends the wait.
+      return isNotFound(err);
+    }
+  };
+
+  /**
+   * Whether the evicted pod's controller is whole again. ReplicaSets and
+   * StatefulSets say so in their status (ready replicas, which leave out
+   * terminating pods, up to the desired count): one small read however many
+   * pods they own. Other controllers: a Ready pod of theirs created after the
+   * evicted one.
+   */
+  const replacementReady = async (input: AwaitReplacementInput): Promise<boolean> => {
+    const owner = input.controller;
+    if (owner?.apiVersion === 'apps/v1' && (owner.kind === 'ReplicaSet' || owner.kind === 'StatefulSet')) {
+      try {
+        const set = owner.kind === 'ReplicaSet'
+          ? await kube.apps.readNamespacedReplicaSet({ namespace: input.namespace, name: owner.name })
+          : await kube.apps.readNamespacedStatefulSet({ namespace: input.namespace, name: owner.name });
+        if (set.metadata?.uid !== input.controllerUid || set.metadata?.deletionTimestamp) return true;
+        return (set.status?.readyReplicas ?? 0) >= (set.spec?.replicas ?? 1);
+      } catch (err) {
+        // A deleted controller recreates nothing: the replacement is over.
+        if (isNotFound(err)) return true;
+        throw err;
+      }
+    }
+    const pods = await kube.core.listNamespacedPod({ namespace: input.namespace, labelSelector: selectorOf(input.podSelector) });
+    const ready = pods.items.some((p) =>
+      p.metadata?.uid !== input.uid &&
+      !p.metadata?.deletionTimestamp &&
+      p.metadata?.ownerReferences?.some((o) => o.controller && o.uid === input.controllerUid) &&
+      p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    return ready || (owner !== undefined && (await controllerGone(input.namespace, owner, input.controllerUid)));
+  };
+
+  return {
+    /** The managed pods on a node, with the taint conditions they already carry. */
+    async listTaintPods(input: ListTaintPodsInput): Promise<ListedPod[]> {
+      const pods = await listOnNode(input);
+      return pods.filter(live).map((pod) => {
+        const controller = pod.metadata?.ownerReferences?.find((o) => o.controller);
+        const detectedSince = conditionTime(pod, DETECTED);
+        const replacingSince = conditionTime(pod, REPLACING);
+        return {
+          uid: pod.metadata!.uid!,
+          namespace: pod.metadata!.namespace!,
+          name: pod.metadata!.name!,
+          ...(controller ? { controllerUid: controller.uid, controller: { apiVersion: controller.apiVersion, kind: controller.kind, name: controller.name } } : {}),
+          ...(detectedSince !== undefined ? { detectedSince } : {}),
+          ...(replacingSince !== undefined ? { replacingSince } : {}),
+        };
+      });
+    },
+
+    /**
+     * Sets or removes the two conditions on pods/status with a strategic merge
+     * patch (conditions merge by type, so the kubelet's and the scheduler's
+     * stay). A pod that is gone, or replaced by a namesake, is skipped.
+     */
+    async writeTaintConditions(writes: ConditionWrite[]): Promise<{ written: number; gone: number }> {
+      let written = 0;
+      let gone = 0;
+      await inBatches(writes, 20, async (w) => {
+        const condition = (type: string, c: ConditionWrite['detected']) =>
+          c
+            ? { type, status: 'True', reason: 'NodeTainted', message: c.message, lastTransitionTime: new Date(c.since).toISOString() }
+            : { type, $patch: 'delete' };
+        const body = {
+          metadata: { uid: w.uid },
+          status: { conditions: [condition(DETECTED, w.detected), condition(REPLACING, w.replacing)] },
+        };
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await kube.core.patchNamespacedPodStatus({ namespace: w.namespace, name: w.name, body }, strategicMergePatch);
+            written++;
+            return;
+          } catch (err) {
+            if (isNotFound(err)) {
+              gone++;
+              return;
+            }
+            if (!isConflict(err)) throw err;
+            // 409 is either the UID precondition (a namesake replaced the pod)
+            // or a write race the API server gave up retrying (the kubelet
+            // writes status too): only the first means gone.
+            const now = await kube.core.readNamespacedPod({ namespace: w.namespace, name: w.name }).catch(() => undefined);
+            if (!now || now.metadata?.uid !== w.uid) {
+              gone++;
+              return;
+            }
+            if (attempt >= 5) throw err;
+          }
+        }
+      });
+      return { written, gone };
+    },
+
+    /**
+     * Asks for the pod's eviction (policy/v1), with a UID precondition. A
+     * PodDisruptionBudget's refusal (429) is returned, not thrown: the
+     * workflow retries it with its own back-off and shows it in its status.
+     */
+    async evictPod(input: { namespace: string; name: string; uid: string }): Promise<EvictResult> {
+      try {
+        await kube.core.createNamespacedPodEviction({
+          namespace: input.namespace,
+          name: input.name,
+          body: {
+            apiVersion: 'policy/v1',
+            kind: 'Eviction',
+            metadata: { name: input.name, namespace: input.namespace },
+            deleteOptions: { preconditions: { uid: input.uid } },
+          },
+        });
+        return { outcome: 'evicted' };
+      } catch (err) {
+        if (isNotFound(err) || isConflict(err)) return { outcome: 'gone' };
+        if (statusOf(err) === 429) return { outcome: 'blocked', message: errorMessage(err) };
+        throw err;
+      }
+    },
+
+    /**
+     * Waits (up to waitMs) until the evicted pod is gone or terminating and a
+     * pod of the same controller, created after it and not terminating, is
+     * Ready: the end of "in flight".
+     */
+    async awaitReplacement(input: AwaitReplacementInput): Promise<'replaced' | 'pending'> {
+      const deadline = Date.now() + input.waitMs;
+      for (;;) {
+        let oldGone = false;
+        try {
+          const old = await kube.core.readNamespacedPod({ namespace: input.namespace, name: input.name });
+          oldGone = old.metadata?.uid !== input.uid || !!old.metadata?.deletionTimestamp;
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+          oldGone = true;
+        }
+        if (oldGone && (await replacementReady(input))) return 'replaced';
+        if (Date.now() >= deadline) return 'pending';
+        await Context.current().sleep(2000);
+      }
+    },
+  };
+}

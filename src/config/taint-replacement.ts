@@ -1,0 +1,70 @@
+// The taintReplacement section: the FoundationDB operator's
+// automaticReplacementOptions names for taint replacement
+// (seeds/tainted-node-eviction.md), so an operator's block can be pasted in.
+// tend's additions: podSelector (which pods tend manages: required, tend has no
+// FoundationDBCluster to say so), namespaces, and the breaker.
+import { z } from 'zod';
+import { dns1123LabelProblem, kubeNameSchema, labelKeyProblem } from './kube-names.ts';
+import { labelSelectorSchema } from './label-selector.ts';
+
+/** A taint key, or `*` for every key without an exact entry. */
+const taintKeySchema = kubeNameSchema((key) => {
+  if (key === '*') return undefined;
+  const problem = labelKeyProblem(key);
+  return problem && `not a valid taint key (or "*"): ${problem.replace(/^must be a label key/, 'must be a key')}`;
+});
+
+export const taintReplacementOptionSchema = z.strictObject({
+  key: taintKeySchema,
+  durationInSeconds: z.int('must be a whole number of seconds').min(0, 'must be 0 or more seconds'),
+});
+
+/** A count of nodes (`3`) or a share of them (`"30%"`), as Kubernetes' IntOrString. */
+const nodeLimitSchema = z.union([
+  z.int('must be a whole number of nodes or a percentage like "30%"').min(0, 'must be 0 or more'),
+  z.string().regex(/^(100|[1-9]?[0-9])%$/, 'must be a whole number of nodes or a percentage from 0% to 100%, like "30%"'),
+], { error: 'must be a whole number of nodes or a percentage like "30%"' });
+
+export const taintBreakerSchema = z.strictObject({
+  /**
+   * Above this many nodes carrying a configured taint (a count, or a share of
+   * all nodes), no taint replacement starts; detection goes on.
+   */
+  maxTaintedNodes: nodeLimitSchema,
+});
+
+export const taintReplacementSchema = z
+  .strictObject({
+    enabled: z.boolean().default(true),
+    taintReplacementOptions: z.array(taintReplacementOptionSchema).superRefine((options, ctx) => {
+      const seen = new Map<string, number>();
+      options.forEach((option, i) => {
+        const first = seen.get(option.key);
+        if (first === undefined) seen.set(option.key, i);
+        else ctx.addIssue({ code: 'custom', path: [i, 'key'], message: `"${option.key}" is already listed at taintReplacementOptions[${first}]: each key once` });
+      });
+    }).default([]),
+    taintReplacementTimeSeconds: z.int('must be a whole number of seconds').min(0, 'must be 0 or more seconds').default(1800),
+    maxConcurrentReplacements: z.int('must be a whole number').min(0, 'must be 0 or more (0 detects but never replaces)').default(1),
+    podSelector: labelSelectorSchema,
+    namespaces: z
+      .array(kubeNameSchema(dns1123LabelProblem))
+      .min(1, 'must list at least one namespace, or be left out to manage pods in all of them')
+      .optional(),
+    breaker: taintBreakerSchema.prefault({ maxTaintedNodes: '50%' }),
+  });
+
+export type TaintReplacementOption = z.output<typeof taintReplacementOptionSchema>;
+export type TaintReplacementConfig = z.output<typeof taintReplacementSchema>;
+
+/** The feature is off when disabled or when no taint key is configured (the seed's Requirement 1). */
+export function taintReplacementActive(config: TaintReplacementConfig): boolean {
+  return config.enabled && config.taintReplacementOptions.length > 0;
+}
+
+export function describeTaintReplacement(c: TaintReplacementConfig): string {
+  if (!taintReplacementActive(c)) return 'disabled (running taint replacements are cancelled and their conditions cleared)';
+  const keys = c.taintReplacementOptions.map((o) => `${o.key} after ${o.durationInSeconds}s`).join(', ');
+  return `taints ${keys}; replace ${c.taintReplacementTimeSeconds}s later, ` +
+    `at most ${c.maxConcurrentReplacements} at once, none while more than ${c.breaker.maxTaintedNodes} nodes are tainted`;
+}

@@ -1,0 +1,286 @@
+// The taint replacement watch: a Node informer turns changes in a node's
+// configured taints into a signal (starting the workflow when needed) to
+// `taint/<node>`; a pod informer on managed pods tells that workflow when a
+// managed pod lands on a tainted node, so pods scheduled later get their
+// conditions too. Disabled, it cancels every taint workflow (which clears
+// their conditions) and watches nothing.
+import * as k8s from '@kubernetes/client-node';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { taintReplacementActive, type TaintReplacementConfig } from '../config/taint-replacement.ts';
+import { toSelectorString } from '../config/label-selector.ts';
+import { errorMessage } from '../kube/api.ts';
+import { startInformer, type RunningInformer } from '../kube/informer.ts';
+import { log as rootLog } from '../log.ts';
+import { TendCapability, TendTarget } from '../search-attributes.ts';
+import { matchingTaints, sameTaints, taintId, type MatchedTaint } from '../taint/match.ts';
+import {
+  nodeCountsSignal, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal,
+  TAINT_CAPABILITY, type SlotSettings,
+} from '../taint/messages.ts';
+import type { TaintSettings } from '../taint/node.ts';
+import type { CapabilityWatch, WatchContext } from './watcher.ts';
+
+const DETECTED = 'NodeTaintDetected';
+const RUNNING_QUERY = `TendCapability="${TAINT_CAPABILITY}" AND ExecutionStatus="Running"`;
+const CONCURRENCY = 16;
+
+export function taintSettingsOf(c: TaintReplacementConfig): TaintSettings {
+  return {
+    taintReplacementOptions: c.taintReplacementOptions,
+    taintReplacementTimeSeconds: c.taintReplacementTimeSeconds,
+    maxConcurrentReplacements: c.maxConcurrentReplacements,
+    podSelector: c.podSelector,
+    ...(c.namespaces ? { namespaces: c.namespaces } : {}),
+  };
+}
+
+/** The ids of running taint workflows (node workflows and the coordinator). */
+export async function runningTaintWorkflows(client: Client): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const wf of client.workflow.list({ query: RUNNING_QUERY })) ids.push(wf.workflowId);
+  return ids;
+}
+
+export function taintWatch(config: TaintReplacementConfig): CapabilityWatch {
+  return async (ctx) => {
+    if (!taintReplacementActive(config)) {
+      await disable(ctx.client);
+      return;
+    }
+    await new TaintWatch(config, ctx).run();
+  };
+}
+
+/** Feature off: cancel every taint workflow; each clears its pods' conditions as it goes. */
+async function disable(client: Client): Promise<void> {
+  const log = rootLog.child({ capability: 'taint' });
+  const ids = await runningTaintWorkflows(client);
+  const nodes = ids.filter((id) => id !== SLOTS_WORKFLOW_ID);
+  for (const id of [...nodes, ...ids.filter((id) => id === SLOTS_WORKFLOW_ID)]) {
+    try {
+      await client.workflow.getHandle(id).cancel();
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+  }
+  log.info({ cancelled: ids }, 'taint replacement is disabled: cancelled its workflows (their conditions are cleared)');
+}
+
+class TaintWatch {
+  private readonly log = rootLog.child({ capability: 'taint' });
+  private readonly settings: TaintSettings;
+  private readonly slotSettings: SlotSettings;
+  private readonly taskQueue: string;
+  /** What each node's workflow was last told: its matching taints. */
+  private readonly sent = new Map<string, MatchedTaint[]>();
+  /** Pods already reported to their node's workflow (uid), per node. */
+  private readonly podsReported = new Map<string, Set<string>>();
+  private readonly pendingNodes = new Set<string>();
+  /** node|taintId -> when this watcher first saw that taint (ms). */
+  private readonly seenAt = new Map<string, number>();
+  private readonly pendingPods = new Set<string>();
+  private lastCounts = '';
+  private synced = false;
+  private draining = false;
+  private retry: NodeJS.Timeout | undefined;
+  private nodes!: RunningInformer<k8s.V1Node>;
+
+  private readonly config: TaintReplacementConfig;
+  private readonly ctx: WatchContext;
+
+  constructor(config: TaintReplacementConfig, ctx: WatchContext) {
+    this.config = config;
+    this.ctx = ctx;
+    this.settings = taintSettingsOf(config);
+    this.slotSettings = { maxConcurrentReplacements: config.maxConcurrentReplacements, maxTaintedNodes: config.breaker.maxTaintedNodes };
+    this.taskQueue = ctx.temporal.taskQueue;
+  }
+
+  async run(): Promise<void> {
+    const { kc, signal, client } = this.ctx;
+    // The coordinator first: node workflows ask it for slots.
+    await client.workflow.signalWithStart('taintReplacementsWorkflow', {
+      workflowId: SLOTS_WORKFLOW_ID,
+      taskQueue: this.taskQueue,
+      args: [{}],
+      signal: slotSettingsSignal,
+      signalArgs: [this.slotSettings],
+      staticSummary: `taint replacement: cluster-wide slots, at most ${this.config.maxConcurrentReplacements} in flight; ` +
+        `breaker above ${this.config.breaker.maxTaintedNodes} tainted nodes`,
+      typedSearchAttributes: [{ key: TendCapability, value: TAINT_CAPABILITY }, { key: TendTarget, value: SLOTS_WORKFLOW_ID }],
+    });
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    this.nodes = startInformer<k8s.V1Node>({
+      kc, path: '/api/v1/nodes', list: () => core.listNode(), log: this.log,
+      onUpsert: (node) => this.nodeChanged(node.metadata!.name!, node),
+      onDelete: (node) => this.nodeChanged(node.metadata!.name!, undefined),
+    });
+    const labelSelector = toSelectorString(this.config.podSelector);
+    const fieldSelector = 'spec.nodeName!=';
+    const podInformers = (this.config.namespaces ?? [undefined]).map((namespace) => startInformer<k8s.V1Pod>({
+      kc,
+      path: namespace ? `/api/v1/namespaces/${namespace}/pods` : '/api/v1/pods',
+      list: () => namespace
+        ? core.listNamespacedPod({ namespace, labelSelector, fieldSelector })
+        : core.listPodForAllNamespaces({ labelSelector, fieldSelector }),
+      labelSelector, fieldSelector, log: this.log,
+      onUpsert: (pod) => this.podChanged(pod),
+      onDelete: () => undefined,
+    }));
+    try {
+      await this.nodes.synced;
+      await this.reconcileRunning();
+      this.synced = true;
+      this.log.info({ nodes: this.nodes.cache.list().length }, 'taint watch synced');
+      this.kick();
+      await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+    } finally {
+      clearTimeout(this.retry);
+      await Promise.all([this.nodes.stop(), ...podInformers.map((i) => i.stop())]);
+    }
+  }
+
+  /** Workflows of nodes that lost their taints (or vanished) while the watcher was away are told so. */
+  private async reconcileRunning(): Promise<void> {
+    for (const id of await runningTaintWorkflows(this.ctx.client)) {
+      if (!id.startsWith('taint/')) continue;
+      const node = id.slice('taint/'.length);
+      // An untainted node whose workflow still runs: "sent" says tainted, so nodeChanged tells it.
+      this.sent.set(node, [{ key: '?', effect: '', durationInSeconds: 0, matchedBy: '?' }]);
+    }
+    for (const node of this.nodes.cache.list()) this.pendingNodes.add(node.metadata!.name!);
+    for (const node of this.sent.keys()) this.pendingNodes.add(node);
+  }
+
+  /** When a node's taint was first seen by this watcher (noted on the informer event, before any queueing). */
+  private firstSeen(node: string, t: MatchedTaint): number {
+    return this.seenAt.get(`${node}|${taintId(t)}`) ?? Date.now();
+  }
+
+  private noteTaints(name: string, node: k8s.V1Node | undefined): void {
+    const now = Date.now();
+    const current = new Set<string>();
+    for (const t of matchingTaints(node?.spec?.taints, this.config.taintReplacementOptions)) {
+      const key = `${name}|${taintId(t)}`;
+      current.add(key);
+      if (!this.seenAt.has(key)) this.seenAt.set(key, now);
+    }
+    for (const key of this.seenAt.keys()) if (key.startsWith(`${name}|`) && !current.has(key)) this.seenAt.delete(key);
+  }
+
+  private nodeChanged(name: string, node: k8s.V1Node | undefined): void {
+    this.noteTaints(name, node);
+    this.pendingNodes.add(name);
+    this.kick();
+  }
+
+  private podChanged(pod: k8s.V1Pod): void {
+    const node = pod.spec?.nodeName;
+    const uid = pod.metadata?.uid;
+    if (!node || !uid || pod.metadata?.deletionTimestamp) return;
+    if (!(this.sent.get(node)?.length)) return;
+    if (pod.status?.conditions?.some((c) => c.type === DETECTED && c.status === 'True')) return;
+    const reported = this.podsReported.get(node) ?? new Set<string>();
+    if (reported.has(uid)) return;
+    reported.add(uid);
+    this.podsReported.set(node, reported);
+    this.pendingPods.add(node);
+    this.kick();
+  }
+
+  /** Works through pending nodes, a few at a time; a failure puts the node back and retries shortly. */
+  private kick(): void {
+    if (!this.synced || this.draining || this.ctx.signal.aborted) return;
+    this.draining = true;
+    void this.drain().finally(() => {
+      this.draining = false;
+      if (this.pendingNodes.size > 0 || this.pendingPods.size > 0) this.kick();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    await this.sendCounts();
+    while (this.pendingNodes.size > 0 || this.pendingPods.size > 0) {
+      const nodes = [...this.pendingNodes].slice(0, CONCURRENCY);
+      nodes.forEach((n) => this.pendingNodes.delete(n));
+      await Promise.all(nodes.map((n) => this.syncNode(n)));
+      await this.sendCounts();
+      const pods = [...this.pendingPods].slice(0, CONCURRENCY);
+      pods.forEach((n) => this.pendingPods.delete(n));
+      await Promise.all(pods.map((n) => this.tellPods(n)));
+    }
+  }
+
+  private later(set: Set<string>, node: string, err: unknown, what: string): void {
+    this.log.warn({ node, err: errorMessage(err) }, `${what} failed; retrying in 2 s`);
+    clearTimeout(this.retry);
+    this.retry = setTimeout(() => {
+      set.add(node);
+      this.kick();
+    }, 2000);
+  }
+
+  private async syncNode(name: string): Promise<void> {
+    const node = this.nodes.cache.get(name);
+    const taints = node ? matchingTaints(node.spec?.taints, this.config.taintReplacementOptions) : [];
+    const prev = this.sent.get(name);
+    // Ages count from when this watcher first saw each taint, not from when a worker got to it.
+    const seen = new Map((prev ?? []).map((t) => [taintId(t), t.seenAt]));
+    for (const t of taints) t.seenAt = seen.get(taintId(t)) ?? this.firstSeen(name, t);
+    if (prev && sameTaints(prev, taints)) return;
+    if (!prev && taints.length === 0) {
+      this.sent.set(name, taints);
+      return;
+    }
+    const message = { taints, settings: this.settings };
+    try {
+      if (taints.length > 0) {
+        await this.ctx.client.workflow.signalWithStart('taintNodeWorkflow', {
+          workflowId: nodeWorkflowId(name),
+          taskQueue: this.taskQueue,
+          args: [{ node: name, settings: this.settings }],
+          signal: nodeTaintsSignal,
+          signalArgs: [message],
+          staticSummary: `taint replacement on node ${name}: ${taints.map((t) => `${t.key}:${t.effect}`).join(', ')}`,
+          typedSearchAttributes: [{ key: TendCapability, value: TAINT_CAPABILITY }, { key: TendTarget, value: name }],
+        });
+      } else {
+        this.podsReported.delete(name);
+        try {
+          await this.ctx.client.workflow.getHandle(nodeWorkflowId(name)).signal(nodeTaintsSignal, message);
+        } catch (err) {
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+        }
+      }
+      this.sent.set(name, taints);
+      this.log.info({ node: name, taints: taints.map((t) => `${t.key}:${t.effect}`) }, 'node taints changed');
+    } catch (err) {
+      this.later(this.pendingNodes, name, err, 'signalling the node workflow');
+    }
+  }
+
+  private async tellPods(node: string): Promise<void> {
+    if (!(this.sent.get(node)?.length)) return;
+    try {
+      await this.ctx.client.workflow.getHandle(nodeWorkflowId(node)).signal(podsChangedSignal);
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return;
+      this.later(this.pendingPods, node, err, 'telling the node workflow about new pods');
+    }
+  }
+
+  /** The breaker's inputs: how many nodes carry a configured taint, out of how many. */
+  private async sendCounts(): Promise<void> {
+    const all = this.nodes.cache.list();
+    const taintedNodes = all.filter((n) => matchingTaints(n.spec?.taints, this.config.taintReplacementOptions).length > 0).length;
+    const counts = { taintedNodes, totalNodes: all.length };
+    const key = JSON.stringify(counts);
+    if (key === this.lastCounts) return;
+    try {
+      await this.ctx.client.workflow.getHandle(SLOTS_WORKFLOW_ID).signal(nodeCountsSignal, counts);
+      this.lastCounts = key;
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, 'sending node counts to the coordinator failed; will retry');
+    }
+  }
+}

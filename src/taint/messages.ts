@@ -1,0 +1,56 @@
+// The signals and queries of the taint workflows, shared by the workflows, the
+// watcher and the CLI. Workflow ids: `taint/<node>` per node, and
+// `taint-replacements` for the cluster-wide slots.
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { MatchedTaint } from './match.ts';
+import type { NodeLimit } from './breaker.ts';
+import type { PodStatusRow, TaintSettings } from './node.ts';
+import type { Grant, SlotRequest } from './slots.ts';
+
+export const TAINT_CAPABILITY = 'taint';
+export const SLOTS_WORKFLOW_ID = 'taint-replacements';
+export const nodeWorkflowId = (node: string) => `taint/${node}`;
+
+// --- taint/<node> ---------------------------------------------------------
+
+/** The watcher's view of the node: its matching taints (empty: none left) and the current settings. */
+export interface NodeTaintsMessage {
+  taints: MatchedTaint[];
+  settings: TaintSettings;
+}
+export const nodeTaintsSignal = defineSignal<[NodeTaintsMessage]>('nodeTaints');
+
+/** A managed pod was scheduled on the node (or changed): list the node's pods again. */
+export const podsChangedSignal = defineSignal('podsChanged');
+
+/** From the coordinator: these pods (by UID) may be replaced now. */
+export const replacementGrantedSignal = defineSignal<[{ uids: string[] }]>('replacementsGranted');
+
+export const nodeStatusQuery = defineQuery<PodStatusRow[]>('status');
+
+// --- taint-replacements -----------------------------------------------------
+
+export interface SlotSettings {
+  maxConcurrentReplacements: number;
+  maxTaintedNodes: NodeLimit;
+}
+export const slotSettingsSignal = defineSignal<[SlotSettings]>('settings');
+export const nodeCountsSignal = defineSignal<[{ taintedNodes: number; totalNodes: number }]>('nodeCounts');
+/** A node's pods that are due: one signal for all of them. */
+export const requestReplacementSignal = defineSignal<[{ node: string; requests: SlotRequest[] }]>('requestReplacements');
+/** Replacements that ended, or requests taken back. */
+export const releaseReplacementSignal = defineSignal<[{ uids: string[] }]>('releaseReplacements');
+export const withdrawNodeSignal = defineSignal<[{ node: string }]>('withdrawNode');
+
+export interface SlotsStatus {
+  maxConcurrentReplacements: number;
+  maxTaintedNodes: NodeLimit;
+  taintedNodes: number;
+  totalNodes: number;
+  breakerOpen: boolean;
+  queue: SlotRequest[];
+  inFlight: Grant[];
+  granted: number;
+  peakInFlight: number;
+}
+export const slotsStatusQuery = defineQuery<SlotsStatus>('status');

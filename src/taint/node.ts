@@ -1,0 +1,294 @@
+// One node's taint replacement: which managed pods on it carry which
+// condition since when, when each is due for replacement, and where each
+// replacement stands. The workflow `taint/<node>` holds this data and calls
+// these functions; they decide, the workflow acts. Pure.
+//
+// A pod's states and their transitions:
+//   Detected      NodeTaintDetected set; the taint is younger than its durationInSeconds
+//   Replacing     NodeTaintReplacing set too; waiting taintReplacementTimeSeconds more
+//   Queued        due: waiting for a slot (maxConcurrentReplacements, breaker)
+//   NoController  due, but no controller would recreate it: reported, never evicted
+//   Evicting      granted a slot; the eviction is being requested
+//   Blocked       the eviction was refused (a PodDisruptionBudget's 429); retried with back-off
+//   Evicted       eviction accepted; waiting for the pod to go and a ready replacement
+//   Replaced      its controller has a ready replacement (or the in-flight timeout passed)
+// Detected -> Replacing -> Queued -> Evicting -> (Blocked -> Evicting)* -> Evicted -> Replaced.
+// When the taint goes, Detected, Replacing, Queued and NoController pods get
+// their conditions cleared and leave; pods past Evicting finish their replacement.
+import { taintId, type MatchedTaint, type TaintOption } from './match.ts';
+
+export interface TaintSettings {
+  taintReplacementOptions: TaintOption[];
+  taintReplacementTimeSeconds: number;
+  maxConcurrentReplacements: number;
+  podSelector: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] };
+  namespaces?: string[];
+}
+
+export type PodState = 'Detected' | 'Replacing' | 'Queued' | 'NoController' | 'Evicting' | 'Blocked' | 'Evicted' | 'Replaced';
+
+export const IN_FLIGHT: readonly PodState[] = ['Evicting', 'Blocked', 'Evicted'];
+const WAITING: readonly PodState[] = ['Detected', 'Replacing', 'Queued', 'NoController'];
+
+/** A managed pod on the node, as the activity lists it. */
+export interface ListedPod {
+  uid: string;
+  namespace: string;
+  name: string;
+  /** The controlling owner; a pod without one would be lost if evicted. */
+  controllerUid?: string;
+  controller?: OwnerRef;
+  /** Our conditions as the pod carries them (lastTransitionTime, ms). */
+  detectedSince?: number;
+  replacingSince?: number;
+}
+
+export interface OwnerRef {
+  apiVersion: string;
+  kind: string;
+  name: string;
+}
+
+export interface PodEntry {
+  uid: string;
+  namespace: string;
+  name: string;
+  controllerUid?: string;
+  controller?: OwnerRef;
+  state: PodState;
+  /** When NodeTaintDetected became true. */
+  detectedAt: number;
+  /** When NodeTaintReplacing became true (logically: when it was due). */
+  replacingAt?: number;
+  /** What the pod's conditions were last written as, to write only changes. */
+  written: { detected?: number; replacing?: number };
+  attempts: number;
+  retryAt?: number;
+  evictedAt?: number;
+  lastError?: string;
+}
+
+export interface NodeTaintData {
+  node: string;
+  settings: TaintSettings;
+  taints: MatchedTaint[];
+  /** taintId -> when the workflow first saw it (ms): a taint's age when it has no timeAdded. */
+  firstSeen: Record<string, number>;
+  pods: Record<string, PodEntry>;
+}
+
+export function newNodeTaintData(node: string, settings: TaintSettings): NodeTaintData {
+  return { node, settings, taints: [], firstSeen: {}, pods: {} };
+}
+
+/** Takes in the node's current matching taints and settings; first-seen times are kept durable. */
+export function observeTaints(d: NodeTaintData, taints: MatchedTaint[], settings: TaintSettings, now: number): void {
+  d.settings = settings;
+  d.taints = taints;
+  const ids = new Set(taints.map(taintId));
+  for (const t of taints) d.firstSeen[taintId(t)] ??= Math.min(now, t.seenAt ?? now);
+  for (const id of Object.keys(d.firstSeen)) if (!ids.has(id)) delete d.firstSeen[id];
+}
+
+/** When a taint's age starts: its timeAdded, else when first seen. */
+export function taintStart(d: NodeTaintData, t: MatchedTaint): number {
+  const added = t.timeAdded ? Date.parse(t.timeAdded) : NaN;
+  return Number.isFinite(added) ? added : (d.firstSeen[taintId(t)] ?? 0);
+}
+
+/** The earliest moment a taint has been on the node long enough, and that taint. */
+export function replacingDue(d: NodeTaintData): { at: number; taint: MatchedTaint } | undefined {
+  let best: { at: number; taint: MatchedTaint } | undefined;
+  for (const t of d.taints) {
+    const at = taintStart(d, t) + t.durationInSeconds * 1000;
+    if (!best || at < best.at) best = { at, taint: t };
+  }
+  return best;
+}
+
+/** Adds newly listed pods; forgets waiting pods that are no longer on the node. */
+export function reconcilePods(d: NodeTaintData, listed: readonly ListedPod[], now: number): void {
+  const seen = new Set<string>();
+  for (const p of listed) {
+    seen.add(p.uid);
+    if (d.pods[p.uid]) continue;
+    if (d.taints.length === 0) continue;
+    // Conditions a pod already carries were written by an earlier workflow
+    // for this node that did not finish (terminated): their times may belong
+    // to a taint that has since gone, so they are not trusted. They are only
+    // remembered as written, so that they are rewritten with this workflow's
+    // times (or left alone when those are the same).
+    d.pods[p.uid] = {
+      uid: p.uid,
+      namespace: p.namespace,
+      name: p.name,
+      ...(p.controllerUid ? { controllerUid: p.controllerUid } : {}),
+      ...(p.controller ? { controller: p.controller } : {}),
+      state: 'Detected',
+      detectedAt: now,
+      written: {
+        ...(p.detectedSince !== undefined ? { detected: p.detectedSince } : {}),
+        ...(p.replacingSince !== undefined ? { replacing: p.replacingSince } : {}),
+      },
+      attempts: 0,
+    };
+  }
+  for (const [uid, pod] of Object.entries(d.pods)) {
+    if (!seen.has(uid) && WAITING.includes(pod.state)) delete d.pods[uid];
+  }
+}
+
+/** A pod's conditions to write: a since-time (ms) sets the condition, null removes it. */
+export interface ConditionWrite {
+  uid: string;
+  namespace: string;
+  name: string;
+  detected: { since: number; message: string } | null;
+  replacing: { since: number; message: string } | null;
+}
+
+export interface NodeDecision {
+  writes: ConditionWrite[];
+  /** Pods due for replacement: ask the coordinator for a slot. */
+  request: string[];
+  /** Pods queued that no longer need a slot. */
+  withdraw: string[];
+  /** Pods to forget once their conditions are cleared. */
+  forget: string[];
+  /** Next deadline (ms), for a durable timer. */
+  nextAt?: number;
+  /** Nothing tainted and nothing in flight: the workflow can end. */
+  done: boolean;
+}
+
+/**
+ * What to do now: each waiting pod's conditions and state follow from the
+ * taints' ages and the clock. Moves pods between waiting states in `d`.
+ */
+export function decideNode(d: NodeTaintData, now: number): NodeDecision {
+  const out: NodeDecision = { writes: [], request: [], withdraw: [], forget: [], done: false };
+  const due = replacingDue(d);
+  const later = (at: number) => {
+    if (at > now && (out.nextAt === undefined || at < out.nextAt)) out.nextAt = at;
+  };
+  const taintText = (t: MatchedTaint) => `${t.key}${t.effect ? `:${t.effect}` : ''}`;
+  for (const pod of Object.values(d.pods)) {
+    if (pod.state === 'Blocked' && pod.retryAt !== undefined) later(pod.retryAt);
+    if (!WAITING.includes(pod.state)) continue;
+    if (!due) {
+      // The taint went before the replacement: clear, withdraw, forget.
+      if (pod.state === 'Queued') out.withdraw.push(pod.uid);
+      if (pod.written.detected !== undefined || pod.written.replacing !== undefined) {
+        out.writes.push({ uid: pod.uid, namespace: pod.namespace, name: pod.name, detected: null, replacing: null });
+      }
+      out.forget.push(pod.uid);
+      continue;
+    }
+    const replacingAt = Math.max(due.at, pod.detectedAt);
+    const evictAt = replacingAt + d.settings.taintReplacementTimeSeconds * 1000;
+    const names = d.taints.map(taintText).join(', ');
+    const detected = { since: pod.detectedAt, message: `node ${d.node} has taint ${names}` };
+    let replacing: ConditionWrite['replacing'] = null;
+    if (now >= replacingAt) {
+      pod.replacingAt = replacingAt;
+      replacing = {
+        since: replacingAt,
+        message: `taint ${taintText(due.taint)} has been on node ${d.node} for ${due.taint.durationInSeconds}s; ` +
+          `replacement after ${d.settings.taintReplacementTimeSeconds}s more`,
+      };
+      if (now >= evictAt) {
+        if (!pod.controllerUid) {
+          pod.state = 'NoController';
+        } else if (pod.state !== 'Queued' && d.settings.maxConcurrentReplacements > 0) {
+          pod.state = 'Queued';
+          out.request.push(pod.uid);
+        } else if (pod.state !== 'Queued') {
+          pod.state = 'Replacing';
+        }
+      } else {
+        if (pod.state === 'Queued') out.withdraw.push(pod.uid);
+        pod.state = 'Replacing';
+        later(evictAt);
+      }
+    } else {
+      if (pod.state === 'Queued') out.withdraw.push(pod.uid);
+      delete pod.replacingAt;
+      pod.state = 'Detected';
+      later(replacingAt);
+    }
+    if (pod.written.detected !== detected.since || pod.written.replacing !== replacing?.since) {
+      out.writes.push({ uid: pod.uid, namespace: pod.namespace, name: pod.name, detected, replacing });
+    }
+  }
+  out.done = !due && !Object.values(d.pods).some((p) => IN_FLIGHT.includes(p.state));
+  return out;
+}
+
+/** Records a write as done. */
+export function markWritten(d: NodeTaintData, w: ConditionWrite): void {
+  const pod = d.pods[w.uid];
+  if (!pod) return;
+  pod.written = {
+    ...(w.detected ? { detected: w.detected.since } : {}),
+    ...(w.replacing ? { replacing: w.replacing.since } : {}),
+  };
+}
+
+/** Whether a granted pod should still be evicted: the taint is there and the pod is due. */
+export function stillWanted(d: NodeTaintData, uid: string, now: number): boolean {
+  const pod = d.pods[uid];
+  const due = replacingDue(d);
+  if (!pod || !due || pod.replacingAt === undefined) return false;
+  return now >= pod.replacingAt + d.settings.taintReplacementTimeSeconds * 1000;
+}
+
+/** Eviction back-off: 2 s doubling to 60 s. */
+export function evictionBackoffMs(attempts: number): number {
+  return Math.min(60_000, 2000 * 2 ** Math.max(0, attempts - 1));
+}
+
+/** How long a replacement may stay in flight before its slot is given back anyway. */
+export const IN_FLIGHT_TIMEOUT_MS = 10 * 60_000;
+
+export interface PodStatusRow {
+  node: string;
+  namespace: string;
+  pod: string;
+  taint: string;
+  condition: 'NodeTaintDetected' | 'NodeTaintReplacing' | '';
+  since: string;
+  /** When it will be (or was) replaced: ISO time, or a reason it will not be. */
+  replaceAt: string;
+  state: PodState;
+  attempts: number;
+  lastError?: string;
+}
+
+/** The rows `tend taint status` prints for this node. */
+export function statusRows(d: NodeTaintData): PodStatusRow[] {
+  const due = replacingDue(d);
+  const iso = (ms: number) => new Date(ms).toISOString();
+  return Object.values(d.pods)
+    .sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`))
+    .map((p) => {
+      const replacing = p.replacingAt !== undefined;
+      const replacingAt = due ? Math.max(due.at, p.detectedAt) : p.replacingAt;
+      const evictAt = replacingAt === undefined ? undefined : replacingAt + d.settings.taintReplacementTimeSeconds * 1000;
+      let replaceAt = evictAt === undefined ? '' : iso(evictAt);
+      if (p.evictedAt !== undefined) replaceAt = iso(p.evictedAt);
+      else if (p.state === 'NoController') replaceAt = 'never: no controller would recreate it';
+      else if (d.settings.maxConcurrentReplacements === 0) replaceAt = 'never: maxConcurrentReplacements is 0';
+      return {
+        node: d.node,
+        namespace: p.namespace,
+        pod: p.name,
+        taint: due ? `${due.taint.key}${due.taint.effect ? `:${due.taint.effect}` : ''}` : '',
+        condition: replacing ? 'NodeTaintReplacing' : p.written.detected !== undefined ? 'NodeTaintDetected' : '',
+        since: iso(replacing ? p.replacingAt! : p.detectedAt),
+        replaceAt,
+        state: p.state,
+        attempts: p.attempts,
+        ...(p.lastError ? { lastError: p.lastError } : {}),
+      };
+    });
+}

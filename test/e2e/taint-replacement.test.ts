@@ -1,0 +1,232 @@
+// Taint replacement end to end: the real watcher and worker (`tend run`, under
+// tend's own ServiceAccount), the real API server, scheduler and controllers,
+// the simulated kubelet, the real Temporal dev server.
+import assert from 'node:assert/strict';
+import type * as k8s from '@kubernetes/client-node';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { runTend, TendProcess } from '../harness/cli.ts';
+import { sandbox } from '../harness/hooks.ts';
+import { admin, deleteNamespace, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
+import { waitFor } from '../harness/wait.ts';
+import { condition, managedLabel, readPod, taint, taintConfig, taintStatusJson, untaint } from '../harness/taint.ts';
+import type { KubeClients } from '../../src/kube/client.ts';
+
+const MAINTENANCE = 'example.org/maintenance';
+
+/** The real `temporal` CLI, against the test sandbox's server. */
+async function temporalCli(args: string[]): Promise<string> {
+  const { stdout: found } = await promisify(execFile)('bash', ['scripts/binaries.sh', '--print']);
+  const bin = /^TEMPORAL=(.*)$/m.exec(found)![1]!;
+  const { stdout } = await promisify(execFile)(bin, [...args, '--address', sandbox().temporalAddress]);
+  return stdout;
+}
+const DISCONNECTED = 'example.org/disconnected';
+
+describe('taint replacement', function () {
+  this.timeout(180_000);
+  let kube: KubeClients;
+  let ns: string;
+  let tend: TendProcess | undefined;
+  let config: string | undefined;
+  const tainted = new Set<string>();
+
+  before(async () => {
+    kube = admin();
+  });
+  beforeEach(async () => {
+    ns = await tempNamespace(kube, 'taint');
+  });
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed' && tend) process.stderr.write(`--- tend output ---\n${tend.output.slice(-6000)}\n`);
+    for (const entry of tainted) {
+      const [node, key] = entry.split('|') as [string, string];
+      await untaint(kube, node, key);
+    }
+    tainted.clear();
+    // Let the node workflows see the taints go and end, so the next test starts clean.
+    if (config) {
+      await waitFor('the node workflows to end', async () => (await taintStatusJson(config!)).nodes.length === 0, { timeoutMs: 20_000 })
+        .catch((err: Error) => process.stderr.write(`cleanup: ${err.message}\n`));
+    }
+    await tend?.stop();
+    tend = undefined;
+    config = undefined;
+    await deleteNamespace(kube, ns);
+  });
+
+  const taintNode = async (node: string, key: string, effect: 'NoSchedule' | 'NoExecute' = 'NoSchedule', timeAdded?: Date) => {
+    tainted.add(`${node}|${key}`);
+    await taint(kube, node, { key, value: 'x', effect, timeAdded });
+  };
+
+  const startTend = async (section: Record<string, unknown>) => {
+    config = await taintConfig({ podSelector: { matchLabels: managedLabel(ns) }, namespaces: [ns], ...section });
+    tend = new TendProcess(['run', '--config', config]);
+    await waitFor('tend to start its worker and taint watch',
+      () => tend!.output.includes('taint watch synced') && tend!.output.includes('worker started'), { timeoutMs: 30_000 });
+    return config;
+  };
+
+  const readyPods = async (name: string, replicas: number) =>
+    waitFor(`${replicas} ready pod(s) of ${name}`, async () => {
+      const pods = (await podsOf(kube, ns, `app=${name}`)).filter((p) => isReady(p) && !p.metadata?.deletionTimestamp);
+      return pods.length === replicas && pods;
+    }, { timeoutMs: 60_000 });
+
+  const createDeployment = async (name: string, replicas: number, tolerations?: k8s.V1Toleration[]) => {
+    const body = deployment({ namespace: ns, name, replicas, labels: managedLabel(ns) });
+    if (tolerations) body.spec!.template.spec!.tolerations = tolerations;
+    await kube.apps.createNamespacedDeployment({ namespace: ns, body });
+    return readyPods(name, replicas);
+  };
+
+  it('marks at once, Replacing after durationInSeconds, evicts after taintReplacementTimeSeconds more; the controller brings it back elsewhere', async () => {
+    const config = await startTend({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 4 }], taintReplacementTimeSeconds: 3 });
+    const [pod] = await createDeployment('db', 1);
+    const node = pod!.spec!.nodeName!;
+    const name = pod!.metadata!.name!;
+    const uid = pod!.metadata!.uid!;
+
+    const t0 = Date.now();
+    await taintNode(node, MAINTENANCE);
+
+    const detected = await waitFor('NodeTaintDetected', async () => condition(await readPod(kube, ns, name), 'NodeTaintDetected'), { timeoutMs: 10_000 });
+    const detectedSeen = Date.now() - t0;
+    assert.ok(detectedSeen < 4000, `Detected at once (seen after ${detectedSeen} ms)`);
+    assert.equal(condition(await readPod(kube, ns, name), 'NodeTaintReplacing'), undefined, 'not Replacing yet');
+    // The kubelet's own conditions are still there next to ours.
+    assert.ok(isReady((await readPod(kube, ns, name))!), 'Ready kept');
+    assert.match(detected.message ?? '', /example\.org\/maintenance/);
+
+    let status = await taintStatusJson(config);
+    const row = status.pods.find((p) => p.pod === name);
+    assert.ok(row, JSON.stringify(status));
+    assert.equal(row.node, node);
+    assert.equal(row.taint, `${MAINTENANCE}:NoSchedule`);
+    assert.equal(row.condition, 'NodeTaintDetected');
+    assert.equal(row.state, 'Detected');
+    const replaceAt = Date.parse(row.replaceAt) - t0;
+    assert.ok(replaceAt >= 7000 && replaceAt < 9000, `replacement planned ~7 s after the taint (${replaceAt} ms)`);
+
+    await waitFor('NodeTaintReplacing', async () => condition(await readPod(kube, ns, name), 'NodeTaintReplacing'), { timeoutMs: 10_000, intervalMs: 100 });
+    const replacingSeen = Date.now() - t0;
+    assert.ok(replacingSeen >= 4000, `Replacing not before 4 s (seen after ${replacingSeen} ms)`);
+    const stillThere = await readPod(kube, ns, name);
+    assert.equal(stillThere?.metadata?.uid, uid);
+    assert.ok(!stillThere?.metadata?.deletionTimestamp, 'not evicted yet');
+
+    await waitFor('the pod to be evicted', async () => {
+      const p = await readPod(kube, ns, name);
+      return !p || p.metadata?.uid !== uid || !!p.metadata?.deletionTimestamp;
+    }, { timeoutMs: 15_000, intervalMs: 100 });
+    const evictedSeen = Date.now() - t0;
+    assert.ok(evictedSeen >= 7000, `evicted not before 7 s (seen after ${evictedSeen} ms)`);
+
+    const [replacement] = await readyPods('db', 1);
+    assert.notEqual(replacement!.metadata!.uid, uid);
+    assert.notEqual(replacement!.spec!.nodeName, node, 'the replacement runs on an untainted node');
+    assert.equal(condition(replacement, 'NodeTaintDetected'), undefined);
+
+    status = await waitFor('status to show the pod Replaced', async () => {
+      const s = await taintStatusJson(config);
+      return s.pods.find((p) => p.pod === name)?.state === 'Replaced' && s;
+    }, { timeoutMs: 30_000 });
+    const evictedAt = Date.parse(status.pods.find((p) => p.pod === name)!.replaceAt) - t0;
+    assert.ok(evictedAt >= 7000, `the workflow evicted at >= 7 s (${evictedAt} ms)`);
+    assert.equal(status.slots?.inFlight.length, 0, 'the slot is given back');
+  });
+
+  it('an exact key beats the wildcard', async () => {
+    await startTend({
+      taintReplacementOptions: [{ key: '*', durationInSeconds: 1 }, { key: MAINTENANCE, durationInSeconds: 3600 }],
+      taintReplacementTimeSeconds: 1,
+    });
+    const pods = await createDeployment('db', 2);
+    const [a, b] = pods as [k8s.V1Pod, k8s.V1Pod];
+    const nodeA = a.spec!.nodeName!;
+    await taintNode(nodeA, MAINTENANCE);
+    await waitFor('Detected under the exact key', async () => condition(await readPod(kube, ns, a.metadata!.name!), 'NodeTaintDetected'), { timeoutMs: 10_000 });
+    // Another key falls to the wildcard: Replacing after 1 s.
+    const other = b.spec!.nodeName! !== nodeA ? b : undefined;
+    const target = other ?? a;
+    await taintNode(target.spec!.nodeName!, DISCONNECTED);
+    await waitFor('Replacing under the wildcard', async () => condition(await readPod(kube, ns, target.metadata!.name!), 'NodeTaintReplacing'), { timeoutMs: 10_000 });
+    if (other) {
+      // The exact key's hour has not passed: still only Detected.
+      const p = await readPod(kube, ns, a.metadata!.name!);
+      assert.ok(condition(p, 'NodeTaintDetected'));
+      assert.equal(condition(p, 'NodeTaintReplacing'), undefined);
+    }
+  });
+
+  it('a taint removed early clears the conditions and evicts nothing', async () => {
+    const config = await startTend({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 2 }], taintReplacementTimeSeconds: 60 });
+    const [pod] = await createDeployment('db', 1);
+    const node = pod!.spec!.nodeName!;
+    const name = pod!.metadata!.name!;
+    await taintNode(node, MAINTENANCE);
+    await waitFor('Replacing', async () => condition(await readPod(kube, ns, name), 'NodeTaintReplacing'), { timeoutMs: 10_000 });
+    await untaint(kube, node, MAINTENANCE);
+    tainted.clear();
+    await waitFor('conditions cleared', async () => {
+      const p = await readPod(kube, ns, name);
+      return !condition(p, 'NodeTaintDetected') && !condition(p, 'NodeTaintReplacing') && p;
+    }, { timeoutMs: 10_000 });
+    const p = await readPod(kube, ns, name);
+    assert.equal(p?.metadata?.uid, pod!.metadata!.uid);
+    assert.ok(!p?.metadata?.deletionTimestamp);
+    assert.ok(isReady(p!));
+    await waitFor('the node workflow to end', async () => (await taintStatusJson(config)).nodes.length === 0, { timeoutMs: 15_000 });
+  });
+
+  it('a timeAdded in the past counts from it', async () => {
+    await startTend({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 600 }], taintReplacementTimeSeconds: 2 });
+    // Tolerated, so that the taint eviction controller leaves the pod to tend.
+    const [pod] = await createDeployment('db', 1, [{ key: MAINTENANCE, operator: 'Exists', effect: 'NoExecute' }]);
+    const name = pod!.metadata!.name!;
+    const uid = pod!.metadata!.uid!;
+    const t0 = Date.now();
+    await taintNode(pod!.spec!.nodeName!, MAINTENANCE, 'NoExecute', new Date(Date.now() - 601_000));
+    const replacing = await waitFor('Replacing at once: the 600 s have passed', async () => {
+      const p = await readPod(kube, ns, name);
+      return condition(p, 'NodeTaintReplacing');
+    }, { timeoutMs: 5_000, intervalMs: 100 });
+    assert.ok(Math.abs(new Date(replacing.lastTransitionTime as unknown as string).getTime() - t0) < 5_000, 'Replacing since the pod was marked');
+    await waitFor('the pod to be evicted 2 s later', async () => {
+      const p = await readPod(kube, ns, name);
+      return !p || p.metadata?.uid !== uid || !!p.metadata?.deletionTimestamp;
+    }, { timeoutMs: 15_000, intervalMs: 100 });
+    assert.ok(Date.now() - t0 >= 2000);
+  });
+
+  it('pods scheduled on the node later get their conditions; status as a table; the run found by its search attributes', async () => {
+    const config = await startTend({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 3600 }], taintReplacementTimeSeconds: 60 });
+    const [first] = await createDeployment('db', 1);
+    const node = first!.spec!.nodeName!;
+    await taintNode(node, MAINTENANCE);
+    await waitFor('the first pod marked', async () => condition(await readPod(kube, ns, first!.metadata!.name!), 'NodeTaintDetected'), { timeoutMs: 10_000 });
+    // A workload that tolerates the taint and is pinned to the node lands there afterwards.
+    const late = deployment({ namespace: ns, name: 'late', replicas: 2, labels: managedLabel(ns) });
+    late.spec!.template.spec!.tolerations = [{ key: MAINTENANCE, operator: 'Exists' }];
+    late.spec!.template.spec!.nodeSelector = { 'kubernetes.io/hostname': node };
+    await kube.apps.createNamespacedDeployment({ namespace: ns, body: late });
+    const latePods = await readyPods('late', 2);
+    await waitFor('the late pods marked', async () => {
+      const marked = await Promise.all(latePods.map(async (p) => condition(await readPod(kube, ns, p.metadata!.name!), 'NodeTaintDetected')));
+      return marked.every(Boolean);
+    }, { timeoutMs: 15_000 });
+
+    const table = await runTend(['taint', 'status', '--config', config]);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /NODE\s+POD\s+TAINT\s+CONDITION\s+SINCE\s+REPLACE AT\s+STATE/);
+    for (const p of [first!, ...latePods]) {
+      assert.match(table.stdout, new RegExp(`${node}\\s+${ns}/${p.metadata!.name}\\s+example\\.org/maintenance:NoSchedule\\s+NodeTaintDetected`));
+    }
+    assert.match(table.stdout, /slots: 0\/1 in flight/);
+
+    const temporal = await temporalCli(['workflow', 'list', '--query', `TendCapability="taint" AND TendTarget="${node}" AND ExecutionStatus="Running"`, '-o', 'json']);
+    const runs = JSON.parse(temporal) as { execution: { workflowId: string } }[];
+    assert.deepEqual(runs.map((r) => r.execution.workflowId), [`taint/${node}`]);
+  });
+});

@@ -1,0 +1,270 @@
+// Taint replacement under pressure and failure: the cluster-wide limit, a
+// blocking PodDisruptionBudget, the breaker, a node whose heartbeats stop,
+// a worker killed and the Temporal server restarted, and disabling.
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type * as k8s from '@kubernetes/client-node';
+import { runTend, TendProcess } from '../harness/cli.ts';
+import { testStateDir } from '../harness/env.ts';
+import { admin, deleteNamespace, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
+import { waitFor } from '../harness/wait.ts';
+import { condition, managedLabel, readPod, taint, taintConfig, taintStatusJson, untaint } from '../harness/taint.ts';
+import type { KubeClients } from '../../src/kube/client.ts';
+
+const MAINTENANCE = 'example.org/maintenance';
+const UNREACHABLE = 'node.kubernetes.io/unreachable';
+
+describe('taint replacement: limits and failures', function () {
+  this.timeout(240_000);
+  let kube: KubeClients;
+  let ns: string;
+  let tend: TendProcess | undefined;
+  let config: string | undefined;
+  const tainted = new Set<string>();
+  const stoppedNodes = new Set<string>();
+
+  before(async () => {
+    kube = admin();
+  });
+  beforeEach(async () => {
+    ns = await tempNamespace(kube, 'taint');
+  });
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed' && tend) process.stderr.write(`--- tend output ---\n${tend.output.slice(-6000)}\n`);
+    for (const node of stoppedNodes) await runTend(['sandbox', 'node', 'start', node, '--state-dir', testStateDir]);
+    stoppedNodes.clear();
+    for (const entry of tainted) {
+      const [node, key] = entry.split('|') as [string, string];
+      await untaint(kube, node, key);
+    }
+    tainted.clear();
+    await kube.policy.deleteCollectionNamespacedPodDisruptionBudget({ namespace: ns }).catch(() => undefined);
+    if (config && tend && !tend.exited) {
+      await waitFor('the node workflows to end', async () => (await taintStatusJson(config!)).nodes.length === 0, { timeoutMs: 60_000 })
+        .catch((err: Error) => process.stderr.write(`cleanup: ${err.message}\n`));
+    }
+    await tend?.stop();
+    tend = undefined;
+    config = undefined;
+    await deleteNamespace(kube, ns);
+  });
+
+  const taintNode = async (node: string, key = MAINTENANCE) => {
+    tainted.add(`${node}|${key}`);
+    await taint(kube, node, { key, value: 'x', effect: 'NoSchedule' });
+  };
+
+  const start = async (section: Record<string, unknown>) => {
+    config = await taintConfig({ podSelector: { matchLabels: managedLabel(ns) }, namespaces: [ns], ...section });
+    tend = new TendProcess(['run', '--config', config]);
+    await waitFor('tend to start its worker and taint watch',
+      () => tend!.output.includes('taint watch synced') && tend!.output.includes('worker started'), { timeoutMs: 30_000 });
+    return config;
+  };
+
+  const livePods = async (name: string) => (await podsOf(kube, ns, `app=${name}`)).filter((p) => !p.metadata?.deletionTimestamp);
+  const readyPods = async (name: string, replicas: number, timeoutMs = 60_000) =>
+    waitFor(`${replicas} ready pod(s) of ${name}`, async () => {
+      const pods = (await livePods(name)).filter(isReady);
+      return pods.length === replicas && pods;
+    }, { timeoutMs });
+  const createDeployment = async (name: string, replicas: number) => {
+    await kube.apps.createNamespacedDeployment({ namespace: ns, body: deployment({ namespace: ns, name, replicas, labels: managedLabel(ns) }) });
+    return readyPods(name, replicas);
+  };
+  const evicted = (p: k8s.V1Pod | undefined, uid: string) => !p || p.metadata?.uid !== uid || !!p.metadata?.deletionTimestamp;
+
+  it('maxConcurrentReplacements 1: pods on two tainted nodes are replaced one at a time', async () => {
+    const cfg = await start({
+      taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 1 }], taintReplacementTimeSeconds: 1,
+      maxConcurrentReplacements: 1, breaker: { maxTaintedNodes: 2 },
+    });
+    const pods = await createDeployment('db', 5);
+    const nodes = [...new Set(pods.map((p) => p.spec!.nodeName!))].sort();
+    assert.ok(nodes.length >= 2, `pods spread over nodes: ${nodes.join(',')}`);
+    const byNode = (n: string) => pods.filter((p) => p.spec!.nodeName === n).length;
+    const [spare] = [...nodes].sort((a, b) => byNode(a) - byNode(b));
+    const doomedNodes = nodes.filter((n) => n !== spare);
+    const doomed = pods.filter((p) => doomedNodes.includes(p.spec!.nodeName!));
+    assert.ok(doomed.length >= 2, 'several pods to replace');
+    const t0 = Date.now();
+    for (const n of doomedNodes) await taintNode(n);
+
+    // Watch from outside: evicted originals minus ready replacements is what is in flight.
+    let peak = 0;
+    await waitFor('every pod on the tainted nodes replaced', async () => {
+      const all = await podsOf(kube, ns, 'app=db');
+      const gone = doomed.filter((d) => evicted(all.find((p) => p.metadata!.uid === d.metadata!.uid), d.metadata!.uid!)).length;
+      const fresh = all.filter((p) => !pods.some((o) => o.metadata!.uid === p.metadata!.uid) && isReady(p) && !p.metadata?.deletionTimestamp).length;
+      peak = Math.max(peak, gone - fresh);
+      return gone === doomed.length && fresh === doomed.length;
+    }, { timeoutMs: 120_000, intervalMs: 100 });
+    assert.ok(peak <= 1, `never more than one in flight (peak ${peak})`);
+    const status = await taintStatusJson(cfg);
+    assert.equal(status.slots?.peakInFlight, 1);
+    assert.ok(Date.now() - t0 >= doomed.length * 1000, 'one after the other');
+  });
+
+  it('a blocking PodDisruptionBudget is retried with back-off, visible, and never violated', async () => {
+    const cfg = await start({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 1 }], taintReplacementTimeSeconds: 1 });
+    const pods = await createDeployment('db', 2);
+    await kube.policy.createNamespacedPodDisruptionBudget({
+      namespace: ns,
+      body: { metadata: { name: 'db' }, spec: { minAvailable: 2, selector: { matchLabels: { app: 'db' } } } },
+    });
+    await waitFor('the PDB to be observed', async () =>
+      (await kube.policy.readNamespacedPodDisruptionBudget({ namespace: ns, name: 'db' })).status?.observedGeneration === 1);
+    const victim = pods[0]!;
+    await taintNode(victim.spec!.nodeName!);
+    const row = await waitFor('the eviction shown blocked after retries', async () => {
+      const s = await taintStatusJson(cfg);
+      const r = s.pods.find((p) => p.pod === victim.metadata!.name);
+      return r && r.state === 'Blocked' && r.attempts >= 2 && r;
+    }, { timeoutMs: 30_000 });
+    assert.match(row.lastError ?? '', /disruption budget/i);
+    assert.ok(!evicted(await readPod(kube, ns, victim.metadata!.name!), victim.metadata!.uid!), 'the PDB held');
+    assert.equal((await livePods('db')).filter(isReady).length, 2);
+    // Relax the budget: the next retry goes through.
+    await kube.policy.patchNamespacedPodDisruptionBudget(
+      { namespace: ns, name: 'db', body: [{ op: 'replace', path: '/spec/minAvailable', value: 1 }] });
+    await waitFor('the eviction to go through', async () => evicted(await readPod(kube, ns, victim.metadata!.name!), victim.metadata!.uid!), { timeoutMs: 60_000 });
+    await readyPods('db', 2);
+  });
+
+  it('the breaker holds replacements while too many nodes are tainted, and lets go when it closes', async () => {
+    const cfg = await start({
+      taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 1 }], taintReplacementTimeSeconds: 1,
+      maxConcurrentReplacements: 3, breaker: { maxTaintedNodes: 1 },
+    });
+    const pods = await createDeployment('db', 3);
+    const nodes = [...new Set(pods.map((p) => p.spec!.nodeName!))].sort();
+    assert.ok(nodes.length >= 2);
+    for (const n of nodes.slice(0, 2)) await taintNode(n);
+    const onTainted = pods.filter((p) => nodes.slice(0, 2).includes(p.spec!.nodeName!));
+    await waitFor('pods queued behind the open breaker', async () => {
+      const s = await taintStatusJson(cfg);
+      return s.slots?.breakerOpen && onTainted.every((p) => s.pods.find((r) => r.pod === p.metadata!.name)?.state === 'Queued');
+    }, { timeoutMs: 30_000 });
+    for (const p of onTainted) {
+      const now = await readPod(kube, ns, p.metadata!.name!);
+      assert.ok(!evicted(now, p.metadata!.uid!), 'nothing evicted while the breaker is open');
+      assert.ok(condition(now, 'NodeTaintReplacing'), 'still marked');
+    }
+    // One node recovers: 1 tainted node is within the limit, the other's pods go.
+    await untaint(kube, nodes[0]!, MAINTENANCE);
+    tainted.delete(`${nodes[0]}|${MAINTENANCE}`);
+    const still = pods.filter((p) => p.spec!.nodeName === nodes[1]);
+    await waitFor('the remaining tainted node\'s pods replaced', async () => {
+      const checks = await Promise.all(still.map(async (p) => evicted(await readPod(kube, ns, p.metadata!.name!), p.metadata!.uid!)));
+      return checks.every(Boolean);
+    }, { timeoutMs: 30_000 });
+    const back = pods.filter((p) => p.spec!.nodeName === nodes[0]);
+    for (const p of back) {
+      const now = await waitFor('the recovered node\'s pods cleared', async () => {
+        const q = await readPod(kube, ns, p.metadata!.name!);
+        return !condition(q, 'NodeTaintDetected') && q;
+      }, { timeoutMs: 10_000 });
+      assert.ok(!evicted(now, p.metadata!.uid!), 'the recovered node keeps its pods');
+    }
+  });
+
+  it('handles the NoExecute unreachable taint of the real node lifecycle controller', async () => {
+    const cfg = await start({ taintReplacementOptions: [{ key: UNREACHABLE, durationInSeconds: 2 }], taintReplacementTimeSeconds: 2 });
+    const [pod] = await createDeployment('db', 1);
+    const node = pod!.spec!.nodeName!;
+    stoppedNodes.add(node);
+    const r = await runTend(['sandbox', 'node', 'stop', node, '--state-dir', testStateDir]);
+    assert.equal(r.code, 0, r.stderr);
+    const detected = await waitFor('NodeTaintDetected from the unreachable taint', async () => {
+      const p = await readPod(kube, ns, pod!.metadata!.name!);
+      return condition(p, 'NodeTaintDetected');
+    }, { timeoutMs: 60_000 });
+    assert.match(detected.message ?? '', /node\.kubernetes\.io\/unreachable/);
+    // Well before the taint eviction controller's 300 s toleration runs out.
+    await waitFor('tend to evict the pod', async () => evicted(await readPod(kube, ns, pod!.metadata!.name!), pod!.metadata!.uid!), { timeoutMs: 30_000 });
+    const [replacement] = await readyPods('db', 1);
+    assert.notEqual(replacement!.spec!.nodeName, node);
+    await waitFor('the replacement counted done', async () => {
+      const s = await taintStatusJson(cfg);
+      return s.pods.find((p) => p.pod === pod!.metadata!.name)?.state === 'Replaced';
+    }, { timeoutMs: 60_000 });
+    await runTend(['sandbox', 'node', 'start', node, '--state-dir', testStateDir]);
+    stoppedNodes.delete(node);
+  });
+
+  it('worker killed after detection and Temporal restarted: the deadline holds and the pod is replaced once', async () => {
+    const section = { taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 3 }], taintReplacementTimeSeconds: 3 };
+    const cfg = await start(section);
+    const [pod] = await createDeployment('db', 1);
+    const name = pod!.metadata!.name!;
+    const uid = pod!.metadata!.uid!;
+    const t0 = Date.now();
+    await taintNode(pod!.spec!.nodeName!);
+    await waitFor('Detected', async () => condition(await readPod(kube, ns, name), 'NodeTaintDetected'), { timeoutMs: 10_000 });
+    await tend!.stop('SIGKILL');
+
+    // Restart the Temporal dev server on its persistent database.
+    const { pid } = JSON.parse(await readFile(join(testStateDir, 'run', 'temporal.pid'), 'utf8')) as { pid: number };
+    process.kill(pid, 'SIGTERM');
+    await waitFor('temporal to stop', () => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, { timeoutMs: 30_000 });
+    const up = await runTend(['sandbox', 'up', '--state-dir', testStateDir], { timeoutMs: 120_000 });
+    assert.equal(up.code, 0, up.stderr);
+    assert.ok(!evicted(await readPod(kube, ns, name), uid), 'nothing happens while tend is down');
+
+    // Back after the deadline passed: replaced at once, exactly once.
+    const seen = new Set<string>();
+    tend = new TendProcess(['run', '--config', cfg]);
+    await waitFor('the pod replaced', async () => {
+      for (const p of await podsOf(kube, ns, 'app=db')) seen.add(p.metadata!.uid!);
+      return evicted(await readPod(kube, ns, name), uid);
+    }, { timeoutMs: 60_000, intervalMs: 100 });
+    assert.ok(Date.now() - t0 >= 6000);
+    await readyPods('db', 1);
+    await waitFor('the replacement counted done', async () => {
+      const s = await taintStatusJson(cfg);
+      return s.pods.find((p) => p.pod === name)?.state === 'Replaced' && s;
+    }, { timeoutMs: 60_000 });
+    for (const p of await podsOf(kube, ns, 'app=db')) seen.add(p.metadata!.uid!);
+    assert.equal(seen.size, 2, `one original and one replacement, never a second eviction (${[...seen].join(', ')})`);
+    const replacing = condition(await readPod(kube, ns, name), 'NodeTaintReplacing');
+    if (replacing) {
+      // The condition says when it was due, not when the late worker wrote it.
+      const at = new Date(replacing.lastTransitionTime as unknown as string).getTime() - t0;
+      assert.ok(at >= 2000 && at < 5000, `NodeTaintReplacing since ~3 s after the taint (${at} ms)`);
+    }
+  });
+
+  it('disabling the feature clears the conditions and cancels pending replacements', async () => {
+    await start({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 1 }], taintReplacementTimeSeconds: 60 });
+    const [pod] = await createDeployment('db', 1);
+    const name = pod!.metadata!.name!;
+    await taintNode(pod!.spec!.nodeName!);
+    await waitFor('Replacing', async () => condition(await readPod(kube, ns, name), 'NodeTaintReplacing'), { timeoutMs: 10_000 });
+    await tend!.stop();
+    const off = await taintConfig({
+      enabled: false, podSelector: { matchLabels: managedLabel(ns) }, namespaces: [ns],
+      taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 1 }], taintReplacementTimeSeconds: 60,
+    });
+    config = off;
+    tend = new TendProcess(['run', '--config', off]);
+    await waitFor('conditions cleared', async () => {
+      const p = await readPod(kube, ns, name);
+      return !condition(p, 'NodeTaintDetected') && !condition(p, 'NodeTaintReplacing');
+    }, { timeoutMs: 30_000 });
+    await waitFor('no taint workflow left', async () => {
+      const s = await taintStatusJson(off);
+      return s.nodes.length === 0 && !s.slots;
+    }, { timeoutMs: 30_000 });
+    const p = await readPod(kube, ns, name);
+    assert.equal(p?.metadata?.uid, pod!.metadata!.uid);
+    assert.ok(!p?.metadata?.deletionTimestamp, 'not replaced');
+  });
+});

@@ -1,0 +1,81 @@
+// Helpers for the taint replacement end-to-end tests: a tend config with a
+// taintReplacement section, tainting nodes as `kubectl taint` would, reading
+// pod conditions, and `tend taint status -o json`.
+import assert from 'node:assert/strict';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify as toYaml } from 'yaml';
+import type * as k8s from '@kubernetes/client-node';
+import type { KubeClients } from '../../src/kube/client.ts';
+import type { TaintStatus } from '../../src/starters/taint-commands.ts';
+import { runTend } from './cli.ts';
+import { sandbox } from './hooks.ts';
+
+export const TASK_QUEUE = 'tend-taint';
+
+export async function taintConfig(taintReplacement: Record<string, unknown>, taskQueue = TASK_QUEUE): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'tend-taint-'));
+  const file = join(dir, 'tend.yaml');
+  await writeFile(file, toYaml({
+    temporal: { address: sandbox().temporalAddress, taskQueue },
+    kubernetes: { kubeconfig: sandbox().tendKubeconfig },
+    taintReplacement,
+  }));
+  return file;
+}
+
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+  timeAdded?: Date;
+}
+
+/** Read, change, replace a Node; retried on conflict (the kubelet writes Nodes too). */
+async function editNode(kube: KubeClients, name: string, edit: (taints: k8s.V1Taint[]) => k8s.V1Taint[]): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const n = await kube.core.readNode({ name });
+    n.spec = { ...n.spec, taints: edit(n.spec?.taints ?? []) };
+    try {
+      await kube.core.replaceNode({ name, body: n });
+      return;
+    } catch (err) {
+      if (attempt > 10) throw err;
+    }
+  }
+}
+
+/** `kubectl taint node NODE key=value:effect` (replaces a taint with the same key and effect). */
+export async function taint(kube: KubeClients, node: string, t: Taint): Promise<void> {
+  await editNode(kube, node, (taints) => [
+    ...taints.filter((x) => !(x.key === t.key && x.effect === t.effect)),
+    { key: t.key, value: t.value, effect: t.effect, ...(t.timeAdded ? { timeAdded: t.timeAdded } : {}) },
+  ]);
+}
+
+/** `kubectl taint node NODE key-` */
+export async function untaint(kube: KubeClients, node: string, key: string): Promise<void> {
+  await editNode(kube, node, (taints) => taints.filter((x) => x.key !== key));
+}
+
+export function condition(pod: k8s.V1Pod | undefined, type: string): k8s.V1PodCondition | undefined {
+  return pod?.status?.conditions?.find((c) => c.type === type && c.status === 'True');
+}
+
+export async function readPod(kube: KubeClients, namespace: string, name: string): Promise<k8s.V1Pod | undefined> {
+  try {
+    return await kube.core.readNamespacedPod({ namespace, name });
+  } catch {
+    return undefined;
+  }
+}
+
+export async function taintStatusJson(config: string): Promise<TaintStatus> {
+  const r = await runTend(['taint', 'status', '--config', config, '-o', 'json']);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout) as TaintStatus;
+}
+
+/** Labels that make a test's pods (and only them) managed. */
+export const managedLabel = (ns: string) => ({ 'taint-test': ns });

@@ -1,0 +1,97 @@
+// The taintReplacement section: the FoundationDB operator's names, defaults,
+// and every problem named by its path; the CLI exits 2 on a bad section.
+import assert from 'node:assert/strict';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError } from '../../src/config/errors.ts';
+import { parseConfig } from '../../src/config/load.ts';
+import { taintReplacementActive } from '../../src/config/taint-replacement.ts';
+import { runTend } from '../harness/cli.ts';
+
+const problems = (text: string) => {
+  try {
+    parseConfig(text, 'test.yaml');
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, String(err));
+    return err.problems.map((p) => `${p.path}: ${p.message}`);
+  }
+  assert.fail('expected a ConfigError');
+};
+
+describe('config: taintReplacement', () => {
+  it('takes the seed\'s example verbatim, with defaults', () => {
+    const c = parseConfig(`
+taintReplacement:
+  enabled: true
+  podSelector: { matchLabels: { app: db } }
+  maxConcurrentReplacements: 1
+  taintReplacementOptions:
+  - key: "example.org/maintenance"
+    durationInSeconds: 7200
+  - key: "example.org/disconnected"
+    durationInSeconds: 1200
+  - key: "*"
+    durationInSeconds: 3600
+  taintReplacementTimeSeconds: 1800
+`, 'seed.yaml').taintReplacement!;
+    assert.equal(c.taintReplacementOptions.length, 3);
+    assert.equal(c.taintReplacementTimeSeconds, 1800);
+    assert.deepEqual(c.breaker, { maxTaintedNodes: '50%' });
+    assert.ok(taintReplacementActive(c));
+  });
+
+  it('defaults: taintReplacementTimeSeconds 1800, maxConcurrentReplacements 1; no options means off', () => {
+    const c = parseConfig('taintReplacement: { podSelector: { matchLabels: { app: db } } }', 't.yaml').taintReplacement!;
+    assert.equal(c.taintReplacementTimeSeconds, 1800);
+    assert.equal(c.maxConcurrentReplacements, 1);
+    assert.equal(c.enabled, true);
+    assert.ok(!taintReplacementActive(c), 'an empty taintReplacementOptions disables the feature');
+  });
+
+  it('enabled: false is off', () => {
+    const c = parseConfig('taintReplacement: { enabled: false, podSelector: { matchLabels: { a: b } }, taintReplacementOptions: [ { key: x, durationInSeconds: 1 } ] }', 't.yaml').taintReplacement!;
+    assert.ok(!taintReplacementActive(c));
+  });
+
+  const bad: { name: string; yaml: string; want: RegExp[] }[] = [
+    {
+      name: 'negative duration',
+      yaml: 'taintReplacement: { podSelector: { matchLabels: { a: b } }, taintReplacementOptions: [ { key: x, durationInSeconds: -5 } ] }',
+      want: [/^taintReplacement\.taintReplacementOptions\[0\]\.durationInSeconds: must be 0 or more seconds/],
+    },
+    {
+      name: 'bad key',
+      yaml: 'taintReplacement: { podSelector: { matchLabels: { a: b } }, taintReplacementOptions: [ { key: "bad key!", durationInSeconds: 5 }, { key: "a/b/c", durationInSeconds: 1 } ] }',
+      want: [/^taintReplacement\.taintReplacementOptions\[0\]\.key: not a valid taint key/, /^taintReplacement\.taintReplacementOptions\[1\]\.key: not a valid taint key/],
+    },
+    {
+      name: 'wrong types',
+      yaml: 'taintReplacement: { enabled: "yes", podSelector: { matchLabels: { a: b } }, taintReplacementTimeSeconds: "30m", maxConcurrentReplacements: 1.5, taintReplacementOptions: { key: x } }',
+      want: [/^taintReplacement\.enabled:/, /^taintReplacement\.taintReplacementTimeSeconds: must be a whole number/, /^taintReplacement\.maxConcurrentReplacements: must be a whole number/, /^taintReplacement\.taintReplacementOptions:/],
+    },
+    {
+      name: 'missing podSelector, unknown field, duplicate key, bad breaker',
+      yaml: 'taintReplacement: { taints: [], taintReplacementOptions: [ { key: x, durationInSeconds: 1 }, { key: x, durationInSeconds: 2 } ], breaker: { maxTaintedNodes: "120%" } }',
+      want: [/^taintReplacement\.podSelector:/, /^taintReplacement\.taints:/, /^taintReplacement\.taintReplacementOptions\[1\]\.key: "x" is already listed/, /^taintReplacement\.breaker\.maxTaintedNodes:/],
+    },
+  ];
+  for (const c of bad) {
+    it(`refuses ${c.name}, naming each path`, () => {
+      const got = problems(c.yaml);
+      for (const re of c.want) assert.ok(got.some((p) => re.test(p)), `${re} in:\n${got.join('\n')}`);
+    });
+  }
+
+  it('the CLI refuses a bad section with exit 2 and the path', async function () {
+    this.timeout(30_000);
+    const file = join(await mkdtemp(join(tmpdir(), 'tend-taint-cfg-')), 'bad.yaml');
+    await writeFile(file, 'taintReplacement:\n  podSelector: { matchLabels: { app: db } }\n  taintReplacementOptions:\n    - { key: example.org/maintenance, durationInSeconds: -1 }\n');
+    const r = await runTend(['config', 'validate', file]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /taintReplacement\.taintReplacementOptions\[0\]\.durationInSeconds: must be 0 or more seconds/);
+    const run = await runTend(['run', '--config', file]);
+    assert.equal(run.code, 2);
+    assert.doesNotMatch(run.stderr, /worker started/);
+  });
+});
