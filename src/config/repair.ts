@@ -1,0 +1,75 @@
+// The repair section: CKE's `repair` cluster configuration, snake_case and
+// field for field (cke.Repair, cke.RepairProcedure, cke.RepairOperation,
+// cke.RepairStep), so a CKE operator can paste theirs in. Defaults are CKE's.
+// `time_scale` is tend's addition: it multiplies every wait (watch, eviction
+// timeout, intervals, back-off) so tests run fast with the same formulas.
+import { z } from 'zod';
+import { labelSelectorSchema } from './label-selector.ts';
+
+const commandSchema = z
+  .array(z.string().min(1, 'must not be empty'))
+  .min(1, 'must name a command: a list like [ipmitool, power, cycle] (the address is appended)');
+const seconds = (name: string) => z.number({ error: `${name} must be a number of seconds` }).int('must be a whole number').min(0, 'must be 0 or more');
+const positiveSeconds = (name: string) => seconds(name).min(1, 'must be at least 1');
+
+export const repairStepSchema = z.strictObject({
+  repair_command: commandSchema,
+  command_timeout_seconds: positiveSeconds('command_timeout_seconds').default(30),
+  command_retries: seconds('command_retries').default(0),
+  command_interval: seconds('command_interval').default(0),
+  need_drain: z.boolean().default(false),
+  watch_seconds: positiveSeconds('watch_seconds'),
+});
+
+export const repairOperationSchema = z.strictObject({
+  operation: z.string().min(1),
+  repair_steps: z.array(repairStepSchema).min(1, 'must list at least one repair step'),
+  health_check_command: commandSchema,
+  command_timeout_seconds: positiveSeconds('command_timeout_seconds').default(30),
+  success_command: commandSchema.optional(),
+  success_command_timeout: positiveSeconds('success_command_timeout').default(30),
+});
+
+export const repairProcedureSchema = z.strictObject({
+  machine_types: z.array(z.string().min(1)).min(1, 'must list at least one machine type'),
+  repair_operations: z.array(repairOperationSchema).min(1, 'must list at least one repair operation')
+    .superRefine((ops, ctx) => {
+      const seen = new Set<string>();
+      ops.forEach((op, i) => {
+        if (seen.has(op.operation)) ctx.addIssue({ code: 'custom', path: [i, 'operation'], message: `operation ${op.operation} is listed twice` });
+        seen.add(op.operation);
+      });
+    }),
+});
+
+export const repairSchema = z.strictObject({
+  repair_procedures: z.array(repairProcedureSchema).min(1, 'must list at least one repair procedure')
+    .superRefine((procs, ctx) => {
+      const seen = new Set<string>();
+      procs.forEach((p, i) => p.machine_types.forEach((t, j) => {
+        if (seen.has(t)) ctx.addIssue({ code: 'custom', path: [i, 'machine_types', j], message: `machine type ${t} is in two procedures` });
+        seen.add(t);
+      }));
+    }),
+  max_concurrent_repairs: z.number().int('must be a whole number').min(1, 'must be at least 1').default(1),
+  /** Namespaces whose pods are only ever evicted (PDBs hold); absent: every namespace. */
+  protected_namespaces: labelSelectorSchema.optional(),
+  evict_retries: seconds('evict_retries').default(0),
+  evict_interval: seconds('evict_interval').default(0),
+  eviction_timeout_seconds: positiveSeconds('eviction_timeout_seconds').default(600),
+  /** Running Job pods that block a drain; absent: every Job pod. */
+  protected_job_pods: labelSelectorSchema.optional(),
+  time_scale: z.number().positive('must be above 0').max(1, 'must be at most 1').default(1),
+});
+
+export type RepairStep = z.output<typeof repairStepSchema>;
+export type RepairOperation = z.output<typeof repairOperationSchema>;
+export type RepairProcedure = z.output<typeof repairProcedureSchema>;
+export type RepairConfig = z.output<typeof repairSchema>;
+
+export function describeRepair(repair: RepairConfig): string {
+  const types = repair.repair_procedures.flatMap((p) => p.machine_types);
+  const ops = new Set(repair.repair_procedures.flatMap((p) => p.repair_operations.map((o) => o.operation)));
+  return `${types.length} machine type(s) (${types.join(', ')}), operations ${[...ops].join(', ')}, at most ${repair.max_concurrent_repairs} at once` +
+    (repair.time_scale !== 1 ? `, time scale ${repair.time_scale}` : '');
+}

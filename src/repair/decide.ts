@@ -1,0 +1,162 @@
+// What to do next, as pure functions of observed state (CKE's DecideOps
+// split): the queue's choice of entries to start, an entry's next operation,
+// a drain's treatment of each pod, and the linear drain back-off. Pure:
+// imported by workflow code, tested table-driven in test/unit/repair-decide.
+import { matches, type LabelSelector } from '../config/label-selector.ts';
+import { isFinished, type RepairQueueEntry, type RepairStepStatus } from './entry.ts';
+
+// ---------------------------------------------------------------- the queue
+
+export interface QueueView {
+  entries: readonly Pick<RepairQueueEntry, 'index' | 'address' | 'status'>[];
+  /** Addresses whose deleted entries' workflows are still cleaning up: they hold a slot and their address. */
+  closing: readonly string[];
+  enabled: boolean;
+  maxConcurrent: number;
+}
+
+/**
+ * Queued entries to start now, oldest first: at most max_concurrent_repairs
+ * processing (closing ones count), never two unfinished entries for one
+ * address at work, none while the queue is disabled (a disabled queue starts
+ * no drain and no repair command; starting no entry is the simplest way).
+ */
+export function decideStarts(q: QueueView): string[] {
+  if (!q.enabled) return [];
+  const busy = new Set(q.closing);
+  let running = q.closing.length;
+  for (const e of q.entries) {
+    if (e.status === 'processing') {
+      busy.add(e.address);
+      running++;
+    }
+  }
+  const starts: string[] = [];
+  for (const e of q.entries) {
+    if (running >= q.maxConcurrent) break;
+    if (e.status !== 'queued' || busy.has(e.address)) continue;
+    starts.push(e.index);
+    busy.add(e.address);
+    running++;
+  }
+  return starts;
+}
+
+/** The entries `delete-finished` / `delete-unfinished` remove. */
+export function selectForDelete(entries: readonly RepairQueueEntry[], which: 'finished' | 'unfinished'): string[] {
+  return entries.filter((e) => isFinished(e) === (which === 'finished')).map((e) => e.index);
+}
+
+// ---------------------------------------------------------------- an entry
+
+export interface EntryView {
+  step: number;
+  steps: number;
+  step_status: RepairStepStatus;
+  enabled: boolean;
+  /** '' when the address is not a Node: no drain. */
+  nodename: string;
+  needDrain: boolean;
+  /** The current step's drain finished. */
+  drained: boolean;
+  /** The current step's repair command ran and succeeded. */
+  commandDone: boolean;
+  /** Health before any step: undefined until checked. */
+  healthyAtStart?: boolean;
+  /** The watch's outcome, when it has ended. */
+  healthy?: boolean;
+  /** Epoch ms; 0 when none. */
+  watchUntil: number;
+  backoffExpire: number;
+  now: number;
+}
+
+export type EntryOp =
+  | { op: 'check-health' }
+  | { op: 'wait'; reason: 'disabled' | 'backoff'; until?: number }
+  | { op: 'drain' }
+  | { op: 'run-command' }
+  | { op: 'watch'; until: number }
+  | { op: 'next-step' }
+  | { op: 'succeed' }
+  | { op: 'fail'; reason: string };
+
+export function decideEntryOp(s: EntryView): EntryOp {
+  if (s.healthyAtStart === undefined) return { op: 'check-health' };
+  if (s.healthyAtStart || s.healthy) return { op: 'succeed' };
+  if (s.step_status === 'watching') {
+    if (s.healthy === undefined && s.now < s.watchUntil) return { op: 'watch', until: s.watchUntil };
+    if (s.step + 1 < s.steps) return { op: 'next-step' };
+    return { op: 'fail', reason: `not healthy after the last of ${s.steps} step(s)` };
+  }
+  if (s.needDrain && s.nodename !== '' && !s.drained) {
+    if (!s.enabled) return { op: 'wait', reason: 'disabled' };
+    if (s.backoffExpire > s.now) return { op: 'wait', reason: 'backoff', until: s.backoffExpire };
+    return { op: 'drain' };
+  }
+  if (!s.commandDone) {
+    if (!s.enabled) return { op: 'wait', reason: 'disabled' };
+    return { op: 'run-command' };
+  }
+  return { op: 'watch', until: s.watchUntil };
+}
+
+// ---------------------------------------------------------------- back-off
+
+export const DRAIN_BACKOFF_BASE_SECONDS = 60;
+export const DRAIN_BACKOFF_MAX_SECONDS = 1200;
+
+/** CKE's linear back-off: count x 60 s, at most 20 min; the time scale shrinks it for tests. */
+export function drainBackoff(count: number, timeScale: number): { count: number; seconds: number } {
+  const next = count + 1;
+  return { count: next, seconds: Math.min(next * DRAIN_BACKOFF_BASE_SECONDS, DRAIN_BACKOFF_MAX_SECONDS) * timeScale };
+}
+
+// ---------------------------------------------------------------- a drain
+
+export interface PodView {
+  namespace: string;
+  name: string;
+  uid: string;
+  phase?: string;
+  /** Kind of the controlling owner reference, if any. */
+  controllerKind?: string;
+  labels?: Record<string, string>;
+  deleting: boolean;
+}
+
+export interface DrainPlan {
+  /** Running Job pods that block the drain: uncordon and retry later. */
+  blockedBy: PodView[];
+  /** Evict first; on 429 retry when the namespace is protected, else delete. */
+  evict: PodView[];
+  /** Job pods not matching protected_job_pods: deleted. */
+  remove: PodView[];
+  /** Pods that must be gone before the drain is done. */
+  waitFor: PodView[];
+}
+
+/**
+ * CKE's enumeratePods: DaemonSet pods stay; Job pods that are not pending or
+ * finished block the drain when they match protected_job_pods (all, when it
+ * is absent) and are deleted otherwise; finished pods are no work; every
+ * other pod is evicted.
+ */
+export function decideDrain(pods: readonly PodView[], protectedJobPods: LabelSelector | undefined): DrainPlan {
+  const plan: DrainPlan = { blockedBy: [], evict: [], remove: [], waitFor: [] };
+  for (const p of pods) {
+    if (p.controllerKind === 'DaemonSet') continue;
+    const finished = p.phase === 'Succeeded' || p.phase === 'Failed';
+    if (p.controllerKind === 'Job') {
+      if (finished || p.phase === 'Pending') continue;
+      if (!protectedJobPods || matches(protectedJobPods, p.labels)) plan.blockedBy.push(p);
+      else if (!p.deleting) plan.remove.push(p);
+      plan.waitFor.push(p);
+      continue;
+    }
+    if (finished) continue;
+    if (!p.deleting) plan.evict.push(p);
+    plan.waitFor.push(p);
+  }
+  return plan;
+}

@@ -1,0 +1,77 @@
+// A repair queue entry, as CKE's RepairQueueEntry (docs/repair.md in CKE):
+// the same fields and JSON names, so `tend repair-queue list` prints what
+// `ckecli repair-queue list` prints. Pure: imported by workflow code.
+
+/**
+ * queued -> processing -> succeeded | failed. An entry stays until deleted.
+ * Transitions: the queue starts a queued entry (processing) when a slot is
+ * free and no other entry for its address is unfinished; the entry's
+ * workflow ends it succeeded (healthy, success_command ok) or failed
+ * (repair_command or success_command failed, every step watched in vain, no
+ * procedure for it any more).
+ */
+export const repairStatuses = ['queued', 'processing', 'succeeded', 'failed'] as const;
+export type RepairStatus = (typeof repairStatuses)[number];
+
+/**
+ * Within a step: waiting (for the queue to be enabled, for a drain back-off
+ * to expire), draining (cordoned, pods going), watching (the repair command
+ * ran; the health check is polled until watch_seconds pass).
+ */
+export const repairStepStatuses = ['waiting', 'draining', 'watching'] as const;
+export type RepairStepStatus = (typeof repairStepStatuses)[number];
+
+export interface RepairQueueEntry {
+  /** CKE formats the index as a string in JSON (`json:"index,string"`). */
+  index: string;
+  address: string;
+  nodename: string;
+  machine_type: string;
+  operation: string;
+  serial?: string;
+  status: RepairStatus;
+  step: number;
+  step_status: RepairStepStatus;
+  /** RFC 3339; changes when status, step or step_status changes. */
+  last_transition_time?: string;
+  drain_backoff_count: number;
+  /** RFC 3339; zero time when no back-off is pending. */
+  drain_backoff_expire: string;
+}
+
+export const ZERO_TIME = '0001-01-01T00:00:00Z';
+
+export function isFinished(e: Pick<RepairQueueEntry, 'status'>): boolean {
+  return e.status === 'succeeded' || e.status === 'failed';
+}
+
+export interface RepairRequest {
+  operation: string;
+  machine_type: string;
+  address: string;
+  serial?: string;
+}
+
+const ipv4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+const ipv6 = /^[0-9A-Fa-f:]+(\.\d+\.\d+\.\d+)?$/;
+const hostname = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
+
+/**
+ * Why an address cannot be repaired, or undefined. The address becomes the
+ * last argument of operator commands, so only an IP address or a DNS name is
+ * accepted: no shell metacharacters, no option-like leading dash.
+ */
+export function addressProblem(address: string): string | undefined {
+  if (address === '') return 'address is empty';
+  if (ipv4.test(address)) return undefined;
+  if (address.includes(':') && ipv6.test(address) && (address.match(/::/g)?.length ?? 0) <= 1 && address.split(':').length <= 8) return undefined;
+  if (/^[\d.]+$/.test(address)) return `address ${JSON.stringify(address)} is not a valid IPv4 address`;
+  if (hostname.test(address)) return undefined;
+  return `address ${JSON.stringify(address)} is not an IP address or a DNS name (letters, digits, "-" and "." only)`;
+}
+
+/** Serial numbers are labels for people: printable, no shell metacharacters either. */
+export function serialProblem(serial: string | undefined): string | undefined {
+  if (serial === undefined) return undefined;
+  return /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(serial) ? undefined : `serial ${JSON.stringify(serial)} must be letters, digits, ".", "_" or "-"`;
+}

@@ -1,0 +1,194 @@
+// `tend repair-queue`: ckecli's repair-queue verbs, talking to the
+// `repair-queue` workflow by updates (synchronous answers, validated by the
+// workflow) and queries. Output as ckecli prints it: `list` JSON, `is-enabled`
+// true/false. Exit codes: 0 ok, 1 refused or failed, 2 usage.
+import { InvalidArgumentError, type Command } from 'commander';
+import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
+import type { Config } from '../config/load.ts';
+import { isFinished, type RepairQueueEntry, type RepairRequest } from '../repair/entry.ts';
+import {
+  addUpdate, deleteFinishedUpdate, deleteUnfinishedUpdate, deleteUpdate, disableUpdate, enableUpdate, isEnabledQuery, listQuery,
+  REPAIR_QUEUE_WORKFLOW_ID, resetBackoffUpdate,
+} from '../repair/messages.ts';
+import { requestProblems } from '../repair/procedure.ts';
+import { TendCapability, TendTarget } from '../search-attributes.ts';
+import { connectClient } from '../temporal/connection.ts';
+import { configOrSandbox, EXIT_FAILURE, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+
+/** The queue refused a request (its validator said why): exit 1 with that message. */
+class RefusedError extends Error {}
+
+async function connect(config: Config): Promise<Client> {
+  return connectClient(config.temporal);
+}
+
+/** Runs an update on the queue, starting the queue if it does not exist yet. */
+export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, config: Config, def: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
+  try {
+    return await client.workflow.executeUpdateWithStart(def, {
+      args,
+      startWorkflowOperation: new WithStartWorkflowOperation('repairQueueWorkflow', {
+        workflowId: REPAIR_QUEUE_WORKFLOW_ID,
+        taskQueue: config.temporal.taskQueue,
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        args: [],
+        staticSummary: 'repair queue (CKE): entries, enabled flag; `tend repair-queue list`',
+        typedSearchAttributes: [{ key: TendCapability, value: 'repair' }, { key: TendTarget, value: REPAIR_QUEUE_WORKFLOW_ID }],
+      }),
+    });
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError) throw new RefusedError(err.cause?.message ?? err.message);
+    throw err;
+  }
+}
+
+/** The queue's entries; empty when no queue has been started yet. */
+export async function listEntries(client: Client): Promise<RepairQueueEntry[]> {
+  try {
+    return await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).query(listQuery);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return [];
+    throw err;
+  }
+}
+
+function parseRequest(words: string[], where: string): RepairRequest {
+  if (words.length < 3 || words.length > 4) throw new UsageError(`${where}: expected OPERATION MACHINE_TYPE ADDRESS [SERIAL], got ${words.length} word(s)`);
+  const [operation, machine_type, address, serial] = words as [string, string, string, string?];
+  return { operation, machine_type, address, ...(serial !== undefined ? { serial } : {}) };
+}
+
+/** Checks requests against this CLI's own configuration first, so bad input changes nothing and exits 2. */
+function checkRequests(config: Config, requests: { r: RepairRequest; where: string }[]) {
+  const problems = requests.flatMap(({ r, where }) => requestProblems(config.repair, r).map((p) => `${where}: ${p}`));
+  if (problems.length > 0) throw new UsageError(problems.join('\n  '));
+}
+
+/** `add-file` input: one `OPERATION MACHINE_TYPE ADDRESS [SERIAL]` per line; blank lines and `#` comments are skipped. */
+export function parseRepairFile(text: string, file: string): { r: RepairRequest; where: string }[] {
+  const out: { r: RepairRequest; where: string }[] = [];
+  text.split('\n').forEach((line, i) => {
+    const words = line.replace(/#.*/, '').trim().split(/\s+/).filter((w) => w !== '');
+    if (words.length === 0) return;
+    const where = `${file}:${i + 1}`;
+    out.push({ r: parseRequest(words, where), where });
+  });
+  return out;
+}
+
+function index(v: string): string {
+  if (!/^\d+$/.test(v)) throw new InvalidArgumentError(`INDEX must be an entry's index, a whole number (got "${v}")`);
+  return String(Number(v));
+}
+
+type Flags = ConfigFlags;
+
+export function registerRepairCommands(program: Command): void {
+  const rq = program.command('repair-queue').description("CKE's repair queue: machine repairs as durable workflows (ckecli repair-queue verbs)");
+
+  // Every verb: resolve the configuration, connect, act; a refusal is exit 1 with the queue's reason.
+  const verb = (name: string, description: string) => withConfigOptions(rq.command(name).description(description));
+  const act = <A extends unknown[]>(fn: (client: Client, config: Config, ...args: A) => Promise<void>) =>
+    async (...args: unknown[]) => {
+      const flags = args[args.length - 2] as Flags;
+      const config = await configOrSandbox(flags);
+      const client = await connect(config);
+      try {
+        await fn(client, config, ...(args.slice(0, -2) as A));
+      } catch (err) {
+        if (!(err instanceof RefusedError)) throw err;
+        console.error(`tend: repair-queue: ${err.message}`);
+        process.exitCode = EXIT_FAILURE;
+      } finally {
+        await client.connection.close();
+      }
+    };
+
+  verb('add', 'append a repair request; prints the new entry')
+    .argument('<OPERATION>').argument('<MACHINE_TYPE>').argument('<ADDRESS>').argument('[SERIAL]')
+    .action(act(async (client, config, operation: string, machineType: string, address: string, serial?: string) => {
+      const r = parseRequest([operation, machineType, address, ...(serial !== undefined ? [serial] : [])], 'add');
+      checkRequests(config, [{ r, where: 'add' }]);
+      const [entry] = await queueUpdate(client, config, addUpdate, { requests: [r] });
+      console.log(JSON.stringify(entry, null, 2));
+    }));
+
+  verb('add-file', 'append every request of a file (OPERATION MACHINE_TYPE ADDRESS [SERIAL] per line), all or none')
+    .argument('<FILE>')
+    .action(act(async (client, config, file: string) => {
+      const text = await readFile(file, 'utf8').catch((err: Error) => {
+        throw new UsageError(`cannot read ${file}: ${err.message}`);
+      });
+      const requests = parseRepairFile(text, file);
+      if (requests.length === 0) throw new UsageError(`${file}: no requests in it`);
+      checkRequests(config, requests);
+      const added = await queueUpdate(client, config, addUpdate, { requests: requests.map((x) => x.r) });
+      console.log(`added ${added.length} entr${added.length === 1 ? 'y' : 'ies'}: ${added[0]!.index}..${added[added.length - 1]!.index}`);
+    }));
+
+  verb('list', 'print the queue entries as JSON')
+    .action(act(async (client) => {
+      console.log(JSON.stringify(await listEntries(client), null, 2));
+    }));
+
+  verb('delete', 'delete an entry; a running one is cancelled (its node uncordoned)')
+    .argument('<INDEX>', 'entry index', index)
+    .action(act(async (client, config, i: string) => {
+      await queueUpdate(client, config, deleteUpdate, { index: i });
+    }));
+
+  for (const [name, def, what] of [
+    ['delete-finished', deleteFinishedUpdate, 'delete every succeeded or failed entry'],
+    ['delete-unfinished', deleteUnfinishedUpdate, 'delete every queued or processing entry (running ones are cancelled)'],
+  ] as const) {
+    verb(name, what).action(act(async (client, config) => {
+      await queueUpdate(client, config, def);
+    }));
+  }
+
+  verb('enable', 'enable the queue').action(act(async (client, config) => {
+    await queueUpdate(client, config, enableUpdate);
+  }));
+  verb('disable', 'disable the queue: no new drain or repair command, ongoing drains abandoned; health checks and deletes go on')
+    .action(act(async (client, config) => {
+      await queueUpdate(client, config, disableUpdate);
+    }));
+  verb('is-enabled', 'print true or false').action(act(async (client) => {
+    let enabled = true;
+    try {
+      enabled = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).query(isEnabledQuery);
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+    console.log(String(enabled));
+  }));
+  verb('reset-backoff', 'reset every entry\'s drain back-off').action(act(async (client, config) => {
+    await queueUpdate(client, config, resetBackoffUpdate);
+  }));
+
+  verb('wait', 'wait until every entry is finished (succeeded or failed); exit 1 on timeout')
+    .option('--timeout-seconds <n>', 'give up after this long', positiveInt('--timeout-seconds'), 600)
+    .option('--interval-seconds <n>', 'poll interval', positiveInt('--interval-seconds'), 10)
+    .action(async (flags: Flags & { timeoutSeconds: number; intervalSeconds: number }) => {
+      const config = await configOrSandbox(flags);
+      const client = await connect(config);
+      try {
+        const deadline = Date.now() + flags.timeoutSeconds * 1000;
+        for (;;) {
+          const unfinished = (await listEntries(client)).filter((e) => !isFinished(e));
+          if (unfinished.length === 0) return;
+          if (Date.now() >= deadline) {
+            console.error(`tend: repair-queue wait: ${unfinished.length} entr${unfinished.length === 1 ? 'y' : 'ies'} unfinished after ${flags.timeoutSeconds}s: ${unfinished.map((e) => e.index).join(', ')}`);
+            process.exitCode = EXIT_FAILURE;
+            return;
+          }
+          await sleep(Math.min(flags.intervalSeconds * 1000, Math.max(0, deadline - Date.now())));
+        }
+      } finally {
+        await client.connection.close();
+      }
+    });
+}

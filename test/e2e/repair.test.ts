@@ -1,0 +1,188 @@
+// The repair queue end to end: the real `tend run` worker, the real
+// `tend repair-queue` CLI, real commands (sh, touch, test -f) on the worker's
+// host, against the sandbox. Outcomes of each step kind, bad input,
+// concurrency limits, enable/disable, and the `temporal` CLI lines of the docs.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { TendProcess } from '../harness/cli.ts';
+import { waitFor } from '../harness/wait.ts';
+import { add, entries, entry, repairWorld, resetRepairQueue, rq, temporalCli, type RepairWorld } from '../harness/repair.ts';
+import type { RepairQueueEntry } from '../../src/repair/entry.ts';
+
+const finished = (e?: RepairQueueEntry) => e && (e.status === 'succeeded' || e.status === 'failed') && e;
+
+describe('repair queue (e2e)', function () {
+  this.timeout(180_000);
+  let world: RepairWorld;
+  let tend: TendProcess;
+
+  before(async () => {
+    await resetRepairQueue();
+    world = repairWorld();
+    tend = new TendProcess(['run', '--config', world.config]);
+    await waitFor('worker started', () => tend.output.includes('worker started'), { timeoutMs: 60_000 });
+  });
+  after(async () => {
+    await tend?.stop();
+  });
+
+  const runs = (address: string) => {
+    const f = join(world.dir, `${address}.log`);
+    return existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n') : [];
+  };
+  const until = (index: string, ms = 60_000) => waitFor(`entry ${index} finished`, async () => finished(await entry(world, index)), { timeoutMs: ms });
+
+  it('runs every outcome of the seed: first-step success, next step after the watch, all steps failing, failing commands, already healthy, not a Node', async () => {
+    world.healthy('192.0.2.6');
+    const cases: [string, string][] = [
+      ['heal', '192.0.2.1'], ['two-steps', '192.0.2.2'], ['never', '192.0.2.3'], ['broken', '192.0.2.4'],
+      ['heal-bad-success', '192.0.2.5'], ['heal', '192.0.2.6'], ['heal-success', '192.0.2.7'],
+    ];
+    const added: RepairQueueEntry[] = [];
+    for (const [op, address] of cases) added.push(await add(world, op, address));
+    assert.deepEqual(added.map((e) => e.status), cases.map(() => 'queued'));
+    const done = await Promise.all(added.map((e) => until(e.index, 90_000)));
+    const [first, second, never, broken, badSuccess, alreadyHealthy, success] = done;
+
+    assert.equal(first!.status, 'succeeded');
+    assert.equal(first!.step, 0);
+    assert.equal(first!.step_status, 'watching');
+    assert.equal(first!.nodename, '', '192.0.2.1 is not a Node: no drain, nodename empty');
+    assert.deepEqual(runs('192.0.2.1'), ['heal']);
+
+    assert.equal(second!.status, 'succeeded', 'the first step watched in vain, the second healed');
+    assert.equal(second!.step, 1);
+    assert.deepEqual(runs('192.0.2.2'), ['nothing', 'heal']);
+
+    assert.equal(never!.status, 'failed');
+    assert.equal(never!.step, 1, 'every step was tried');
+    assert.deepEqual(runs('192.0.2.3'), ['nothing', 'nothing']);
+
+    assert.equal(broken!.status, 'failed');
+    assert.equal(broken!.step, 0);
+    assert.deepEqual(runs('192.0.2.4'), ['broken'], 'no retries: command_retries is 0');
+
+    assert.equal(badSuccess!.status, 'failed', 'a failing success_command fails the entry');
+
+    assert.equal(alreadyHealthy!.status, 'succeeded');
+    assert.deepEqual(runs('192.0.2.6'), [], 'a healthy machine gets no repair command');
+
+    assert.equal(success!.status, 'succeeded');
+    assert.ok(existsSync(join(world.dir, '192.0.2.7.success')), 'success_command ran with the address appended');
+
+    // Entries stay until deleted; delete-finished removes them all.
+    const r = await rq(world, ['delete-finished']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(await entries(world), []);
+  });
+
+  it('holds max_concurrent_repairs and never runs two entries for one address at once', async () => {
+    const added: RepairQueueEntry[] = [];
+    for (let i = 10; i < 16; i++) added.push(await add(world, 'wait-heal', `192.0.2.${i}`));
+    const twin = await add(world, 'heal', '192.0.2.10');
+    let maxSeen = 0;
+    await waitFor('three processing', async () => (await entries(world)).filter((e) => e.status === 'processing').length === 3);
+    // Heal one machine at a time and watch the queue keep its limits as slots free up.
+    for (const e of added) {
+      const list = await entries(world);
+      const processing = list.filter((x) => x.status === 'processing');
+      maxSeen = Math.max(maxSeen, processing.length);
+      assert.ok(processing.length <= 3, `at most 3 processing, saw ${processing.length}`);
+      assert.equal(new Set(processing.map((x) => x.address)).size, processing.length, 'two processing entries share an address');
+      world.healthy(e.address);
+      await until(e.index);
+    }
+    assert.equal(maxSeen, 3);
+    const twinDone = await until(twin.index);
+    assert.equal(twinDone.status, 'succeeded');
+    assert.deepEqual(runs('192.0.2.10'), ['wait'], 'the twin started after the first entry for its address ended, found it healthy, ran nothing');
+    assert.equal((await rq(world, ['delete-finished'])).code, 0);
+  });
+
+  it('refuses bad input with a clear error, a non-zero exit, and the queue unchanged', async () => {
+    const before = await entries(world);
+    const cases: [string[], RegExp, number][] = [
+      [['add', 'heal', 'no-such-type', '192.0.2.30'], /unknown machine type "no-such-type"/, 2],
+      [['add', 'no-such-op', 'sim', '192.0.2.30'], /unknown operation "no-such-op" for machine type sim/, 2],
+      [['add', 'heal', 'sim', '192.0.2.300'], /not a valid IPv4 address/, 2],
+      [['add', 'heal', 'sim', '192.0.2.30;reboot'], /not an IP address or a DNS name/, 2],
+      [['add', 'heal', 'sim', '$(reboot)'], /not an IP address or a DNS name/, 2],
+      [['add', 'heal', 'sim', '-rf'], /unknown option '-rf'/, 2],
+      [['add', 'heal', 'sim', '--', '-rf'], /not an IP address or a DNS name/, 2],
+      [['add', 'heal', 'sim'], /missing required argument/, 2],
+      [['delete', 'x1'], /INDEX must be/, 2],
+      [['delete', '987654'], /no entry with index 987654/, 1],
+    ];
+    for (const [args, message, code] of cases) {
+      const r = await rq(world, args);
+      assert.equal(r.code, code, `${args.join(' ')}: exit ${r.code}: ${r.stderr}`);
+      assert.match(r.stderr, message, args.join(' '));
+    }
+    assert.deepEqual(await entries(world), before);
+  });
+
+  it('a disabled queue starts nothing and still deletes; enable resumes; is-enabled prints true/false', async () => {
+    assert.equal((await rq(world, ['is-enabled'])).stdout.trim(), 'true');
+    assert.equal((await rq(world, ['disable'])).code, 0);
+    assert.equal((await rq(world, ['is-enabled'])).stdout.trim(), 'false');
+    const e = await add(world, 'heal', '192.0.2.40');
+    const kept = await add(world, 'heal', '192.0.2.41');
+    // Still queued a while later: nothing started.
+    await waitFor('a few list rounds', async () => (await entries(world)).length >= 2);
+    assert.equal((await entry(world, e.index))!.status, 'queued');
+    const d = await rq(world, ['delete', e.index]);
+    assert.equal(d.code, 0, d.stderr);
+    assert.equal(await entry(world, e.index), undefined);
+    assert.deepEqual(runs('192.0.2.40'), []);
+    assert.equal((await rq(world, ['enable'])).code, 0);
+    assert.equal((await until(kept.index)).status, 'succeeded');
+    assert.equal((await rq(world, ['delete-finished'])).code, 0);
+  });
+
+  it('answers the documented `temporal workflow update execute` and `query` lines', async () => {
+    const update = (name: string, input?: unknown) => temporalCli([
+      'workflow', 'update', 'execute', '--workflow-id', 'repair-queue', '--name', name, '-o', 'json', ...(input === undefined ? [] : ['--input', JSON.stringify(input)]),
+    ]).then((r) => (JSON.parse(r.stdout) as { result: unknown }).result);
+    // The queue holds the repair section that `tend repair-queue add` sent.
+    await add(world, 'heal', '192.0.2.49');
+    const added = await update('add', { requests: [{ operation: 'wait-heal', machine_type: 'qemu', address: '192.0.2.50', serial: 'SN-1' }] }) as RepairQueueEntry[];
+    assert.equal(added.length, 1);
+    assert.equal(added[0]!.serial, 'SN-1');
+    const index = added[0]!.index;
+    assert.equal(await update('disable'), false);
+    assert.match((await temporalCli(['workflow', 'query', '--workflow-id', 'repair-queue', '--name', 'is-enabled', '-o', 'json'])).stdout, /false/);
+    assert.equal(await update('enable'), true);
+    assert.equal(typeof await update('reset-backoff'), 'number');
+    await waitFor('processing', async () => (await entry(world, index))?.status === 'processing');
+    assert.equal((await update('delete', { index }) as RepairQueueEntry).index, index);
+    assert.equal(await entry(world, index), undefined);
+    await update('delete-unfinished');
+    await update('delete-finished');
+    const list = await temporalCli(['workflow', 'query', '--workflow-id', 'repair-queue', '--name', 'list', '-o', 'json']);
+    // The temporal CLI prints an empty list as null.
+    assert.ok([null, undefined].includes((JSON.parse(list.stdout) as { queryResult: unknown[][] }).queryResult[0]?.[0] as null), list.stdout);
+    await assert.rejects(update('delete', { index: '424242' }), /no entry with index 424242/);
+  });
+
+  it('add-file enqueues every line or none', async () => {
+    const { writeFileSync } = await import('node:fs');
+    const bad = join(world.dir, 'bad.txt');
+    writeFileSync(bad, '# a batch\nheal sim 192.0.2.60\nheal sim 192.0.2.61 SN-61\nheal nope 192.0.2.62\n');
+    const before = await entries(world);
+    const r1 = await rq(world, ['add-file', bad]);
+    assert.equal(r1.code, 2);
+    assert.match(r1.stderr, /bad\.txt:4: unknown machine type "nope"/);
+    assert.deepEqual(await entries(world), before);
+    const good = join(world.dir, 'good.txt');
+    writeFileSync(good, '# a batch\nheal sim 192.0.2.60\n\nheal sim 192.0.2.61 SN-61\n');
+    const r2 = await rq(world, ['add-file', good]);
+    assert.equal(r2.code, 0, r2.stderr);
+    assert.match(r2.stdout, /added 2 entries/);
+    const w = await rq(world, ['wait', '--timeout-seconds', '60', '--interval-seconds', '1']);
+    assert.equal(w.code, 0, w.stderr);
+    const list = await entries(world);
+    assert.deepEqual(list.map((e) => [e.address, e.status, e.serial]), [['192.0.2.60', 'succeeded', undefined], ['192.0.2.61', 'succeeded', 'SN-61']]);
+    assert.equal((await rq(world, ['delete-finished'])).code, 0);
+  });
+});

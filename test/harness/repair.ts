@@ -1,0 +1,151 @@
+// Repair queue e2e helpers: a tend config with a repair section whose
+// commands are harmless (touch / test -f in a temp folder), the real
+// `tend repair-queue` and `temporal` CLIs, and a clean queue per suite.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { stringify } from 'yaml';
+import { runTend, type CliResult } from './cli.ts';
+import { repoRoot } from './env.ts';
+import { sandbox } from './hooks.ts';
+import { admin, deployment } from './kube.ts';
+import type { RepairQueueEntry } from '../../src/repair/entry.ts';
+import type { KubeClients } from '../../src/kube/client.ts';
+import type * as k8s from '@kubernetes/client-node';
+
+const run = promisify(execFile);
+
+export const REPAIR_TASK_QUEUE = 'tend-repair';
+
+export function temporalBinary(): string {
+  return process.env.TEMPORAL_BIN ?? '/root/.cache/tend/temporal-v1.5.1/temporal';
+}
+
+export async function temporalCli(args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return run(temporalBinary(), [...args, '--address', sandbox().temporalAddress], { timeout: 60_000 });
+}
+
+/** sh -c SCRIPT: the address arrives as $0. */
+const sh = (script: string) => ['sh', '-c', script];
+
+export interface RepairWorld {
+  dir: string;
+  config: string;
+  /** Marks the machine healthy for the health check. */
+  healthy: (address: string) => void;
+  /** Makes it unhealthy again (a machine repaired before breaks anew). */
+  broken: (address: string) => void;
+}
+
+/**
+ * A temp folder and a config. Health: `DIR/<address>` exists. Every repair
+ * command appends a line to `DIR/<address>.log`, so a test can count runs.
+ */
+export function repairWorld(extra: Record<string, unknown> = {}): RepairWorld {
+  const dir = mkdtempSync(join(tmpdir(), 'tend-repair-'));
+  const logRun = (what: string) => `echo ${what} >> ${dir}/"$0".log`;
+  const heal = `touch ${dir}/"$0"`;
+  const step = (command: string, watch: number, more: Record<string, unknown> = {}) => ({ repair_command: sh(command), watch_seconds: watch, ...more });
+  const health = sh(`test -f ${dir}/"$0" && echo true || echo false`);
+  const op = (operation: string, steps: unknown[], more: Record<string, unknown> = {}) => ({ operation, repair_steps: steps, health_check_command: health, ...more });
+  const config = {
+    temporal: { address: sandbox().temporalAddress, taskQueue: REPAIR_TASK_QUEUE },
+    kubernetes: { kubeconfig: sandbox().tendKubeconfig },
+    repair: {
+      max_concurrent_repairs: 3,
+      time_scale: 0.05, // watch 60 s -> 3 s, back-off 60 s -> 3 s, eviction timeout 200 s -> 10 s
+      eviction_timeout_seconds: 200,
+      protected_namespaces: { matchLabels: { 'repair.tend.dev/protected': 'true' } },
+      repair_procedures: [{
+        machine_types: ['sim', 'qemu'],
+        repair_operations: [
+          op('heal', [step(`${logRun('heal')}; ${heal}`, 60)]),
+          op('two-steps', [step(logRun('nothing'), 40), step(`${logRun('heal')}; ${heal}`, 60)]),
+          op('never', [step(logRun('nothing'), 20), step(logRun('nothing'), 20)]),
+          op('broken', [step(`${logRun('broken')}; exit 3`, 60)]),
+          op('heal-bad-success', [step(heal, 60)], { success_command: sh('echo cannot; exit 1') }),
+          op('heal-success', [step(heal, 60)], { success_command: sh(`touch ${dir}/"$0".success`) }),
+          op('drain', [step(`${logRun('heal')}; ${heal}`, 60, { need_drain: true })]),
+          op('slow', [step(`${logRun('start')}; sleep 4; ${logRun('slow')}; ${heal}`, 60)]),
+          op('wait-heal', [step(logRun('wait'), 600)]),
+        ],
+      }],
+      ...extra,
+    },
+  };
+  const file = join(dir, 'tend.yaml');
+  writeFileSync(file, stringify(config));
+  return { dir, config: file, healthy: (address) => writeFileSync(join(dir, address), ''), broken: (address) => rmSync(join(dir, address), { force: true }) };
+}
+
+export function rq(world: RepairWorld, args: string[]): Promise<CliResult> {
+  // Options first, so that `add OP TYPE -- -ADDRESS` keeps working.
+  return runTend(['repair-queue', args[0]!, '--config', world.config, ...args.slice(1)]);
+}
+
+export async function entries(world: RepairWorld): Promise<RepairQueueEntry[]> {
+  const r = await rq(world, ['list']);
+  if (r.code !== 0) throw new Error(`repair-queue list: exit ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout) as RepairQueueEntry[];
+}
+
+export async function entry(world: RepairWorld, index: string): Promise<RepairQueueEntry | undefined> {
+  return (await entries(world)).find((e) => e.index === index);
+}
+
+export async function add(world: RepairWorld, op: string, address: string, type = 'sim'): Promise<RepairQueueEntry> {
+  const r = await rq(world, ['add', op, type, address]);
+  if (r.code !== 0) throw new Error(`repair-queue add: exit ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout) as RepairQueueEntry;
+}
+
+/** No queue, no running entry workflow, no node cordoned by an earlier run: each suite starts clean. */
+export async function resetRepairQueue(): Promise<void> {
+  const { stdout } = await temporalCli(['workflow', 'list', '--query', 'TendCapability="repair" AND ExecutionStatus="Running"', '--output', 'json']);
+  const runs = stdout.trim() ? (JSON.parse(stdout) as { execution: { workflowId: string } }[]) : [];
+  for (const r of runs) {
+    await temporalCli(['workflow', 'terminate', '--workflow-id', r.execution.workflowId, '--reason', 'test reset']).catch(() => undefined);
+  }
+  const kube = admin();
+  for (const n of (await kube.core.listNode()).items) {
+    if (n.spec?.unschedulable) {
+      await kube.core.patchNode({ name: n.metadata!.name!, body: [{ op: 'remove', path: '/spec/unschedulable' }] }).catch(() => undefined);
+    }
+  }
+}
+
+export async function nodeUnschedulable(name: string): Promise<boolean> {
+  return Boolean((await admin().core.readNode({ name })).spec?.unschedulable);
+}
+
+export const tendCli = join(repoRoot, 'src/starters/cli.ts');
+
+const FINALIZER = 'test.tend.dev/hold';
+
+export function pinned(namespace: string, name: string, node: string): k8s.V1Deployment {
+  const d = deployment({ namespace, name, replicas: 1 });
+  d.spec!.template.spec!.nodeSelector = { 'kubernetes.io/hostname': node };
+  return d;
+}
+
+/** A bare pod on `node` whose deletion hangs on a finalizer: a drain that stays `draining`. */
+export async function stuckPod(kube: KubeClients, namespace: string, name: string, node: string): Promise<k8s.V1Pod> {
+  return kube.core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name, namespace, finalizers: [FINALIZER] },
+      spec: { nodeName: node, containers: [{ name: 'c', image: 'registry.example/c:1' }] },
+    },
+  });
+}
+
+export async function release(kube: KubeClients, namespace: string, name: string) {
+  await kube.core.patchNamespacedPod({ namespace, name, body: [{ op: 'remove', path: '/metadata/finalizers' }] }).catch(() => undefined);
+}
+
+export async function podGone(kube: KubeClients, namespace: string, uid: string): Promise<boolean> {
+  return !(await kube.core.listNamespacedPod({ namespace })).items.some((p) => p.metadata?.uid === uid);
+}
+

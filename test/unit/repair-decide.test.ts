@@ -1,0 +1,91 @@
+// The repair queue's decisions, table-driven (CKE's DecideOps tests): which
+// entries start, an entry's next operation, a drain's plan, the back-off.
+import assert from 'node:assert/strict';
+import { decideDrain, decideEntryOp, decideStarts, drainBackoff, selectForDelete, type EntryView, type PodView, type QueueView } from '../../src/repair/decide.ts';
+import type { RepairQueueEntry, RepairStatus } from '../../src/repair/entry.ts';
+
+const e = (index: string, address: string, status: RepairStatus) => ({ index, address, status });
+
+describe('repair: decideStarts', () => {
+  const cases: { name: string; q: QueueView; want: string[] }[] = [
+    { name: 'empty queue', q: { entries: [], closing: [], enabled: true, maxConcurrent: 1 }, want: [] },
+    { name: 'oldest first, up to the limit', q: { entries: [e('1', 'a', 'queued'), e('2', 'b', 'queued'), e('3', 'c', 'queued')], closing: [], enabled: true, maxConcurrent: 2 }, want: ['1', '2'] },
+    { name: 'processing ones hold slots', q: { entries: [e('1', 'a', 'processing'), e('2', 'b', 'queued')], closing: [], enabled: true, maxConcurrent: 1 }, want: [] },
+    { name: 'finished ones do not', q: { entries: [e('1', 'a', 'succeeded'), e('2', 'b', 'failed'), e('3', 'c', 'queued')], closing: [], enabled: true, maxConcurrent: 1 }, want: ['3'] },
+    { name: 'disabled starts nothing', q: { entries: [e('1', 'a', 'queued')], closing: [], enabled: false, maxConcurrent: 5 }, want: [] },
+    { name: 'one address at a time (processing)', q: { entries: [e('1', 'a', 'processing'), e('2', 'a', 'queued'), e('3', 'b', 'queued')], closing: [], enabled: true, maxConcurrent: 5 }, want: ['3'] },
+    { name: 'one address at a time (both queued)', q: { entries: [e('1', 'a', 'queued'), e('2', 'a', 'queued')], closing: [], enabled: true, maxConcurrent: 5 }, want: ['1'] },
+    { name: 'a deleted entry still cleaning up holds its address and slot', q: { entries: [e('2', 'a', 'queued'), e('3', 'b', 'queued')], closing: ['a'], enabled: true, maxConcurrent: 2 }, want: ['3'] },
+    { name: 'a later entry for a finished address starts', q: { entries: [e('1', 'a', 'succeeded'), e('2', 'a', 'queued')], closing: [], enabled: true, maxConcurrent: 1 }, want: ['2'] },
+  ];
+  for (const c of cases) it(c.name, () => assert.deepEqual(decideStarts(c.q), c.want));
+
+  it('selectForDelete splits finished and unfinished', () => {
+    const list = [e('1', 'a', 'queued'), e('2', 'b', 'processing'), e('3', 'c', 'succeeded'), e('4', 'd', 'failed')] as RepairQueueEntry[];
+    assert.deepEqual(selectForDelete(list, 'finished'), ['3', '4']);
+    assert.deepEqual(selectForDelete(list, 'unfinished'), ['1', '2']);
+  });
+});
+
+describe('repair: decideEntryOp', () => {
+  const base: EntryView = {
+    step: 0, steps: 2, step_status: 'waiting', enabled: true, nodename: 'sim-1', needDrain: true, drained: false, commandDone: false,
+    healthyAtStart: false, healthy: undefined, watchUntil: 0, backoffExpire: 0, now: 1000,
+  };
+  const cases: { name: string; s: Partial<EntryView>; want: ReturnType<typeof decideEntryOp> }[] = [
+    { name: 'health first', s: { healthyAtStart: undefined }, want: { op: 'check-health' } },
+    { name: 'already healthy: succeed, no drain, no command', s: { healthyAtStart: true }, want: { op: 'succeed' } },
+    { name: 'drain when the step needs it and the address is a Node', s: {}, want: { op: 'drain' } },
+    { name: 'no drain when the address is not a Node', s: { nodename: '' }, want: { op: 'run-command' } },
+    { name: 'no drain when the step does not need it', s: { needDrain: false }, want: { op: 'run-command' } },
+    { name: 'disabled: no drain', s: { enabled: false }, want: { op: 'wait', reason: 'disabled' } },
+    { name: 'disabled: no repair command', s: { enabled: false, drained: true }, want: { op: 'wait', reason: 'disabled' } },
+    { name: 'back-off pending', s: { backoffExpire: 5000 }, want: { op: 'wait', reason: 'backoff', until: 5000 } },
+    { name: 'back-off expired', s: { backoffExpire: 999 }, want: { op: 'drain' } },
+    { name: 'drained: run the command', s: { drained: true }, want: { op: 'run-command' } },
+    { name: 'watching, time left', s: { step_status: 'watching', commandDone: true, drained: true, watchUntil: 2000 }, want: { op: 'watch', until: 2000 } },
+    { name: 'disabled still watches', s: { step_status: 'watching', enabled: false, commandDone: true, watchUntil: 2000 }, want: { op: 'watch', until: 2000 } },
+    { name: 'watch healthy: succeed', s: { step_status: 'watching', commandDone: true, healthy: true, watchUntil: 2000 }, want: { op: 'succeed' } },
+    { name: 'watch expired: next step', s: { step_status: 'watching', commandDone: true, watchUntil: 999 }, want: { op: 'next-step' } },
+    { name: 'watch ended unhealthy before its time (worker gone): next step', s: { step_status: 'watching', commandDone: true, watchUntil: 0 }, want: { op: 'next-step' } },
+    { name: 'last step expired: fail', s: { step: 1, step_status: 'watching', commandDone: true, watchUntil: 999 }, want: { op: 'fail', reason: 'not healthy after the last of 2 step(s)' } },
+  ];
+  for (const c of cases) it(c.name, () => assert.deepEqual(decideEntryOp({ ...base, ...c.s }), c.want));
+});
+
+describe('repair: drainBackoff (linear, capped, scaled)', () => {
+  const cases: [number, number, { count: number; seconds: number }][] = [
+    [0, 1, { count: 1, seconds: 60 }],
+    [1, 1, { count: 2, seconds: 120 }],
+    [19, 1, { count: 20, seconds: 1200 }],
+    [40, 1, { count: 41, seconds: 1200 }],
+    [2, 0.05, { count: 3, seconds: 9 }],
+  ];
+  for (const [count, scale, want] of cases) {
+    it(`count ${count}, scale ${scale}`, () => {
+      const got = drainBackoff(count, scale);
+      assert.equal(got.count, want.count);
+      assert.ok(Math.abs(got.seconds - want.seconds) < 1e-9, `${got.seconds} != ${want.seconds}`);
+    });
+  }
+});
+
+describe('repair: decideDrain', () => {
+  const pod = (name: string, more: Partial<PodView> = {}): PodView => ({ namespace: 'ns', name, uid: `uid-${name}`, phase: 'Running', deleting: false, ...more });
+  const names = (ps: PodView[]) => ps.map((p) => p.name);
+  const cases: { name: string; pods: PodView[]; protectedJobPods?: { matchLabels: Record<string, string> }; want: { blockedBy: string[]; evict: string[]; remove: string[]; waitFor: string[] } }[] = [
+    { name: 'plain and ReplicaSet pods are evicted', pods: [pod('a'), pod('b', { controllerKind: 'ReplicaSet' })], want: { blockedBy: [], evict: ['a', 'b'], remove: [], waitFor: ['a', 'b'] } },
+    { name: 'DaemonSet pods stay', pods: [pod('ds', { controllerKind: 'DaemonSet' })], want: { blockedBy: [], evict: [], remove: [], waitFor: [] } },
+    { name: 'a running Job pod blocks', pods: [pod('job', { controllerKind: 'Job' }), pod('a')], want: { blockedBy: ['job'], evict: ['a'], remove: [], waitFor: ['job', 'a'] } },
+    { name: 'finished and pending Job pods do not', pods: [pod('j1', { controllerKind: 'Job', phase: 'Succeeded' }), pod('j2', { controllerKind: 'Job', phase: 'Pending' })], want: { blockedBy: [], evict: [], remove: [], waitFor: [] } },
+    { name: 'protected_job_pods: unmatched Job pods are deleted', protectedJobPods: { matchLabels: { keep: 'yes' } }, pods: [pod('j1', { controllerKind: 'Job', labels: { keep: 'yes' } }), pod('j2', { controllerKind: 'Job' })], want: { blockedBy: ['j1'], evict: [], remove: ['j2'], waitFor: ['j1', 'j2'] } },
+    { name: 'a pod already going is waited for, not evicted again', pods: [pod('a', { deleting: true })], want: { blockedBy: [], evict: [], remove: [], waitFor: ['a'] } },
+    { name: 'finished pods are no work', pods: [pod('a', { phase: 'Failed' })], want: { blockedBy: [], evict: [], remove: [], waitFor: [] } },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const plan = decideDrain(c.pods, c.protectedJobPods);
+      assert.deepEqual({ blockedBy: names(plan.blockedBy), evict: names(plan.evict), remove: names(plan.remove), waitFor: names(plan.waitFor) }, c.want);
+    });
+  }
+});
