@@ -4,6 +4,9 @@
 // file means the capability is off.
 import type { z } from 'zod';
 import { describeWeeder, weederSchema } from './weeder.ts';
+import { appsSchema, describeApps } from './apps.ts';
+import { describeRepair, repairSchema } from './repair.ts';
+import { describeTaintReplacement, taintReplacementSchema } from './taint-replacement.ts';
 
 export interface Section<S extends z.ZodType> {
   schema: S;
@@ -18,6 +21,9 @@ export function defineSection<S extends z.ZodType>(schema: S, describe: (value: 
 // Still to come: taintReplacement, repair (CKE's snake_case), apps.
 export const sections = {
   weeder: defineSection(weederSchema, describeWeeder),
+  apps: defineSection(appsSchema, describeApps),
+  repair: defineSection(repairSchema, describeRepair),
+  taintReplacement: defineSection(taintReplacementSchema, describeTaintReplacement),
 };
 
 export type SectionName = keyof typeof sections;

@@ -5,6 +5,7 @@ import { createActivities } from '../activities/index.ts';
 import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
 import { connectNative, type TemporalSettings } from '../temporal/connection.ts';
 import { log } from '../log.ts';
+import type { RepairConfig } from '../config/repair.ts';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -20,6 +21,7 @@ export function installRuntime() {
 export interface WorkerOptions {
   temporal: TemporalSettings;
   kubernetes: KubeOptions;
+  repair?: RepairConfig;
 }
 
 /** Connects to both sides, then runs until `signal` aborts. */
@@ -34,7 +36,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal): Promi
       namespace: opts.temporal.namespace,
       taskQueue: opts.temporal.taskQueue,
       workflowsPath,
-      activities: createActivities({ kube: kubeClients(kc) }),
+      activities: createActivities({ kube: kubeClients(kc), repair: opts.repair }),
     });
     log.info({ taskQueue: opts.temporal.taskQueue, temporal: opts.temporal.address, kubernetes: version }, 'worker started');
     const stop = () => worker.shutdown();
