@@ -3,24 +3,16 @@
 // the simulated kubelet, the real Temporal dev server.
 import assert from 'node:assert/strict';
 import type * as k8s from '@kubernetes/client-node';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { runTend, TendProcess } from '../harness/cli.ts';
-import { sandbox } from '../harness/hooks.ts';
 import { admin, deleteNamespace, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
+import { temporalCli as temporalCliRaw } from '../harness/temporal.ts';
 import { condition, managedLabel, readPod, taint, taintConfig, taintStatusJson, untaint } from '../harness/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 const MAINTENANCE = 'example.org/maintenance';
 
-/** The real `temporal` CLI, against the test sandbox's server. */
-async function temporalCli(args: string[]): Promise<string> {
-  const { stdout: found } = await promisify(execFile)('bash', ['scripts/binaries.sh', '--print']);
-  const bin = /^TEMPORAL=(.*)$/m.exec(found)![1]!;
-  const { stdout } = await promisify(execFile)(bin, [...args, '--address', sandbox().temporalAddress]);
-  return stdout;
-}
+const temporalCli = async (args: string[]) => (await temporalCliRaw(args)).stdout;
 const DISCONNECTED = 'example.org/disconnected';
 
 describe('taint replacement', function () {

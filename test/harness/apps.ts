@@ -1,10 +1,8 @@
 // Helpers for the App revisions end-to-end tests: App objects, their
 // workloads and pods, a tend configuration with the apps section, and the
 // real `temporal` CLI.
-import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import type { KubeClients } from '../../src/kube/client.ts';
@@ -78,17 +76,7 @@ export async function writeAppsConfig(dir: string, namespaces: string[]): Promis
   return file;
 }
 
-let temporalBinary: string | undefined;
-
-/** Runs the real `temporal` CLI against the test sandbox's server. */
-export async function temporalCli(args: string[]): Promise<{ stdout: string; stderr: string }> {
-  if (!temporalBinary) {
-    const { stdout } = await promisify(execFile)('bash', [join(repoRoot, 'scripts/binaries.sh'), '--print']);
-    temporalBinary = /^TEMPORAL=(.*)$/m.exec(stdout)?.[1];
-    if (!temporalBinary) throw new Error('scripts/binaries.sh --print named no TEMPORAL binary');
-  }
-  return promisify(execFile)(temporalBinary, [...args, '--address', sandbox().temporalAddress], { timeout: 60_000 });
-}
+export { temporalCli } from './temporal.ts';
 
 /**
  * Server-side applies deploy/crds/apps.tend.dev.yaml as it is written. The

@@ -1,11 +1,9 @@
 // Repair queue e2e helpers: a tend config with a repair section whose
 // commands are harmless (touch / test -f in a temp folder), the real
 // `tend repair-queue` and `temporal` CLIs, and a clean queue per suite.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { runTend, type CliResult } from './cli.ts';
 import { repoRoot } from './env.ts';
@@ -15,17 +13,10 @@ import type { RepairQueueEntry } from '../../src/repair/entry.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 import type * as k8s from '@kubernetes/client-node';
 
-const run = promisify(execFile);
-
 export const REPAIR_TASK_QUEUE = 'tend-repair';
 
-export function temporalBinary(): string {
-  return process.env.TEMPORAL_BIN ?? '/root/.cache/tend/temporal-v1.5.1/temporal';
-}
-
-export async function temporalCli(args: string[]): Promise<{ stdout: string; stderr: string }> {
-  return run(temporalBinary(), [...args, '--address', sandbox().temporalAddress], { timeout: 60_000 });
-}
+export { temporalCli } from './temporal.ts';
+import { temporalCli } from './temporal.ts';
 
 /** sh -c SCRIPT: the address arrives as $0. */
 const sh = (script: string) => ['sh', '-c', script];

@@ -1,14 +1,12 @@
 // Helpers for the weeder's end-to-end tests: a tend config with a weeder
 // section, the real temporal CLI, and pod-state probes.
-import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type * as k8s from '@kubernetes/client-node';
 import { stringify as toYaml } from 'yaml';
 import { sandbox } from './hooks.ts';
-import { ensureBinaries } from '../../src/sandbox/binaries.ts';
+import { temporalCli } from './temporal.ts';
 import type { SandboxInfo } from '../../src/sandbox/sandbox.ts';
 
 export const WEEDER_TASK_QUEUE = 'tend-weeder';
@@ -27,9 +25,7 @@ export async function weederConfigFile(weeder: Record<string, unknown>, on: Sand
 
 /** The real temporal CLI against the test sandbox's server. */
 export async function temporal(args: string[]): Promise<string> {
-  const bin = (await ensureBinaries()).temporal;
-  const { stdout } = await promisify(execFile)(bin, [...args, '--address', sandbox().temporalAddress], { timeout: 30_000 });
-  return stdout;
+  return (await temporalCli(args)).stdout;
 }
 
 export function crashLooping(pod: k8s.V1Pod): boolean {
