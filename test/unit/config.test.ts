@@ -50,18 +50,23 @@ describe('config', () => {
   describe('valid files', () => {
     it("loads DESIGN.md's example", async () => {
       const config = await loadConfig({ file: fixture('design-example.yaml') });
-      assert.deepEqual(config, {
-        temporal: { address: 'localhost:7233', namespace: 'default', taskQueue: 'tend' },
-        kubernetes: { kubeconfig: '~/.kube/config' },
-        weeder: {
-          watchDuration: { text: '2m0s', ms: 120_000 },
-          servicesAndDependantSelectors: {
-            'etcd-main-client': {
-              podSelectors: [{ matchExpressions: [{ key: 'role', operator: 'In', values: ['apiserver'] }] }],
-            },
+      assert.deepEqual(config.temporal, { address: 'localhost:7233', namespace: 'default', taskQueue: 'tend' });
+      assert.deepEqual(config.kubernetes, { kubeconfig: '~/.kube/config' });
+      assert.deepEqual(config.weeder, {
+        watchDuration: { text: '2m0s', ms: 120_000 },
+        servicesAndDependantSelectors: {
+          'etcd-main-client': {
+            podSelectors: [{ matchExpressions: [{ key: 'role', operator: 'In', values: ['apiserver'] }] }],
           },
         },
       });
+      assert.deepEqual(config.taintReplacement?.taintReplacementOptions, [
+        { key: 'example.org/maintenance', durationInSeconds: 7200 }, { key: '*', durationInSeconds: 3600 },
+      ]);
+      assert.equal(config.taintReplacement?.maxConcurrentReplacements, 1);
+      assert.deepEqual(config.repair?.repair_procedures[0]?.machine_types, ['qemu']);
+      assert.equal(config.repair?.repair_procedures[0]?.repair_operations[0]?.repair_steps[0]?.command_timeout_seconds, 30, 'CKE default');
+      assert.equal(config.apps, undefined, 'an absent section is off');
     });
 
     it("loads dependency-watchdog's own weeder example verbatim", async () => {
@@ -300,9 +305,12 @@ describe('config', () => {
           'temporal: localhost:7233, namespace default, task queue tend, no TLS, no API key',
           'kubernetes: kubeconfig ~/.kube/config',
           'weeder: 1 Service(s) (etcd-main-client) in all namespaces, window 2m0s',
+          'apps: off',
+          'repair: 1 machine type(s) (qemu), operations unreachable, at most 1 at once',
+          'taintReplacement: taints example.org/maintenance after 7200s, * after 3600s; replace 1800s later, at most 1 at once, none while more than 50% nodes are tainted',
         ].join('\n'),
       );
-      assert.match(describeConfig(parseConfig('', 't')), /\nweeder: off$/);
+      assert.match(describeConfig(parseConfig('', 't')), /\nweeder: off\napps: off\nrepair: off\ntaintReplacement: off$/);
     });
 
     it('never prints an API key', () => {
