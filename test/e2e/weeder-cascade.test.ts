@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { TendProcess } from '../harness/cli.ts';
 import { admin, deleteNamespace, deployment, isReady, podsOf, service, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
-import { crashLooping, restarts, weederConfigFile } from '../harness/weeder.ts';
+import { backoffRemainingMs, crashLooping, restarts, weederConfigFile } from '../harness/weeder.ts';
 import { sandbox } from '../harness/hooks.ts';
 import { Client, Connection } from '@temporalio/client';
 import type { WeederResult } from '../../src/weeder/window.ts';
@@ -83,7 +83,12 @@ describe('weeder: the seed\'s cascade', function () {
     assert.equal(firstRun.status.name, 'RUNNING', 'the first-seen window is open while etcd is down');
     assert.deepEqual(new Set(before.map((p) => p.metadata!.uid)), new Set(ready.map((p) => p.metadata!.uid)), 'no apiserver pod deleted while etcd was not ready');
     await waitFor('controller-manager crash-looping', async () => (await podsOf(kube(), ns, 'app=kube-controller-manager')).some(crashLooping), { timeoutMs: 60_000 });
-    const kcmBefore = await podsOf(kube(), ns, 'app=kube-controller-manager');
+    // Bring etcd back only when every dependant still has seconds of back-off to sit out, so that none
+    // can restart by itself before the weeder acts: what recovers, the weeder recovered.
+    const kcmBefore = await waitFor('every dependant 6 s or more from the end of its back-off', async () => {
+      const [api, kcm] = await Promise.all([podsOf(kube(), ns, 'app=kube-apiserver'), podsOf(kube(), ns, 'app=kube-controller-manager')]);
+      return api.length === 2 && kcm.length === 1 && [...api, ...kcm].every((p) => backoffRemainingMs(p) >= 6000) && kcm;
+    }, { timeoutMs: 120_000, intervalMs: 100 });
 
     const back = Date.now();
     await kube().apps.patchNamespacedDeploymentScale(

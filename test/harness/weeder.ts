@@ -7,6 +7,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { stringify as toYaml } from 'yaml';
 import { sandbox } from './hooks.ts';
 import { temporalCli } from './temporal.ts';
+import { parseGoDuration } from '../../src/config/duration.ts';
 import type { SandboxInfo } from '../../src/sandbox/sandbox.ts';
 
 export const WEEDER_TASK_QUEUE = 'tend-weeder';
@@ -35,4 +36,24 @@ export function crashLooping(pod: k8s.V1Pod): boolean {
 
 export function restarts(pod: k8s.V1Pod): number {
   return Math.max(0, ...(pod.status?.containerStatuses ?? []).map((s) => s.restartCount));
+}
+
+/**
+ * How much of its current CrashLoopBackOff a pod's container still has to wait,
+ * from kubelet's own words ("back-off 16s restarting failed container=...")
+ * and the end of its last run; 0 when it is not waiting. Tests bring an
+ * upstream back only when every dependant still has seconds to wait, so a
+ * dependant cannot restart by itself before the weeder acts.
+ */
+export function backoffRemainingMs(pod: k8s.V1Pod, now = Date.now()): number {
+  let least = Infinity;
+  for (const s of pod.status?.containerStatuses ?? []) {
+    const waiting = s.state?.waiting;
+    const finished = s.lastState?.terminated?.finishedAt;
+    const length = /back-off (\S+) restarting/.exec(waiting?.message ?? '')?.[1];
+    const ms = length === undefined ? undefined : parseGoDuration(length);
+    if (waiting?.reason !== 'CrashLoopBackOff' || !finished || ms === undefined) return 0;
+    least = Math.min(least, new Date(finished).getTime() + ms - now);
+  }
+  return least === Infinity ? 0 : Math.max(0, least);
 }
