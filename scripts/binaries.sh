@@ -23,6 +23,8 @@ if [ "${1:-}" = "--print" ]; then
   exit 0
 fi
 
+# Go's default install place, for shells whose PATH does not have it.
+[ -d /usr/local/go/bin ] && PATH="$PATH:/usr/local/go/bin"
 command -v go >/dev/null || { echo "binaries: Go is required (https://go.dev/dl); none on PATH" >&2; exit 1; }
 
 # Each build goes to a temporary folder and is moved into place whole, so an
