@@ -19,7 +19,7 @@ import { connectClient } from '../src/temporal/connection.ts';
 import { sendAppCommand } from '../src/starters/apps-commands.ts';
 import { appWorkflowId } from '../src/apps/types.ts';
 import { TendProcess } from '../test/harness/cli.ts';
-import { appObject, createApp, getApp, installAppCrd, settled, webProcess } from '../test/harness/apps.ts';
+import { appObject, createApp, getApp, settled, webProcess } from '../test/harness/apps.ts';
 
 const { values } = parseArgs({ options: { apps: { type: 'string', default: '50' }, rounds: { type: 'string', default: '3' } } });
 const many = Number(values.apps);
@@ -36,7 +36,6 @@ await writeFile(config, toYaml({
   kubernetes: { kubeconfig: info.tendKubeconfig },
   apps: { namespaces: [ns] },
 }));
-await installAppCrd(kube);
 await kube.core.createNamespace({ body: { metadata: { name: ns } } });
 const tend = new TendProcess(['run', '--config', config]);
 const client = await connectClient({ address: info.temporalAddress, namespace: 'default', taskQueue });

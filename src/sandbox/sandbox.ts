@@ -12,6 +12,8 @@ import { request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import { SearchAttributeType } from '@temporalio/common';
+import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { ensureBinaries, type Binaries } from './binaries.ts';
 import { ensurePki, pkiPaths, type Pki } from './certs.ts';
 import { isRunning, logTail, readRecord, startDetached, stopProcess, type ProcessRecord } from './process.ts';
@@ -46,7 +48,11 @@ export const defaultSettings: SandboxSettings = {
   },
 };
 
-export const searchAttributes = { TendCapability: 'Keyword', TendTarget: 'Keyword' } as const;
+/** The search attributes tend's workflows set, registered when the dev server starts. */
+const searchAttributeFlags = [TendCapability, TendTarget].flatMap((key) => {
+  if (key.type !== SearchAttributeType.KEYWORD) throw new Error(`search attribute ${key.name}: only Keyword is registered here`);
+  return ['--search-attribute', `${key.name}=Keyword`];
+});
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -108,7 +114,7 @@ function components(info: SandboxInfo, bin: Binaries, pki: Pki): Component[] {
       args: [
         'server', 'start-dev', '--ip', '127.0.0.1', '--port', String(p.temporal), '--ui-port', String(p.temporalUi),
         '--db-filename', join(dir, 'temporal.db'), '--log-level', 'warn',
-        ...Object.entries(searchAttributes).flatMap(([k, v]) => ['--search-attribute', `${k}=${v}`]),
+        ...searchAttributeFlags,
       ],
       ready: async () => {
         await tcpOpen(p.temporal);

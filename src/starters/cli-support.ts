@@ -10,6 +10,9 @@ export const EXIT_USAGE = 2;
 /** An error whose message is all the operator needs: printed without a stack. */
 export class UsageError extends Error {}
 
+/** A failure whose message says all the operator needs (what failed, what to do): exit 1, no stack. */
+export class OperatorError extends Error {}
+
 export function positiveInt(name: string) {
   return (v: string) => {
     const n = Number(v);

@@ -9,7 +9,7 @@ import { KubeUnreachableError } from '../kube/client.ts';
 import { UnreachableError } from '../temporal/connection.ts';
 import { SandboxError } from '../sandbox/sandbox.ts';
 import {
-  configFrom, configOrSandbox, EXIT_FAILURE, EXIT_USAGE, positiveInt, positiveNumber, shutdownSignal, UsageError,
+  configFrom, configOrSandbox, EXIT_FAILURE, EXIT_USAGE, OperatorError, positiveInt, positiveNumber, shutdownSignal, UsageError,
   withConfigOptions, type ConfigFlags,
 } from './cli-support.ts';
 import { registerCapabilityCommands } from './capability-commands.ts';
@@ -165,7 +165,7 @@ export function exitFor(err: unknown): { code: number; message?: string } {
     return { code: err.exitCode === 0 ? 0 : EXIT_USAGE };
   }
   if (err instanceof ConfigError || err instanceof UsageError) return { code: EXIT_USAGE, message: err.message };
-  if (err instanceof UnreachableError || err instanceof KubeUnreachableError || err instanceof SandboxError) {
+  if (err instanceof UnreachableError || err instanceof KubeUnreachableError || err instanceof SandboxError || err instanceof OperatorError) {
     return { code: EXIT_FAILURE, message: err.message };
   }
   return { code: EXIT_FAILURE, message: (err as Error)?.stack ?? String(err) };

@@ -5,8 +5,9 @@ import type { Config } from '../config/load.ts';
 import { connectClient } from '../temporal/connection.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import type { CheckResult } from '../workflows/check.ts';
+import { OperatorError } from './cli-support.ts';
 
-export class NoWorkerError extends Error {}
+export class NoWorkerError extends OperatorError {}
 
 export async function doctor(config: Config, timeoutMs: number): Promise<CheckResult> {
   const client = await connectClient(config.temporal);

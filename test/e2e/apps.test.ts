@@ -12,7 +12,7 @@ import { admin, deleteNamespace, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { sandbox } from '../harness/hooks.ts';
 import {
-  allPodUids, APPS_TASK_QUEUE, appObject, createApp, deleteApp, getApp, installAppCrd, patchAppSpec, readyPodsOf, settled, temporalCli, webProcess,
+  allPodUids, APPS_TASK_QUEUE, appObject, createApp, deleteApp, getApp, patchAppSpec, readyPodsOf, settled, temporalCli, webProcess,
   workloadsOf, writeAppsConfig,
 } from '../harness/apps.ts';
 import { workloadName } from '../../src/apps/workloads.ts';
@@ -51,7 +51,6 @@ describe('App revisions (e2e)', function () {
   };
 
   before(async () => {
-    await installAppCrd(kube());
     ns = await tempNamespace(kube(), 'apps');
     dir = await mkdtemp(join(tmpdir(), 'tend-apps-'));
     config = await writeAppsConfig(dir, [ns]);

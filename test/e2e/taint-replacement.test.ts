@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import type * as k8s from '@kubernetes/client-node';
 import { runTend, TendProcess } from '../harness/cli.ts';
-import { admin, deleteNamespace, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
+import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { temporalCli as temporalCliRaw } from '../harness/temporal.ts';
-import { condition, managedLabel, readPod, taint, taintConfig, taintStatusJson, untaint } from '../harness/taint.ts';
+import { condition, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintStatusJson, untaint } from '../harness/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 const MAINTENANCE = 'example.org/maintenance';
@@ -30,21 +30,9 @@ describe('taint replacement', function () {
     ns = await tempNamespace(kube, 'taint');
   });
   afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && tend) process.stderr.write(`--- tend output ---\n${tend.output.slice(-6000)}\n`);
-    for (const entry of tainted) {
-      const [node, key] = entry.split('|') as [string, string];
-      await untaint(kube, node, key);
-    }
-    tainted.clear();
-    // Let the node workflows see the taints go and end, so the next test starts clean.
-    if (config) {
-      await waitFor('the node workflows to end', async () => (await taintStatusJson(config!)).nodes.length === 0, { timeoutMs: 20_000 })
-        .catch((err: Error) => process.stderr.write(`cleanup: ${err.message}\n`));
-    }
-    await tend?.stop();
+    await cleanUpTaintTest({ kube, ns, tend, config, tainted, settleMs: 20_000, failed: this.currentTest?.state === 'failed' });
     tend = undefined;
     config = undefined;
-    await deleteNamespace(kube, ns);
   });
 
   const taintNode = async (node: string, key: string, effect: 'NoSchedule' | 'NoExecute' = 'NoSchedule', timeAdded?: Date) => {
@@ -53,11 +41,9 @@ describe('taint replacement', function () {
   };
 
   const startTend = async (section: Record<string, unknown>) => {
-    config = await taintConfig({ podSelector: { matchLabels: managedLabel(ns) }, namespaces: [ns], ...section });
-    tend = new TendProcess(['run', '--config', config]);
-    await waitFor('tend to start its worker and taint watch',
-      () => tend!.output.includes('taint watch synced') && tend!.output.includes('worker started'), { timeoutMs: 30_000 });
-    return config;
+    const started = await startTaintTend(ns, section);
+    ({ config, tend } = started);
+    return started.config;
   };
 
   const readyPods = async (name: string, replicas: number) =>

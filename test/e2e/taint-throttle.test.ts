@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import { runTend, TendProcess } from '../harness/cli.ts';
 import { testStateDir } from '../harness/env.ts';
-import { admin, deleteNamespace, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
+import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
-import { condition, managedLabel, readPod, taint, taintConfig, taintStatusJson, untaint } from '../harness/taint.ts';
+import { condition, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintConfig, taintStatusJson, untaint } from '../harness/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 const MAINTENANCE = 'example.org/maintenance';
@@ -31,23 +31,9 @@ describe('taint replacement: limits and failures', function () {
     ns = await tempNamespace(kube, 'taint');
   });
   afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && tend) process.stderr.write(`--- tend output ---\n${tend.output.slice(-6000)}\n`);
-    for (const node of stoppedNodes) await runTend(['sandbox', 'node', 'start', node, '--state-dir', testStateDir]);
-    stoppedNodes.clear();
-    for (const entry of tainted) {
-      const [node, key] = entry.split('|') as [string, string];
-      await untaint(kube, node, key);
-    }
-    tainted.clear();
-    await kube.policy.deleteCollectionNamespacedPodDisruptionBudget({ namespace: ns }).catch(() => undefined);
-    if (config && tend && !tend.exited) {
-      await waitFor('the node workflows to end', async () => (await taintStatusJson(config!)).nodes.length === 0, { timeoutMs: 60_000 })
-        .catch((err: Error) => process.stderr.write(`cleanup: ${err.message}\n`));
-    }
-    await tend?.stop();
+    await cleanUpTaintTest({ kube, ns, tend, config, tainted, stoppedNodes, settleMs: 60_000, failed: this.currentTest?.state === 'failed' });
     tend = undefined;
     config = undefined;
-    await deleteNamespace(kube, ns);
   });
 
   const taintNode = async (node: string, key = MAINTENANCE) => {
@@ -56,11 +42,9 @@ describe('taint replacement: limits and failures', function () {
   };
 
   const start = async (section: Record<string, unknown>) => {
-    config = await taintConfig({ podSelector: { matchLabels: managedLabel(ns) }, namespaces: [ns], ...section });
-    tend = new TendProcess(['run', '--config', config]);
-    await waitFor('tend to start its worker and taint watch',
-      () => tend!.output.includes('taint watch synced') && tend!.output.includes('worker started'), { timeoutMs: 30_000 });
-    return config;
+    const started = await startTaintTend(ns, section);
+    ({ config, tend } = started);
+    return started.config;
   };
 
   const livePods = async (name: string) => (await podsOf(kube, ns, `app=${name}`)).filter((p) => !p.metadata?.deletionTimestamp);

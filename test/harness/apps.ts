@@ -1,14 +1,13 @@
 // Helpers for the App revisions end-to-end tests: App objects, their
 // workloads and pods, a tend configuration with the apps section, and the
 // real `temporal` CLI.
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import { stringify as toYaml } from 'yaml';
 import type { KubeClients } from '../../src/kube/client.ts';
 import { mergePatch } from '../../src/kube/api.ts';
 import { APP_GROUP, APP_PLURAL, APP_VERSION, LABEL_APP, LABEL_WORKLOAD, type App, type AppProcess } from '../../src/apps/types.ts';
-import { repoRoot } from './env.ts';
 import { isReady } from './kube.ts';
 import { sandbox } from './hooks.ts';
 
@@ -78,29 +77,3 @@ export async function writeAppsConfig(dir: string, namespaces: string[]): Promis
 
 export { temporalCli } from './temporal.ts';
 
-/**
- * Server-side applies deploy/crds/apps.tend.dev.yaml as it is written. The
- * sandbox's applyManifests sends objects through client-node's typed
- * serializer, which drops `enum` and the `x-kubernetes-list-*` markers from a
- * CRD schema; the custom objects API sends the body untouched. A field
- * manager of its own, so that the sandbox's next apply does not take those
- * fields away again.
- */
-export async function installAppCrd(kube: KubeClients): Promise<void> {
-  const crd = parseYaml(await readFile(join(repoRoot, 'deploy/crds/apps.tend.dev.yaml'), 'utf8')) as { metadata: { name: string } };
-  await kube.custom.patchClusterCustomObject({
-    group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', name: crd.metadata.name,
-    body: crd, fieldManager: 'tend-apps-crd', force: true,
-  }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply));
-  await waitForEstablished(kube, crd.metadata.name);
-}
-
-async function waitForEstablished(kube: KubeClients, name: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const crd = await kube.custom.getClusterCustomObject({ group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', name }) as
-      { status?: { conditions?: { type: string; status: string }[] } };
-    if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`CRD ${name} not established within 10s`);
-}

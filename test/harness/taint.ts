@@ -9,7 +9,10 @@ import { stringify as toYaml } from 'yaml';
 import type * as k8s from '@kubernetes/client-node';
 import type { KubeClients } from '../../src/kube/client.ts';
 import type { TaintStatus } from '../../src/starters/taint-commands.ts';
-import { runTend } from './cli.ts';
+import { runTend, TendProcess } from './cli.ts';
+import { testStateDir } from './env.ts';
+import { deleteNamespace } from './kube.ts';
+import { waitFor } from './wait.ts';
 import { sandbox } from './hooks.ts';
 
 export const TASK_QUEUE = 'tend-taint';
@@ -79,3 +82,49 @@ export async function taintStatusJson(config: string): Promise<TaintStatus> {
 
 /** Labels that make a test's pods (and only them) managed. */
 export const managedLabel = (ns: string) => ({ 'taint-test': ns });
+
+/** `tend run` with this taintReplacement section (managing the namespace's labelled pods), once its watch has synced. */
+export async function startTaintTend(ns: string, section: Record<string, unknown>): Promise<{ config: string; tend: TendProcess }> {
+  const config = await taintConfig({ podSelector: { matchLabels: managedLabel(ns) }, namespaces: [ns], ...section });
+  const tend = new TendProcess(['run', '--config', config]);
+  await waitFor('tend to start its worker and taint watch',
+    () => tend.output.includes('taint watch synced') && tend.output.includes('worker started'), { timeoutMs: 30_000 });
+  return { config, tend };
+}
+
+export interface TaintTestLeftovers {
+  kube: KubeClients;
+  ns: string;
+  tend?: TendProcess;
+  config?: string;
+  /** `node|key` entries to untaint. */
+  tainted: Set<string>;
+  /** Simulated nodes whose heartbeats to resume. */
+  stoppedNodes?: Set<string>;
+  /** How long to wait for the node workflows to end once the taints are gone. */
+  settleMs: number;
+  failed: boolean;
+}
+
+/**
+ * After each taint test: show tend's output if it failed, resume heartbeats,
+ * remove taints and budgets, let the node workflows see it and end, so the
+ * next test starts clean; then stop tend and delete the namespace.
+ */
+export async function cleanUpTaintTest(t: TaintTestLeftovers): Promise<void> {
+  if (t.failed && t.tend) process.stderr.write(`--- tend output ---\n${t.tend.output.slice(-6000)}\n`);
+  for (const node of t.stoppedNodes ?? []) await runTend(['sandbox', 'node', 'start', node, '--state-dir', testStateDir]);
+  t.stoppedNodes?.clear();
+  for (const entry of t.tainted) {
+    const [node, key] = entry.split('|') as [string, string];
+    await untaint(t.kube, node, key);
+  }
+  t.tainted.clear();
+  await t.kube.policy.deleteCollectionNamespacedPodDisruptionBudget({ namespace: t.ns }).catch(() => undefined);
+  if (t.config && t.tend && !t.tend.exited) {
+    await waitFor('the node workflows to end', async () => (await taintStatusJson(t.config!)).nodes.length === 0, { timeoutMs: t.settleMs })
+      .catch((err: Error) => process.stderr.write(`cleanup: ${err.message}\n`));
+  }
+  await t.tend?.stop();
+  await deleteNamespace(t.kube, t.ns);
+}
