@@ -250,29 +250,31 @@ async function main() {
   }));
 
   // ---- Temporal actions per window ----
-  const windows: { id: string; events: number; starts: number; signals: number; activities: number; timers: number; activityMs: number }[] = [];
+  const windows: { id: string; events: number; starts: number; signals: number; activities: number; timers: number; heartbeats: number }[] = [];
   for await (const wf of temporal.workflow.list({ query: `TendCapability="weeder" AND TaskQueue="${taskQueue}"` })) {
     const h = await temporal.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
     const ev = h.events ?? [];
-    let activityMs = 0;
-    const scheduledTimes = new Map<string, number>();
+    // Heartbeats that reach the server: the SDK sends at most one per 0.8 x the activity's heartbeat timeout.
+    let heartbeats = 0;
+    const scheduled = new Map<string, { at: number; heartbeatMs: number }>();
     for (const e of ev) {
       const t = Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
-      if (e.activityTaskScheduledEventAttributes) scheduledTimes.set(String(e.eventId), t);
+      const s = e.activityTaskScheduledEventAttributes;
+      if (s) scheduled.set(String(e.eventId), { at: t, heartbeatMs: Number(s.heartbeatTimeout?.seconds ?? 0) * 1000 || 60_000 });
       const done = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? e.activityTaskCanceledEventAttributes;
-      if (done) activityMs += t - (scheduledTimes.get(String(done.scheduledEventId)) ?? t);
+      const from = done && scheduled.get(String(done.scheduledEventId));
+      if (from) heartbeats += Math.floor((t - from.at) / (0.8 * from.heartbeatMs));
     }
     windows.push({
       id: wf.workflowId, events: ev.length, starts: 1,
       signals: ev.filter((e) => e.workflowExecutionSignaledEventAttributes).length,
       activities: ev.filter((e) => e.activityTaskScheduledEventAttributes).length,
       timers: ev.filter((e) => e.timerStartedEventAttributes).length,
-      activityMs,
+      heartbeats,
     });
   }
   const avg = (f: (w: (typeof windows)[number]) => number) => windows.reduce((s, w) => s + f(w), 0) / Math.max(1, windows.length);
-  // Heartbeats that reach the server: the SDK sends at most one per 0.8 x heartbeatTimeout (10 s for these short windows).
-  const heartbeats = avg((w) => Math.floor(w.activityMs / 8000));
+  const heartbeats = avg((w) => w.heartbeats);
 
   stopping = true;
   await obs.stop();

@@ -8,6 +8,11 @@
 // workflow's history the moment it happens; the workflow starts it again for
 // the rest of the window. A retried attempt (after a worker crash) starts from
 // the UIDs the workflow already recorded.
+//
+// Armed (the Service is not ready; `openOnReady`), the activity watches the
+// same way through the outage and returns as soon as it has seen the Service
+// ready again (and weeded what it found then): the deletions come straight
+// from the slice's watch event, and the workflow learns when the window opened.
 import * as k8s from '@kubernetes/client-node';
 import { Context, CancelledFailure } from '@temporalio/activity';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
@@ -28,6 +33,8 @@ export interface WeedInput {
   podSelectors: LabelSelector[];
   /** Epoch ms: the window's deadline as the workflow knew it when it scheduled this. */
   until: number;
+  /** Armed: return as soon as the Service is seen ready (after weeding what is there then). */
+  openOnReady?: boolean;
   /** Pod UIDs already weeded or reported in this window. */
   handled: string[];
 }
@@ -35,6 +42,8 @@ export interface WeedInput {
 export interface WeedOutput {
   weeded: WeededPod[];
   reported: WeededPod[];
+  /** Armed only: when the Service was seen ready (epoch ms). */
+  readyAt?: number;
 }
 
 /** How long after its first action the activity gathers more before returning. */
@@ -57,8 +66,12 @@ export function createWeederActivities(kube: KubeClients) {
       let finish!: () => void;
       const finished = new Promise<void>((resolve) => (finish = resolve));
       let linger: NodeJS.Timeout | undefined;
+      // Set once the activity is returning: nothing more is started after that.
+      let done = false;
+      let synced = false;
 
       const act = (pod: k8s.V1Pod) => {
+        if (done) return;
         const decision = decidePod(pod, {
           namespace, podSelectors, serviceReady: serviceReady(slicesNow ?? []), handled,
         });
@@ -66,6 +79,8 @@ export function createWeederActivities(kube: KubeClients) {
         const uid = pod.metadata!.uid!;
         const name = pod.metadata!.name!;
         handled.add(uid);
+        // Nothing is weeded unless the Service is ready: armed, this is the opening.
+        if (input.openOnReady) found.readyAt ??= Date.now();
         const at = new Date().toISOString();
         const p = (decision.action === 'delete'
           ? weed(kube, input, pod, decision.containers, at).then((w) => { if (w) found.weeded.push(w); })
@@ -79,8 +94,14 @@ export function createWeederActivities(kube: KubeClients) {
         linger ??= setTimeout(finish, LINGER_MS);
       };
       const evaluate = () => {
-        if (slicesNow === undefined) return;
+        if (slicesNow === undefined || done) return;
         for (const pod of podsNow.values()) act(pod);
+        // Armed: once every watch has listed, the first sight of the Service
+        // ready opens the window; with nothing to weed, say so at once.
+        if (input.openOnReady && synced && found.readyAt === undefined && serviceReady(slicesNow)) {
+          found.readyAt = Date.now();
+          if (!linger) finish();
+        }
       };
 
       const sliceSelector = `${SERVICE_NAME_LABEL}=${service}`;
@@ -108,6 +129,11 @@ export function createWeederActivities(kube: KubeClients) {
       });
       // The slices informer may deliver its list after the pods': the first
       // slice event evaluates every pod seen so far.
+      void Promise.all([slices.synced, ...pods.map((p) => p.synced)]).then(() => {
+        synced = true;
+        slicesNow = slices.cache.list(namespace);
+        evaluate();
+      });
 
       const resync = setInterval(() => {
         void (async () => {
@@ -132,12 +158,14 @@ export function createWeederActivities(kube: KubeClients) {
 
       try {
         await Promise.race([finished, ctx.cancelled]);
+        done = true;
         await Promise.all(inflight);
         return found;
       } catch (err) {
         if (err instanceof CancelledFailure) wlog.info('weeding stopped: the window was stopped or cancelled');
         throw err;
       } finally {
+        done = true;
         clearTimeout(deadline);
         clearTimeout(linger);
         clearInterval(resync);

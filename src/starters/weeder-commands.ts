@@ -1,12 +1,17 @@
 // `tend weeder list`: the open weeder windows, their Service, until when, and
-// the pods weeded so far (asked of each window's workflow).
+// the pods weeded so far (asked of each window's workflow); and the armed
+// ones, whose Service is not ready (they weed the moment it is ready again).
 import type { Command } from 'commander';
 import { configOrSandbox, withConfigOptions, type ConfigFlags } from './cli-support.ts';
 
 export interface WindowRow {
   workflowId: string;
   service: string;
+  /** `open`: weeding until `until`; `armed`: the Service is not ready, watched until `until` at the latest. */
+  state: 'open' | 'armed';
   until: string;
+  /** Armed: since when the Service is not ready (also while a window is open). */
+  notReadySince?: string;
   transitions: number;
   weeded: string[];
   reported: string[];
@@ -16,7 +21,7 @@ export function registerWeederCommands(program: Command): void {
   const weeder = program.command('weeder').description('weeder windows: crash-looping dependants deleted when their Service recovers');
   withConfigOptions(weeder
     .command('list')
-    .description('open windows: their Service, until when, and the pods weeded so far'))
+    .description('open windows (and armed ones, whose Service is not ready): their Service, until when, and the pods weeded so far'))
     .option('--json', 'print JSON')
     .action(async (flags: ConfigFlags & { json?: boolean }) => {
       const config = await configOrSandbox(flags);
@@ -29,8 +34,9 @@ export function registerWeederCommands(program: Command): void {
         console.log('no open weeder windows');
         return;
       }
-      const table = [['SERVICE', 'UNTIL', 'TRANSITIONS', 'WEEDED', 'REPORTED (no controller)']]
-        .concat(rows.map((r) => [r.service, r.until, String(r.transitions), r.weeded.join(',') || '-', r.reported.join(',') || '-']));
+      const table = [['SERVICE', 'STATE', 'UNTIL', 'NOT READY SINCE', 'TRANSITIONS', 'WEEDED', 'REPORTED (no controller)']]
+        .concat(rows.map((r) => [r.service, r.state, r.until, r.notReadySince ?? '-', String(r.transitions),
+          r.weeded.join(',') || '-', r.reported.join(',') || '-']));
       const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
       for (const row of table) console.log(row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
     });
@@ -45,10 +51,13 @@ async function listWindows(temporal: Parameters<typeof import('../temporal/conne
     for await (const wf of client.workflow.list({ query: 'TendCapability="weeder" AND ExecutionStatus="Running"' })) {
       try {
         const w = await client.workflow.getHandle(wf.workflowId, wf.runId).query(windowQuery);
+        const open = w.deadline > Date.now() || !w.armed;
         rows.push({
           workflowId: wf.workflowId,
           service: wf.workflowId.replace(/^weeder\//, ''),
-          until: new Date(w.deadline).toISOString(),
+          state: open ? 'open' : 'armed',
+          until: new Date(open ? w.deadline : w.armed!.until).toISOString(),
+          notReadySince: w.armed ? new Date(w.armed.since).toISOString() : undefined,
           transitions: w.transitions,
           weeded: w.weeded.map((p) => p.name),
           reported: w.reported.map((p) => p.name),

@@ -5,8 +5,10 @@
 // is what makes a transition that happened while the watcher was down still
 // open a window, and a restart without one open nothing.
 //
-// Only the Service's window workflow costs Temporal actions, and only on a
-// not-ready -> ready transition (one signal-with-start).
+// Only the Service's workflow costs Temporal actions: one signal-with-start
+// when the Service goes not ready (arm: the workflow watches it and weeds the
+// moment it is ready again), and one on the not-ready -> ready transition
+// (extend: the window's deadline, and the path that works when nothing was armed).
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import type { WeederConfig } from '../config/weeder.ts';
@@ -15,7 +17,7 @@ import { kubeClients, type KubeClients } from '../kube/client.ts';
 import { startInformer, type RunningInformer } from '../kube/informer.ts';
 import { log } from '../log.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
-import { extendSignal } from '../weeder/messages.ts';
+import { armSignal, extendSignal } from '../weeder/messages.ts';
 import { mergeNewest } from '../weeder/resync.ts';
 import { readyEndpointIds, SERVICE_NAME_LABEL, serviceKeyOf, serviceReady, type SliceLike } from '../weeder/readiness.ts';
 import { decideTransition, parseRecorded, recordAnnotations, type Observed } from '../weeder/transition.ts';
@@ -150,7 +152,8 @@ export class ReadinessTracker {
       recorded = parseRecorded(svc.metadata?.annotations);
     }
     const decision = decideTransition(recorded, now, firstLook);
-    if (decision.open) await this.open(namespace, name, recorded?.readiness === now.readiness ? 'went down and came back while the watcher was away' : `${recorded?.readiness ?? 'unrecorded'} -> ready`);
+    if (decision.open) await this.signal(namespace, name, 'extend', recorded?.readiness === now.readiness ? 'went down and came back while the watcher was away' : `${recorded?.readiness ?? 'unrecorded'} -> ready`);
+    if (decision.arm) await this.signal(namespace, name, 'arm', `${recorded?.readiness ?? 'unrecorded'} -> not-ready`);
     if (decision.record) {
       try {
         await this.kube.core.patchNamespacedService(
@@ -167,7 +170,7 @@ export class ReadinessTracker {
     this.recorded.set(key, now);
   }
 
-  private async open(namespace: string, service: string, reason: string): Promise<void> {
+  private async signal(namespace: string, service: string, what: 'extend' | 'arm', reason: string): Promise<void> {
     const input: WeederInput = {
       namespace,
       service,
@@ -179,14 +182,15 @@ export class ReadinessTracker {
       workflowId,
       taskQueue: this.taskQueue,
       args: [input],
-      signal: extendSignal,
+      signal: what === 'extend' ? extendSignal : armSignal,
       signalArgs: [{ reason }],
-      staticSummary: `weeder: Service ${namespace}/${service} became ready; deleting its dependants stuck in CrashLoopBackOff for ${this.config.watchDuration.text}`,
+      staticSummary: `weeder: Service ${namespace}/${service}: deletes its dependants stuck in CrashLoopBackOff ` +
+        `for ${this.config.watchDuration.text} once it is ready`,
       typedSearchAttributes: [
         { key: TendCapability, value: 'weeder' },
         { key: TendTarget, value: `${namespace}/${service}` },
       ],
     });
-    this.log.info({ workflowId, reason }, 'weeder window opened (or extended)');
+    this.log.info({ workflowId, reason }, what === 'extend' ? 'weeder window opened (or extended)' : 'weeder armed: Service not ready');
   }
 }

@@ -13,6 +13,10 @@
 //   ready               ready      - (ready -> ready; a restart without a transition)
 //   not ready           not ready  -
 // and in every row: record what is seen when it differs from the record.
+//
+// Besides, whenever the Service is not ready and was not seen so before (a
+// change to not ready, or the first look after a start), arm its workflow: it
+// then watches the Service itself and weeds the instant it is ready again.
 
 export type Readiness = 'ready' | 'not-ready';
 
@@ -25,6 +29,8 @@ export interface Observed {
 export interface TransitionDecision {
   /** Signal-with-start the Service's window workflow. */
   open: boolean;
+  /** Signal-with-start the Service's workflow armed: not ready now. */
+  arm: boolean;
   /** What to record, when it differs from the record. */
   record?: Observed;
 }
@@ -37,10 +43,10 @@ export function decideTransition(recorded: Observed | undefined, now: Observed, 
   const same = recorded !== undefined && recorded.readiness === now.readiness &&
     recorded.endpoints.length === now.endpoints.length && recorded.endpoints.every((e, i) => e === now.endpoints[i]);
   const record = same ? {} : { record: now };
-  if (now.readiness !== 'ready') return { open: false, ...record };
-  if (recorded?.readiness !== 'ready') return { open: true, ...record };
+  if (now.readiness !== 'ready') return { open: false, arm: firstLook || recorded?.readiness !== 'not-ready', ...record };
+  if (recorded?.readiness !== 'ready') return { open: true, arm: false, ...record };
   const wentAwayAndBack = firstLook && recorded.endpoints.length > 0 && !recorded.endpoints.some((e) => now.endpoints.includes(e));
-  return { open: wentAwayAndBack, ...record };
+  return { open: wentAwayAndBack, arm: false, ...record };
 }
 
 /** The annotations on a Service that hold what tend last recorded for it. */

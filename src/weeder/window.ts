@@ -1,6 +1,6 @@
-// A weeder window's state and the decision of what the workflow does next.
-// Pure: the workflow keeps one WindowState and calls decideNext after every
-// activity, signal and timer.
+// A weeder window's state and the decision of what the workflow runs next.
+// Pure: the workflow keeps one WindowState and asks lanesWanted after every
+// activity and signal.
 import type { LabelSelector } from '../config/label-selector.ts';
 
 export interface WeederInput {
@@ -26,8 +26,17 @@ export interface WeededPod {
 }
 
 export interface WindowSnapshot {
-  openedAt: number;
+  /** When the window first opened; absent while the workflow has only been armed. */
+  openedAt?: number;
+  /** Until when dependants are weeded (0 before the window opens). */
   deadline: number;
+  /**
+   * Set while the Service is not ready: the workflow watches it, to weed the
+   * moment it turns ready again, until `until` at the latest.
+   */
+  armed?: { since: number; until: number };
+  /** When the workflow was first armed, if it was. */
+  firstArmedAt?: number;
   transitions: number;
   weeded: WeededPod[];
   /** Crash-looping dependants without a controller: never deleted, reported here. */
@@ -38,7 +47,10 @@ export interface WindowSnapshot {
 export interface WeederResult {
   namespace: string;
   service: string;
-  openedAt: string;
+  /** Absent when the window never opened (armed, and the Service stayed not ready). */
+  openedAt?: string;
+  /** When the workflow was first armed (the Service went not ready), if it was. */
+  armedAt?: string;
   closedAt: string;
   /** How many not-ready -> ready transitions (and extend signals) the window saw. */
   transitions: number;
@@ -47,18 +59,29 @@ export interface WeederResult {
   stopped?: string;
 }
 
+/**
+ * How long a workflow stays armed for a Service that stays not ready. Past it
+ * the workflow closes; the watcher still opens a window on the transition,
+ * only a round trip through Temporal later.
+ */
+export const ARM_LIMIT_MS = 3600_000;
+
 export class WindowState {
-  openedAt: number;
-  deadline: number;
+  openedAt?: number;
+  deadline = 0;
+  armed?: { since: number; until: number };
+  firstArmedAt?: number;
   transitions = 0;
   weeded: WeededPod[] = [];
   reported: WeededPod[] = [];
   stopped?: { at: number; reason: string };
 
-  constructor(now: number, carried?: WindowSnapshot) {
-    this.openedAt = carried?.openedAt ?? now;
-    this.deadline = carried?.deadline ?? now;
+  constructor(carried?: WindowSnapshot) {
     if (carried) {
+      this.openedAt = carried.openedAt;
+      this.deadline = carried.deadline;
+      this.armed = carried.armed;
+      this.firstArmedAt = carried.firstArmedAt;
       this.transitions = carried.transitions;
       this.weeded = [...carried.weeded];
       this.reported = [...carried.reported];
@@ -69,7 +92,29 @@ export class WindowState {
   /** A transition (or an operator's extend): the window lasts at least `ms` from now. Never shortens it. */
   extend(now: number, ms: number): void {
     this.transitions++;
+    this.openedAt ??= now;
     this.deadline = Math.max(this.deadline, now + ms);
+  }
+
+  /**
+   * The Service went not ready: watch it until it is ready again (for at most
+   * `limitMs`). Armed again while armed keeps `since` and lengthens the limit.
+   */
+  arm(now: number, limitMs: number): void {
+    if (this.armed) this.armed = { since: this.armed.since, until: Math.max(this.armed.until, now + limitMs) };
+    else this.armed = { since: now, until: now + limitMs };
+    this.firstArmedAt ??= now;
+  }
+
+  /**
+   * The weeding activity saw the Service ready at `readyAt`, having been
+   * started for the arming of `armedSince`: the window is open from then. An
+   * arming that came later (the Service went down again since) stays.
+   */
+  readySeen(readyAt: number, armedSince: number | undefined, watchMs: number): void {
+    if (this.armed && this.armed.since === armedSince) this.armed = undefined;
+    this.openedAt ??= readyAt;
+    this.deadline = Math.max(this.deadline, readyAt + watchMs);
   }
 
   stop(now: number, reason: string): void {
@@ -89,8 +134,8 @@ export class WindowState {
 
   snapshot(): WindowSnapshot {
     return {
-      openedAt: this.openedAt, deadline: this.deadline, transitions: this.transitions,
-      weeded: this.weeded, reported: this.reported, stopped: this.stopped,
+      openedAt: this.openedAt, deadline: this.deadline, armed: this.armed, firstArmedAt: this.firstArmedAt,
+      transitions: this.transitions, weeded: this.weeded, reported: this.reported, stopped: this.stopped,
     };
   }
 
@@ -98,8 +143,9 @@ export class WindowState {
     return {
       namespace: input.namespace,
       service: input.service,
-      openedAt: new Date(this.openedAt).toISOString(),
-      closedAt: new Date(this.stopped?.at ?? Math.max(now, this.openedAt)).toISOString(),
+      openedAt: this.openedAt === undefined ? undefined : new Date(this.openedAt).toISOString(),
+      armedAt: this.firstArmedAt === undefined ? undefined : new Date(this.firstArmedAt).toISOString(),
+      closedAt: new Date(this.stopped?.at ?? now).toISOString(),
       transitions: this.transitions,
       weeded: this.weeded,
       reported: this.reported,
@@ -108,10 +154,11 @@ export class WindowState {
   }
 }
 
-export type NextStep =
-  | { step: 'close' }
-  | { step: 'continue-as-new' }
-  | { step: 'weed'; until: number };
+/**
+ * The two kinds of weeding: `window`, while the window is open; `armed`, while
+ * the Service is not ready, returning as soon as it is ready again.
+ */
+export type Lane = 'window' | 'armed';
 
 /**
  * A stretch shorter than this is not worth an activity: it absorbs the clock
@@ -120,11 +167,21 @@ export type NextStep =
  */
 export const MIN_STRETCH_MS = 1000;
 
-/** Close when stopped or (about) past the deadline; otherwise weed until the deadline. */
-export function decideNext(state: WindowSnapshot, now: number, historyIsLarge: boolean): NextStep {
-  if (state.stopped || now >= state.deadline - MIN_STRETCH_MS) return { step: 'close' };
-  if (historyIsLarge) return { step: 'continue-as-new' };
-  return { step: 'weed', until: state.deadline };
+/** Whether the window is open at `now` for a stretch worth an activity. */
+export function windowOpen(state: Pick<WindowSnapshot, 'deadline'>, now: number): boolean {
+  return now < state.deadline - MIN_STRETCH_MS;
+}
+
+/**
+ * Which lanes should run at `now`, each until when. Nothing once stopped; the
+ * workflow closes when nothing is wanted and nothing runs.
+ */
+export function lanesWanted(state: WindowSnapshot, now: number): Map<Lane, number> {
+  const wanted = new Map<Lane, number>();
+  if (state.stopped) return wanted;
+  if (windowOpen(state, now)) wanted.set('window', state.deadline);
+  if (state.armed && now < state.armed.until - MIN_STRETCH_MS) wanted.set('armed', state.armed.until);
+  return wanted;
 }
 
 /**

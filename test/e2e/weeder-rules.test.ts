@@ -5,13 +5,14 @@
 import assert from 'node:assert/strict';
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
-import { TendProcess } from '../harness/cli.ts';
+import { runTend, TendProcess } from '../harness/cli.ts';
 import { admin, deleteNamespace, deployment, podsOf, service, tempNamespace } from '../harness/kube.ts';
 import { sandbox } from '../harness/hooks.ts';
 import { waitFor } from '../harness/wait.ts';
 import { crashLooping, restarts, weederConfigFile } from '../harness/weeder.ts';
 import { mergePatch } from '../../src/kube/api.ts';
-import type { WeederResult } from '../../src/weeder/window.ts';
+import type { WeederResult, WindowSnapshot } from '../../src/weeder/window.ts';
+import type { WindowRow } from '../../src/starters/weeder-commands.ts';
 
 describe('weeder: what is weeded and what is left alone', function () {
   this.timeout(240_000);
@@ -20,6 +21,7 @@ describe('weeder: what is weeded and what is left alone', function () {
   let ns2: string;
   let tend: TendProcess;
   let temporal: Client;
+  let config: string;
   const dependsOn = (svc: string) => ({ 'sim.tend.dev/depends-on': svc });
 
   before(async () => {
@@ -40,7 +42,7 @@ describe('weeder: what is weeded and what is left alone', function () {
       metadata: { name: 'bare', labels: { role: 'api', track: 'stable' }, annotations: dependsOn('db') },
       spec: { containers: [{ name: 'bare', image: 'registry.example/bare:1' }] },
     } });
-    const config = await weederConfigFile({
+    config = await weederConfigFile({
       watchDuration: '25s',
       namespaces: [ns, ns2],
       servicesAndDependantSelectors: {
@@ -98,6 +100,15 @@ describe('weeder: what is weeded and what is left alone', function () {
       return pods.length === 5 && pods.every((p) => crashLooping(p) && restarts(p) >= 4) ? Object.fromEntries(Object.entries(all).map(([k, v]) => [k, v[0]!])) : undefined;
     }, { timeoutMs: 90_000 });
 
+    // db not ready: its workflow is armed (it watches db and weeds the moment db is ready), no window is open.
+    const armed = await temporal.workflow.getHandle(dbWindow()).query<WindowSnapshot>('window');
+    assert.ok(armed.armed && armed.openedAt === undefined && armed.weeded.length === 0, JSON.stringify(armed));
+    const list = await runTend(['weeder', 'list', '--json', '--config', config]);
+    assert.equal(list.code, 0, list.stderr);
+    const row = (JSON.parse(list.stdout) as WindowRow[]).find((r) => r.workflowId === dbWindow());
+    assert.equal(row?.state, 'armed', list.stdout);
+    assert.ok(row?.notReadySince, list.stdout);
+
     await scale('db', 1);
     await waitFor('the api pod deleted and replaced', async () => {
       const pods = await live(ns, 'app=api');
@@ -120,6 +131,7 @@ describe('weeder: what is weeded and what is left alone', function () {
       return (await h.describe()).status.name === 'COMPLETED' ? (await h.result()) as WeederResult : undefined;
     }, { timeoutMs: 40_000 });
     assert.equal(window.weeded.length, 2, JSON.stringify(window));
+    assert.ok(window.armedAt && window.openedAt && window.armedAt < window.openedAt, 'armed while db was down, opened when it was ready');
     assert.ok(window.weeded.some((p) => p.uid === uid(seen.api!)));
     assert.deepEqual(window.reported.map((p) => p.uid), [uid(seen.bare!)]);
     // Never touched: canary (NotIn), worker (no match), the pod in the other namespace, the bare pod.

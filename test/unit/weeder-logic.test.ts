@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readyEndpointIds, serviceReady, serviceKeyOf, type SliceLike } from '../../src/weeder/readiness.ts';
 import { decideTransition, parseRecorded, recordAnnotations, type Observed } from '../../src/weeder/transition.ts';
 import { crashLoopingContainers, decidePod, type PodLike } from '../../src/weeder/crashloop.ts';
-import { decideNext, heartbeatTimeoutMs, WindowState, weederWorkflowId } from '../../src/weeder/window.ts';
+import { lanesWanted, heartbeatTimeoutMs, WindowState, weederWorkflowId } from '../../src/weeder/window.ts';
 import type { LabelSelector } from '../../src/config/label-selector.ts';
 import { mergeNewest } from '../../src/weeder/resync.ts';
 
@@ -38,26 +38,28 @@ describe('weeder: readiness over all of a Service\'s slices', () => {
 describe('weeder: transition decisions', () => {
   const ready = (...endpoints: string[]): Observed => ({ readiness: 'ready', endpoints });
   const notReady: Observed = { readiness: 'not-ready', endpoints: [] };
-  // recorded, now, first look after a (re)start, open, records
-  const cases: [string, Observed | undefined, Observed, boolean, boolean, boolean][] = [
-    ['first seen ready', undefined, ready('a'), true, true, true],
-    ['first seen not ready', undefined, notReady, true, false, true],
-    ['not ready -> ready', notReady, ready('a'), false, true, true],
-    ['not ready -> ready, seen after a restart', notReady, ready('a'), true, true, true],
-    ['ready -> not ready', ready('a'), notReady, false, false, true],
-    ['ready -> ready, same pods', ready('a'), ready('a'), false, false, false],
-    ['ready -> ready, one more pod', ready('a'), ready('a', 'b'), false, false, true],
-    ['ready -> ready, all pods replaced while watching', ready('a'), ready('b'), false, false, true],
-    ['restart, same pods serving: no transition', ready('a', 'b'), ready('a', 'b'), true, false, false],
-    ['restart, some of the same pods serving', ready('a', 'b'), ready('b', 'c'), true, false, true],
-    ['restart, none of the recorded pods serving: went down and back while away', ready('a', 'b'), ready('c'), true, true, true],
-    ['not ready -> not ready', notReady, notReady, false, false, false],
-    ['restart, still not ready', notReady, notReady, true, false, false],
+  // recorded, now, first look after a (re)start, open, arm, records
+  const cases: [string, Observed | undefined, Observed, boolean, boolean, boolean, boolean][] = [
+    ['first seen ready', undefined, ready('a'), true, true, false, true],
+    ['first seen not ready', undefined, notReady, true, false, true, true],
+    ['not ready -> ready', notReady, ready('a'), false, true, false, true],
+    ['not ready -> ready, seen after a restart', notReady, ready('a'), true, true, false, true],
+    ['ready -> not ready', ready('a'), notReady, false, false, true, true],
+    ['ready -> not ready, seen after a restart', ready('a'), notReady, true, false, true, true],
+    ['ready -> ready, same pods', ready('a'), ready('a'), false, false, false, false],
+    ['ready -> ready, one more pod', ready('a'), ready('a', 'b'), false, false, false, true],
+    ['ready -> ready, all pods replaced while watching', ready('a'), ready('b'), false, false, false, true],
+    ['restart, same pods serving: no transition', ready('a', 'b'), ready('a', 'b'), true, false, false, false],
+    ['restart, some of the same pods serving', ready('a', 'b'), ready('b', 'c'), true, false, false, true],
+    ['restart, none of the recorded pods serving: went down and back while away', ready('a', 'b'), ready('c'), true, true, false, true],
+    ['not ready -> not ready', notReady, notReady, false, false, false, false],
+    ['restart, still not ready: armed again (the workflow may have ended)', notReady, notReady, true, false, true, false],
   ];
-  for (const [name, recorded, now, firstLook, open, records] of cases) {
-    it(`${name}: ${open ? 'open' : 'no window'}${records ? ', record' : ''}`, () => {
+  for (const [name, recorded, now, firstLook, open, arm, records] of cases) {
+    it(`${name}: ${open ? 'open' : arm ? 'arm' : 'nothing'}${records ? ', record' : ''}`, () => {
       const d = decideTransition(recorded, now, firstLook);
       assert.equal(d.open, open);
+      assert.equal(d.arm, arm);
       assert.deepEqual(d.record, records ? now : undefined);
     });
   }
@@ -119,40 +121,88 @@ describe('weeder: which dependants are weeded', () => {
 
 describe('weeder: the window', () => {
   it('a transition extends from now and never shortens', () => {
-    const w = new WindowState(1000);
-    w.deadline = 1000 + 60_000;
+    const w = new WindowState();
+    w.extend(1000, 60_000);
+    assert.equal(w.openedAt, 1000);
     w.extend(2000, 60_000);
     assert.equal(w.deadline, 62_000);
     w.extend(3000, 10_000); // shorter: keeps the later deadline
     assert.equal(w.deadline, 62_000);
-    assert.equal(w.transitions, 2);
+    assert.equal(w.transitions, 3);
+    assert.equal(w.openedAt, 1000);
   });
   it('records each pod once across activity attempts', () => {
-    const w = new WindowState(0);
+    const w = new WindowState();
     const p = { name: 'a', uid: 'u', containers: ['c'], at: 'x' };
     w.record({ weeded: [p], reported: [] });
     w.record({ weeded: [p], reported: [] });
     assert.deepEqual(w.handledUids(), ['u']);
   });
   it('continues from a snapshot (continue-as-new)', () => {
-    const w = new WindowState(0);
-    w.deadline = 500_000;
-    w.extend(1, 1);
+    const w = new WindowState();
+    w.arm(0, 3600_000);
+    w.extend(1, 500_000);
     w.record({ weeded: [{ name: 'a', uid: 'u', containers: [], at: 'x' }], reported: [] });
-    const c = new WindowState(99, w.snapshot());
+    const c = new WindowState(w.snapshot());
     assert.deepEqual(c.snapshot(), w.snapshot());
   });
+  it('armed: keeps since when armed again, lengthens the limit', () => {
+    const w = new WindowState();
+    w.arm(1000, 3600_000);
+    w.arm(5000, 3600_000);
+    assert.deepEqual(w.armed, { since: 1000, until: 3605_000 });
+    assert.equal(w.openedAt, undefined);
+    assert.equal(w.deadline, 0);
+  });
+  it('armed: the activity seeing the Service ready opens the window from then', () => {
+    const w = new WindowState();
+    w.arm(1000, 3600_000);
+    w.readySeen(9000, 1000, 60_000);
+    assert.equal(w.armed, undefined);
+    assert.equal(w.openedAt, 9000);
+    assert.equal(w.deadline, 69_000);
+    assert.equal(w.transitions, 0, 'transitions count the watcher\'s (and operators\') signals');
+  });
+  it('armed: the watcher\'s transition and the activity\'s sight of it make one window', () => {
+    const w = new WindowState();
+    w.arm(1000, 3600_000);
+    w.extend(9100, 60_000); // the watcher's signal lands first
+    w.readySeen(9000, 1000, 60_000);
+    assert.equal(w.armed, undefined);
+    assert.equal(w.openedAt, 9100);
+    assert.equal(w.deadline, 69_100);
+    assert.equal(w.transitions, 1);
+  });
+  it('armed again after the activity started: stays armed (the Service went down again)', () => {
+    const w = new WindowState();
+    w.extend(0, 60_000);
+    w.arm(5000, 3600_000); // down again; the running activity was started before this
+    w.readySeen(4000, undefined, 60_000);
+    assert.deepEqual(w.armed, { since: 5000, until: 3605_000 });
+  });
+  it('a window that never opened reports no openedAt, and when it was armed', () => {
+    const w = new WindowState();
+    w.arm(1000, 3600_000);
+    const r = w.result({ namespace: 'ns', service: 's' }, 3601_000);
+    assert.equal(r.openedAt, undefined);
+    assert.equal(r.armedAt, new Date(1000).toISOString());
+    assert.equal(r.closedAt, new Date(3601_000).toISOString());
+  });
   const state = (over: object = {}) => ({ openedAt: 0, deadline: 100_000, transitions: 1, weeded: [], reported: [], ...over });
-  const cases: [string, ReturnType<typeof state>, number, boolean, object][] = [
-    ['before the deadline: weed until it', state(), 10_000, false, { step: 'weed', until: 100_000 }],
-    ['past the deadline: close', state(), 100_000, false, { step: 'close' }],
-    ['less than a second left: close', state(), 99_500, false, { step: 'close' }],
-    ['stopped: close', state({ stopped: { at: 5, reason: 'stop' } }), 10, false, { step: 'close' }],
-    ['history large: continue as new', state(), 10_000, true, { step: 'continue-as-new' }],
-    ['history large but over: close', state(), 200_000, true, { step: 'close' }],
+  const armed = { armed: { since: 50_000, until: 500_000 } };
+  const cases: [string, ReturnType<typeof state>, number, [string, number][]][] = [
+    ['before the deadline: weed until it', state(), 10_000, [['window', 100_000]]],
+    ['past the deadline: nothing (close)', state(), 100_000, []],
+    ['less than a second left: nothing', state(), 99_500, []],
+    ['stopped: nothing', state({ stopped: { at: 5, reason: 'stop' } }), 10, []],
+    ['stopped while armed: nothing', state({ ...armed, stopped: { at: 5, reason: 'stop' } }), 10, []],
+    ['armed, never opened: the armed lane, until the limit', state({ openedAt: undefined, deadline: 0, ...armed }), 60_000, [['armed', 500_000]]],
+    ['armed inside a window: both lanes', state(armed), 60_000, [['window', 100_000], ['armed', 500_000]]],
+    ['armed, past the deadline: the armed lane', state(armed), 150_000, [['armed', 500_000]]],
+    ['armed, past the limit: nothing', state(armed), 499_500, []],
   ];
-  for (const [name, s, now, large, want] of cases) {
-    it(name, () => assert.deepEqual(decideNext(s, now, large), want));
+  for (const [name, s, now, want] of cases) {
+    it(name, () => assert.deepEqual([...lanesWanted(s, now)], want));
   }
   it('heartbeat timeout: a quarter of the stretch, 10 s to 60 s', () => {
     assert.equal(heartbeatTimeoutMs(5_000), 10_000);
@@ -162,7 +212,8 @@ describe('weeder: the window', () => {
   });
   it('names the workflow as DESIGN.md does', () => assert.equal(weederWorkflowId('ns', 'etcd'), 'weeder/ns/etcd'));
   it('reports the result with the stop reason', () => {
-    const w = new WindowState(0);
+    const w = new WindowState();
+    w.extend(0, 60_000);
     w.stop(10, 'stop signal');
     w.stop(20, 'again');
     const r = w.result({ namespace: 'ns', service: 's' }, 30);
