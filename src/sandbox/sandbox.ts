@@ -5,7 +5,7 @@
 import { mkdir, readFile, writeFile, rm, readdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect } from 'node:net';
 import { request as httpsRequest } from 'node:https';
@@ -57,7 +57,7 @@ const searchAttributeFlags = [TendCapability, TendTarget].flatMap((key) => {
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
 export function defaultStateDir(): string {
-  if (process.env.TEND_SANDBOX_DIR) return process.env.TEND_SANDBOX_DIR;
+  if (process.env.TEND_SANDBOX_DIR) return resolve(process.env.TEND_SANDBOX_DIR);
   const base = process.env.XDG_STATE_HOME ?? join(homedir(), '.local', 'state');
   return join(base, 'tend', 'sandbox');
 }
@@ -211,7 +211,8 @@ export interface UpOptions {
 
 /** Starts whatever part of the sandbox is not running; returns where it lives. */
 export async function up(opts: UpOptions = {}): Promise<SandboxInfo> {
-  const stateDir = opts.stateDir ?? defaultStateDir();
+  // Absolute: the components are given paths inside it and run from elsewhere.
+  const stateDir = resolve(opts.stateDir ?? defaultStateDir());
   const say = opts.progress ?? (() => {});
   const saved = await readSettings(stateDir);
   const wanted: SandboxSettings = {
@@ -315,7 +316,8 @@ export interface ComponentStatus {
 
 const componentNames = ['temporal', 'etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet'];
 
-export async function status(stateDir = defaultStateDir()): Promise<ComponentStatus[]> {
+export async function status(dir = defaultStateDir()): Promise<ComponentStatus[]> {
+  const stateDir = resolve(dir);
   const info = sandboxInfo(stateDir, (await readSettings(stateDir)) ?? defaultSettings);
   return Promise.all(componentNames.map(async (name) => {
     const rec = await readRecord(pidFile(info, name));
@@ -325,13 +327,15 @@ export async function status(stateDir = defaultStateDir()): Promise<ComponentSta
 }
 
 /** The running sandbox's addresses, or undefined when it has never been set up. */
-export async function currentSandbox(stateDir = defaultStateDir()): Promise<SandboxInfo | undefined> {
+export async function currentSandbox(dir = defaultStateDir()): Promise<SandboxInfo | undefined> {
+  const stateDir = resolve(dir);
   const settings = await readSettings(stateDir);
   return settings ? sandboxInfo(stateDir, settings) : undefined;
 }
 
 /** Stops, in reverse order, every process the sandbox recorded. Data is kept unless `purge`. */
-export async function down(stateDir = defaultStateDir(), opts: { purge?: boolean; progress?: (m: string) => void } = {}) {
+export async function down(dir = defaultStateDir(), opts: { purge?: boolean; progress?: (m: string) => void } = {}) {
+  const stateDir = resolve(dir);
   const settings = (await readSettings(stateDir)) ?? defaultSettings;
   const info = sandboxInfo(stateDir, settings);
   for (const name of [...componentNames].reverse()) {
