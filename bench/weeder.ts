@@ -147,6 +147,7 @@ const quantile = (xs: number[], q: number) => {
 };
 
 const children: ChildProcess[] = [];
+let dwdCrashes = 0;
 async function main() {
   const dwdBin = execFileSync('bash', [join(repo, 'scripts/dependency-watchdog.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   const dir = await mkdtemp(join(tmpdir(), 'tend-bench-'));
@@ -165,15 +166,25 @@ async function main() {
   await writeFile(dwdConfig, toYaml({ watchDuration: WATCH, servicesAndDependantSelectors: seedSelectors('etcd-main-client', 'kube-apiserver') }));
   const node = process.execPath;
   const tend = spawn(node, [join(repo, 'src/starters/cli.ts'), 'run', '--config', tendConfig], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: 'warn' } });
-  const dwd = spawn(dwdBin, ['weeder', `--config-file=${dwdConfig}`, '--metrics-bind-addr=0', '--health-bind-addr=0', '--pprof-bind-addr=0', '--kube-api-qps=20', '--kube-api-burst=100'],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KUBECONFIG: info!.kubeconfig } });
-  children.push(tend, dwd);
+  children.push(tend);
   let tendErr = ''; let dwdErr = '';
   tend.stderr!.on('data', (d) => (tendErr = (tendErr + d).slice(-4000)));
-  dwd.stderr!.on('data', (d) => (dwdErr = (dwdErr + d).slice(-4000)));
-  for (const [name, c] of [['tend', tend], ['dependency-watchdog', dwd]] as const) {
-    c.once('exit', (code) => { if (!stopping) { say(`${name} exited (${code}):\n${name === 'tend' ? tendErr : dwdErr}`); process.exit(1); } });
-  }
+  tend.once('exit', (code) => { if (!stopping) { say(`tend exited (${code}):\n${tendErr}`); process.exit(1); } });
+  // dependency-watchdog v1.7.0 can crash (a nil watch after a cancelled context, internal/weeder/watcher.go:59).
+  // In a cluster its Deployment would restart it; here it is restarted at once, and its crashes counted.
+  const startDwd = () => {
+    const dwd = spawn(dwdBin, ['weeder', `--config-file=${dwdConfig}`, '--metrics-bind-addr=0', '--health-bind-addr=0', '--pprof-bind-addr=0', '--kube-api-qps=20', '--kube-api-burst=100'],
+      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KUBECONFIG: info!.kubeconfig } });
+    children.push(dwd);
+    dwd.stderr!.on('data', (d) => (dwdErr = (dwdErr + d).slice(-4000)));
+    dwd.once('exit', (code) => {
+      if (stopping) return;
+      dwdCrashes++;
+      say(`dependency-watchdog exited (${code}); restarting it. Its last words:\n${dwdErr.split('\n').filter((l) => !l.startsWith('{')).slice(0, 6).join('\n')}`);
+      startDwd();
+    });
+  };
+  startDwd();
   const temporal = new Client({ connection: await Connection.connect({ address: info!.temporalAddress }) });
   const obs = new Observer(kube, arms.map((a) => a.ns));
 
@@ -283,7 +294,7 @@ async function main() {
   console.log(JSON.stringify({ sandbox: info!.stateDir, timeScale: JSON.parse(await readFile(join(info!.stateDir, 'sandbox.json'), 'utf8')).timeScale, watchDuration: WATCH, cascade, latency: {
     tend: latency.tend.length ? { p50: quantile(latency.tend, 0.5), p99: quantile(latency.tend, 0.99), n: latency.tend.length, samples: latency.tend.map(Math.round) } : null,
     dwd: latency.dwd.length ? { p50: quantile(latency.dwd, 0.5), p99: quantile(latency.dwd, 0.99), n: latency.dwd.length, samples: latency.dwd.map(Math.round) } : null,
-  }, whileDown, recoveredAlone, temporalPerWindow: { windows: windows.length, starts: 1, signals: avg((w) => w.signals), activities: avg((w) => w.activities), timers: avg((w) => w.timers), heartbeatsEstimated: heartbeats } }, null, 2));
+  }, whileDown, recoveredAlone, dwdCrashes, temporalPerWindow: { windows: windows.length, starts: 1, signals: avg((w) => w.signals), activities: avg((w) => w.activities), timers: avg((w) => w.timers), heartbeatsEstimated: heartbeats } }, null, 2));
   console.log('');
   console.log(`cascade recovery after etcd returns (kube-apiserver / whole chain):`);
   for (const a of arms) console.log(`  ${a.name.padEnd(5)} ${(cascade[a.name]!.apiserver / 1000).toFixed(1)} s / ${(cascade[a.name]!.chain / 1000).toFixed(1)} s`);
@@ -293,11 +304,13 @@ async function main() {
   console.log(`  dependency-watchdog  ${fmt(latency.dwd)}`);
   console.log(`  deleted while etcd was still down: tend ${whileDown.tend}, dependency-watchdog ${whileDown.dwd}; ` +
     `recovered alone before any deletion: tend ${recoveredAlone.tend}, dependency-watchdog ${recoveredAlone.dwd} (of ${TRIALS} each)`);
+  console.log(`  dependency-watchdog crashed ${dwdCrashes} times (restarted at once each time)`);
   console.log(`Temporal actions per tend window (${windows.length} windows): 1 start + ${avg((w) => w.signals).toFixed(2)} signals + ` +
     `${avg((w) => w.activities).toFixed(2)} activities + ${avg((w) => w.timers).toFixed(2)} timers + ~${heartbeats.toFixed(2)} heartbeats`);
   for (const c of children) c.kill('SIGTERM');
   for (const a of arms) await kube.core.deleteNamespace({ name: a.ns }).catch(() => undefined);
 }
+
 
 let stopping = false;
 try {

@@ -31,7 +31,7 @@ export function registerWeederCommands(program: Command): void {
         return;
       }
       if (rows.length === 0) {
-        console.log('no open weeder windows');
+        console.log('no weeder windows open or armed');
         return;
       }
       const table = [['SERVICE', 'STATE', 'UNTIL', 'NOT READY SINCE', 'TRANSITIONS', 'WEEDED', 'REPORTED (no controller)']]
