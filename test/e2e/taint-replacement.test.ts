@@ -30,7 +30,7 @@ describe('taint replacement', function () {
     ns = await tempNamespace(kube, 'taint');
   });
   afterEach(async function () {
-    await cleanUpTaintTest({ kube, ns, tend, config, tainted, settleMs: 20_000, failed: this.currentTest?.state === 'failed' });
+    await cleanUpTaintTest({ kube, ns, tend, config, tainted, settleMs: 20_000 });
     tend = undefined;
     config = undefined;
   });

@@ -31,7 +31,7 @@ describe('taint replacement: limits and failures', function () {
     ns = await tempNamespace(kube, 'taint');
   });
   afterEach(async function () {
-    await cleanUpTaintTest({ kube, ns, tend, config, tainted, stoppedNodes, settleMs: 60_000, failed: this.currentTest?.state === 'failed' });
+    await cleanUpTaintTest({ kube, ns, tend, config, tainted, stoppedNodes, settleMs: 60_000 });
     tend = undefined;
     config = undefined;
   });

@@ -48,9 +48,6 @@ describe('weeder: the seed\'s cascade', function () {
     tend = new TendProcess(['run', '--config', config]);
     temporal = new Client({ connection: await Connection.connect({ address: sandbox().temporalAddress }) });
   });
-  afterEach(function () {
-    if (this.currentTest?.state === 'failed') console.error(`tend output (tail):\n${tend?.output.slice(-6000)}`);
-  });
   after(async () => {
     await tend?.stop();
     await temporal?.connection.close();

@@ -51,11 +51,6 @@ describe('weeder: signals, the list, and killing its parts', function () {
     watcher = new TendProcess(['watcher', '--config', config]);
     temporal = new Client({ connection: await Connection.connect({ address: sandbox().temporalAddress }) });
   });
-  afterEach(function () {
-    if (this.currentTest?.state === 'failed') {
-      console.error(`worker output (tail):\n${worker?.output.slice(-4000)}\nwatcher output (tail):\n${watcher?.output.slice(-4000)}`);
-    }
-  });
   after(async () => {
     await Promise.all([worker?.stop(), watcher?.stop()]);
     await temporal?.connection.close();

@@ -56,9 +56,6 @@ describe('weeder: what is weeded and what is left alone', function () {
     tend = new TendProcess(['run', '--config', config]);
     temporal = new Client({ connection: await Connection.connect({ address: sandbox().temporalAddress }) });
   });
-  afterEach(function () {
-    if (this.currentTest?.state === 'failed') console.error(`tend output (tail):\n${tend?.output.slice(-6000)}`);
-  });
   after(async () => {
     await tend?.stop();
     await temporal?.connection.close();

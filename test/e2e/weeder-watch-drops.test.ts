@@ -38,9 +38,6 @@ describe('weeder: watches dropped every few seconds', function () {
     }, info);
     tend = new TendProcess(['run', '--config', config]);
   });
-  afterEach(function () {
-    if (this.currentTest?.state === 'failed') console.error(`tend output (tail):\n${tend?.output.slice(-6000)}`);
-  });
   after(async function () {
     this.timeout(120_000);
     await tend?.stop();

@@ -31,14 +31,23 @@ export function runTend(args: string[], opts: { env?: NodeJS.ProcessEnv; timeout
 }
 
 /** A long-running tend process (worker, watcher, run); its output is kept for assertions. */
+/** Every TendProcess started, so that a failing test shows what they printed (see hooks.ts). */
+const started: TendProcess[] = [];
+
 export class TendProcess {
   readonly child: ChildProcess;
+  readonly args: string[];
   output = '';
+  /** When it exited (epoch ms), once it has. */
+  exitedAt?: number;
 
   constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
+    this.args = args;
     this.child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.on('data', (d) => (this.output += d));
     this.child.stderr!.on('data', (d) => (this.output += d));
+    this.child.once('exit', () => (this.exitedAt = Date.now()));
+    started.push(this);
   }
 
   get exited(): boolean {
@@ -55,4 +64,14 @@ export class TendProcess {
     clearTimeout(timer);
     return code;
   }
+}
+
+/**
+ * The output tails of the tend processes that ran during a test that began at
+ * `since` (epoch ms): what a failing test shows.
+ */
+export function outputSince(since: number, tailChars = 6000): string {
+  return started.filter((p) => p.exitedAt === undefined || p.exitedAt >= since)
+    .map((p) => `--- tend ${p.args.join(' ')}${p.exitedAt ? ' (exited)' : ''}: output (tail) ---\n${p.output.slice(-tailChars)}`)
+    .join('\n');
 }

@@ -1,10 +1,12 @@
 // Root hooks: the sandbox comes up once per test run, or a running one is
 // reused; whatever this run started, it stops at the end.
 import { status, up, down, type SandboxInfo } from '../../src/sandbox/sandbox.ts';
+import { outputSince } from './cli.ts';
 import { testSettings, testStateDir } from './env.ts';
 
 let info: SandboxInfo | undefined;
 let startedHere = false;
+let testStarted = 0;
 
 /** The running test sandbox. Only for e2e tests, after the root hook ran. */
 export function sandbox(): SandboxInfo {
@@ -22,6 +24,15 @@ export const mochaHooks = {
       settings: testSettings,
       progress: (m) => process.stderr.write(`      sandbox: ${m}\n`),
     });
+  },
+  beforeEach() {
+    testStarted = Date.now();
+  },
+  /** A failed test shows what the tend processes that ran during it printed. */
+  afterEach(this: Mocha.Context) {
+    if (this.currentTest?.state !== 'failed') return;
+    const out = outputSince(testStarted);
+    if (out) process.stderr.write(`${out}\n`);
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);

@@ -103,16 +103,14 @@ export interface TaintTestLeftovers {
   stoppedNodes?: Set<string>;
   /** How long to wait for the node workflows to end once the taints are gone. */
   settleMs: number;
-  failed: boolean;
 }
 
 /**
- * After each taint test: show tend's output if it failed, resume heartbeats,
+ * After each taint test (a failed one's tend output is shown by the root hook): resume heartbeats,
  * remove taints and budgets, let the node workflows see it and end, so the
  * next test starts clean; then stop tend and delete the namespace.
  */
 export async function cleanUpTaintTest(t: TaintTestLeftovers): Promise<void> {
-  if (t.failed && t.tend) process.stderr.write(`--- tend output ---\n${t.tend.output.slice(-6000)}\n`);
   for (const node of t.stoppedNodes ?? []) await runTend(['sandbox', 'node', 'start', node, '--state-dir', testStateDir]);
   t.stoppedNodes?.clear();
   for (const entry of t.tainted) {
