@@ -2,6 +2,7 @@
 // API server gets its KubeConfig from here, so that the choice between a
 // kubeconfig file and in-cluster credentials is made once.
 import * as k8s from '@kubernetes/client-node';
+import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
 
 export interface KubeOptions {
@@ -21,7 +22,35 @@ export function loadKubeConfig(opts: KubeOptions = {}): k8s.KubeConfig {
   else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
   else kc.loadFromDefault();
   if (opts.context) kc.setCurrentContext(opts.context);
+  reuseConnections(kc);
   return kc;
+}
+
+type CreateDispatcher = (cluster: k8s.Cluster | null, agentOptions: object) => unknown;
+
+/**
+ * client-node 2.0 builds a new undici Agent for every API call, so each call
+ * opens a new TCP and TLS connection (a handshake of several milliseconds,
+ * before a delete can even be sent). Keep the dispatcher while the TLS
+ * settings stay the same, so that calls reuse kept-alive connections; new
+ * settings (a rotated client certificate) get a new one.
+ */
+function reuseConnections(kc: k8s.KubeConfig): void {
+  const target = kc as unknown as { createDispatcher?: CreateDispatcher };
+  const create = target.createDispatcher?.bind(kc);
+  if (!create) return; // another client-node: leave it as it is
+  let last: { key: string; dispatcher: unknown } | undefined;
+  target.createDispatcher = (cluster, agentOptions) => {
+    const settings = kc.createDispatcherOptions(cluster, agentOptions as Parameters<k8s.KubeConfig['createDispatcherOptions']>[1]);
+    const key = createHash('sha256').update(JSON.stringify({ server: cluster?.server, settings })).digest('hex');
+    if (last?.key !== key) {
+      const previous = last?.dispatcher as { close?: () => Promise<void> } | undefined;
+      last = { key, dispatcher: create(cluster, agentOptions) };
+      // Requests already on the old one finish; it then closes.
+      void previous?.close?.().catch(() => undefined);
+    }
+    return last.dispatcher;
+  };
 }
 
 /** The API server URL a KubeConfig points at, for error messages. */

@@ -1,0 +1,46 @@
+// tend's KubeConfig reuses one connection pool for all its API calls, while
+// the TLS settings stay the same.
+import assert from 'node:assert/strict';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { stringify as toYaml } from 'yaml';
+import { loadKubeConfig } from '../../src/kube/client.ts';
+
+const pem = (tag: string) => Buffer.from(`-----BEGIN CERTIFICATE-----\n${Buffer.from(tag).toString('base64')}\n-----END CERTIFICATE-----\n`).toString('base64');
+
+describe('kube client: connection reuse', () => {
+  let kc: k8s.KubeConfig;
+  before(async () => {
+    const file = join(await mkdtemp(join(tmpdir(), 'tend-kc-')), 'kubeconfig');
+    await writeFile(file, toYaml({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+      clusters: [{ name: 'k', cluster: { server: 'https://127.0.0.1:6443', 'certificate-authority-data': pem('ca-one') } }],
+      users: [{ name: 'u', user: { token: 't' } }],
+      contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
+    }));
+    kc = loadKubeConfig({ kubeconfig: file });
+  });
+  const dispatcherOf = async () => {
+    const ctx = new k8s.RequestContext('https://127.0.0.1:6443/api', k8s.HttpMethod.GET);
+    await kc.applySecurityAuthentication(ctx);
+    assert.equal(ctx.getHeaders().Authorization, 'Bearer t', 'the token on every call');
+    return ctx.getDispatcher();
+  };
+
+  it('every call gets the same dispatcher (kept-alive connections), with the token on each', async () => {
+    const [a, b] = [await dispatcherOf(), await dispatcherOf()];
+    assert.ok(a, 'a dispatcher carrying the cluster CA');
+    assert.equal(a, b);
+  });
+  it('new TLS settings (a rotated CA) get a new dispatcher', async () => {
+    const before = await dispatcherOf();
+    const cluster = kc.getCurrentCluster()!;
+    (kc as unknown as { clusters: k8s.Cluster[] }).clusters = [{ ...cluster, caData: pem('ca-two') }];
+    const after = await dispatcherOf();
+    assert.ok(after);
+    assert.notEqual(after, before);
+    assert.equal(await dispatcherOf(), after);
+  });
+});
