@@ -79,8 +79,6 @@ export function createWeederActivities(kube: KubeClients) {
         const uid = pod.metadata!.uid!;
         const name = pod.metadata!.name!;
         handled.add(uid);
-        // Nothing is weeded unless the Service is ready: armed, this is the opening.
-        if (input.openOnReady) found.readyAt ??= Date.now();
         const at = new Date().toISOString();
         const p = (decision.action === 'delete'
           ? weed(kube, input, pod, decision.containers, at).then((w) => { if (w) found.weeded.push(w); })
@@ -157,15 +155,13 @@ export function createWeederActivities(kube: KubeClients) {
       const deadline = setTimeout(finish, Math.max(0, input.until - Date.now()));
 
       try {
-        await Promise.race([finished, ctx.cancelled]);
-        done = true;
+        await Promise.race([finished, ctx.cancelled]).finally(() => (done = true));
         await Promise.all(inflight);
         return found;
       } catch (err) {
         if (err instanceof CancelledFailure) wlog.info('weeding stopped: the window was stopped or cancelled');
         throw err;
       } finally {
-        done = true;
         clearTimeout(deadline);
         clearTimeout(linger);
         clearInterval(resync);

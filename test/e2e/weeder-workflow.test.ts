@@ -88,6 +88,9 @@ describe('weeder workflow: the armed lane and the window lane', function () {
     assert.equal(state.openedAt, readyAt);
     assert.equal(state.armed, undefined);
     assert.equal(state.deadline, readyAt + 30_000);
+    // What the Web UI shows as Current Details.
+    const meta = await h.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+    assert.match(meta.currentDetails ?? '', /Window open until .*Weeded: a\./s);
     await h.signal(stopSignal, { reason: 'done' });
     const result = await h.result() as WeederResult;
     assert.deepEqual(result.weeded.map((p) => p.name), ['a']);
