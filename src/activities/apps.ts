@@ -2,6 +2,7 @@
 // and delete its Deployments, and write its status. Each activity is a
 // read-decide-write that is safe to retry: writes carry resourceVersion or
 // UID preconditions, and the decisions are pure functions of what was read.
+import type { AppsConfig } from '../config/apps.ts';
 import type * as k8s from '@kubernetes/client-node';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -67,7 +68,7 @@ function invalid(err: unknown): boolean {
   return statusOf(err) === 422 || statusOf(err) === 400;
 }
 
-export function createAppActivities(kube: KubeClients) {
+export function createAppActivities(kube: KubeClients, _apps?: AppsConfig) {
   return {
     /** One reconcile of one App: revisions, workloads, status. */
     async reconcileApp(input: ReconcileAppInput): Promise<ReconcileResult> {

@@ -2,6 +2,7 @@
 // their NodeTaint* conditions, evict, and wait for a ready replacement. Each
 // is idempotent: writes carry the pod's UID, so a retried write never lands on
 // a newer pod of the same name.
+import type { TaintReplacementConfig } from '../config/taint-replacement.ts';
 import { Context } from '@temporalio/activity';
 import type * as k8s from '@kubernetes/client-node';
 import type { KubeClients } from '../kube/client.ts';
@@ -50,7 +51,7 @@ async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => 
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-export function createTaintActivities(kube: KubeClients) {
+export function createTaintActivities(kube: KubeClients, _config?: TaintReplacementConfig) {
   const listOnNode = async (input: ListTaintPodsInput): Promise<k8s.V1Pod[]> => {
     const query = { labelSelector: selectorOf(input.podSelector), fieldSelector: `spec.nodeName=${input.node}` };
     if (!input.namespaces) return (await kube.core.listPodForAllNamespaces(query)).items;

@@ -13,6 +13,7 @@
 // same way through the outage and returns as soon as it has seen the Service
 // ready again (and weeded what it found then): the deletions come straight
 // from the slice's watch event, and the workflow learns when the window opened.
+import type { WeederConfig } from '../config/weeder.ts';
 import * as k8s from '@kubernetes/client-node';
 import { Context, CancelledFailure } from '@temporalio/activity';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
@@ -51,7 +52,7 @@ const LINGER_MS = 300;
 /** A fresh list of slices and pods this often, in case a watch stalls without an error. */
 const RESYNC_MS = 30_000;
 
-export function createWeederActivities(kube: KubeClients) {
+export function createWeederActivities(kube: KubeClients, _config?: WeederConfig) {
   return {
     async weedDependants(input: WeedInput): Promise<WeedOutput> {
       const ctx = Context.current();

@@ -5,7 +5,7 @@ import { createActivities } from '../activities/index.ts';
 import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
 import { connectNative, type TemporalSettings } from '../temporal/connection.ts';
 import { log } from '../log.ts';
-import type { RepairConfig } from '../config/repair.ts';
+import type { WorkerSections } from '../activities/index.ts';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -18,10 +18,9 @@ export function installRuntime() {
   runtimeInstalled = true;
 }
 
-export interface WorkerOptions {
+export interface WorkerOptions extends WorkerSections {
   temporal: TemporalSettings;
   kubernetes: KubeOptions;
-  repair?: RepairConfig;
 }
 
 /** Connects to both sides, then runs until `signal` aborts. */
@@ -36,7 +35,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal): Promi
       namespace: opts.temporal.namespace,
       taskQueue: opts.temporal.taskQueue,
       workflowsPath,
-      activities: createActivities({ kube: kubeClients(kc), repair: opts.repair }),
+      activities: createActivities({ kube: kubeClients(kc), config: opts }),
     });
     log.info({ taskQueue: opts.temporal.taskQueue, temporal: opts.temporal.address, kubernetes: version }, 'worker started');
     const stop = () => worker.shutdown();
