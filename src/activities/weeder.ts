@@ -16,7 +16,8 @@
 import type { WeederConfig } from '../config/weeder.ts';
 import * as k8s from '@kubernetes/client-node';
 import { Context, CancelledFailure } from '@temporalio/activity';
-import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
+import { ApplicationFailure } from '@temporalio/common';
+import { toSelectorString } from '../config/label-selector.ts';
 import { errorMessage, isConflict, isNotFound } from '../kube/api.ts';
 import type { KubeClients } from '../kube/client.ts';
 import { recordEvent } from '../kube/events.ts';
@@ -25,13 +26,20 @@ import { log } from '../log.ts';
 import { controllerOf, decidePod } from '../weeder/crashloop.ts';
 import { SERVICE_NAME_LABEL, serviceReady } from '../weeder/readiness.ts';
 import { mergeNewest } from '../weeder/resync.ts';
+import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
 import type { WeededPod } from '../weeder/window.ts';
 
+/** The failure type of every weeder refusal (a Service or namespace outside the configuration). */
+export const WEEDER_REFUSED = 'WeederRefused';
+
+/**
+ * Names the Service only: its dependants' selectors come from the worker's
+ * configuration, and a Service (or namespace) the configuration does not list
+ * is refused, non-retryably, before anything is watched or deleted.
+ */
 export interface WeedInput {
-  workflowId: string;
   namespace: string;
   service: string;
-  podSelectors: LabelSelector[];
   /** Epoch ms: the window's deadline as the workflow knew it when it scheduled this. */
   until: number;
   /** Armed: return as soon as the Service is seen ready (after weeding what is there then). */
@@ -52,15 +60,33 @@ const LINGER_MS = 300;
 /** A fresh list of slices and pods this often, in case a watch stalls without an error. */
 const RESYNC_MS = 30_000;
 
-export function createWeederActivities(kube: KubeClients, _config?: WeederConfig) {
+/** The configured target, or a non-retryable refusal that names what was asked and why. */
+function targetOf(config: WeederConfig | undefined, namespace: unknown, service: unknown): WeederTarget {
+  const r = resolveWeederTarget(config, namespace, service);
+  if ('refused' in r) throw ApplicationFailure.nonRetryable(`refused: ${r.refused}; nothing was watched or deleted`, WEEDER_REFUSED);
+  return r.target;
+}
+
+export function createWeederActivities(kube: KubeClients, config?: WeederConfig) {
   return {
+    /**
+     * What the worker's configuration says of a Service: the window's length
+     * (and that it is configured at all). The workflow asks this first.
+     */
+    async weederSettings(input: { namespace: string; service: string }): Promise<{ watchDuration: { text: string; ms: number } }> {
+      return { watchDuration: targetOf(config, input?.namespace, input?.service).watchDuration };
+    },
+
     async weedDependants(input: WeedInput): Promise<WeedOutput> {
       const ctx = Context.current();
-      const { namespace, service, podSelectors } = input;
-      const handled = new Set(input.handled);
+      const { namespace, service, podSelectors } = targetOf(config, input?.namespace, input?.service);
+      const workflowId = ctx.info.workflowExecution?.workflowId ?? ctx.info.workflowType ?? 'unknown workflow';
+      const handled = new Set(Array.isArray(input.handled) ? input.handled.filter((u) => typeof u === 'string') : []);
+      const until = typeof input.until === 'number' && Number.isFinite(input.until) ? input.until : Date.now();
       const found: WeedOutput = { weeded: [], reported: [] };
       const inflight = new Set<Promise<void>>();
-      const wlog = log.child({ workflowId: input.workflowId });
+      const wlog = log.child({ workflowId });
+      const target = { workflowId, namespace, service };
       let slicesNow: readonly k8s.V1EndpointSlice[] | undefined;
       const podsNow = new Map<string, k8s.V1Pod>();
 
@@ -82,8 +108,8 @@ export function createWeederActivities(kube: KubeClients, _config?: WeederConfig
         handled.add(uid);
         const at = new Date().toISOString();
         const p = (decision.action === 'delete'
-          ? weed(kube, input, pod, decision.containers, at).then((w) => { if (w) found.weeded.push(w); })
-          : report(kube, input, pod, decision.containers, at).then((r) => { found.reported.push(r); })
+          ? weed(kube, target, pod, decision.containers, at).then((w) => { if (w) found.weeded.push(w); })
+          : report(kube, target, pod, decision.containers, at).then((r) => { found.reported.push(r); })
         ).catch((err) => {
           // Not handled after all: a later event or resync tries again.
           handled.delete(uid);
@@ -153,7 +179,7 @@ export function createWeederActivities(kube: KubeClients, _config?: WeederConfig
       }, RESYNC_MS);
       const heartbeatEvery = Math.max(1000, (ctx.info.heartbeatTimeoutMs ?? 60_000) / 2);
       const heartbeat = setInterval(() => ctx.heartbeat(), heartbeatEvery);
-      const deadline = setTimeout(finish, Math.max(0, input.until - Date.now()));
+      const deadline = setTimeout(finish, Math.max(0, until - Date.now()));
 
       try {
         await Promise.race([finished, ctx.cancelled]).finally(() => (done = true));
@@ -173,7 +199,9 @@ export function createWeederActivities(kube: KubeClients, _config?: WeederConfig
   };
 }
 
-async function weed(kube: KubeClients, input: WeedInput, pod: k8s.V1Pod, containers: string[], at: string): Promise<WeededPod | undefined> {
+interface Acting { workflowId: string; namespace: string; service: string }
+
+async function weed(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers: string[], at: string): Promise<WeededPod | undefined> {
   const { name, uid, namespace } = pod.metadata as { name: string; uid: string; namespace: string };
   const owner = controllerOf(pod)!;
   try {
@@ -197,7 +225,7 @@ async function weed(kube: KubeClients, input: WeedInput, pod: k8s.V1Pod, contain
   return weeded;
 }
 
-async function report(kube: KubeClients, input: WeedInput, pod: k8s.V1Pod, containers: string[], at: string): Promise<WeededPod> {
+async function report(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers: string[], at: string): Promise<WeededPod> {
   const { name, uid, namespace } = pod.metadata as { name: string; uid: string; namespace: string };
   log.warn({ workflowId: input.workflowId, pod: name, containers }, 'crash-looping pod has no controller: not deleted');
   await recordEvent(kube, {

@@ -171,12 +171,8 @@ export class ReadinessTracker {
   }
 
   private async signal(namespace: string, service: string, what: 'extend' | 'arm', reason: string): Promise<void> {
-    const input: WeederInput = {
-      namespace,
-      service,
-      podSelectors: this.config.servicesAndDependantSelectors[service]!.podSelectors,
-      watchDuration: this.config.watchDuration,
-    };
+    // The Service's name only: the worker looks up its selectors and window in its own configuration.
+    const input: WeederInput = { namespace, service };
     const workflowId = weederWorkflowId(namespace, service);
     await this.client.workflow.signalWithStart('weederWorkflow', {
       workflowId,

@@ -1,14 +1,17 @@
 // A weeder window's state and the decision of what the workflow runs next.
 // Pure: the workflow keeps one WindowState and asks lanesWanted after every
 // activity and signal.
-import type { LabelSelector } from '../config/label-selector.ts';
 
+/**
+ * What a weeder workflow is started with: the Service's name, nothing else.
+ * Its dependants' selectors and the window's length come from the worker's
+ * configuration (src/weeder/target.ts), looked up when the workflow starts and
+ * again by every weeding activity; a Service the worker is not configured for
+ * fails the workflow, non-retryably, before anything is done.
+ */
 export interface WeederInput {
   namespace: string;
   service: string;
-  podSelectors: LabelSelector[];
-  /** The configured watchDuration, as written and in ms. */
-  watchDuration: { text: string; ms: number };
   /** Carried over by continue-as-new. */
   carried?: WindowSnapshot;
 }
@@ -193,6 +196,30 @@ export function lanesWanted(state: WindowSnapshot, now: number): Map<Lane, numbe
  */
 export function heartbeatTimeoutMs(ms: number): number {
   return Math.min(60_000, Math.max(10_000, Math.ceil(ms / 4)));
+}
+
+/** Longest a carried window may still run: an extension's cap (a day) plus the arming limit. */
+const CARRIED_LIMIT_MS = 24 * 3600_000 + ARM_LIMIT_MS;
+
+/**
+ * A window carried over by continue-as-new, checked: it arrives in the
+ * workflow's input, which anyone who can start workflows can write. Deadlines
+ * further off than a window can legitimately reach, and anything not shaped
+ * like a snapshot, are refused.
+ */
+export function carriedWindow(carried: unknown, now: number): { window?: WindowSnapshot } | { refused: string } {
+  if (carried === undefined || carried === null) return {};
+  const c = carried as Partial<WindowSnapshot>;
+  const time = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v <= now + CARRIED_LIMIT_MS;
+  const pods = (v: unknown) => Array.isArray(v) && v.every((p) => typeof p === 'object' && p !== null &&
+    typeof (p as WeededPod).uid === 'string' && typeof (p as WeededPod).name === 'string');
+  const ok = typeof carried === 'object' && time(c.deadline) && (c.openedAt === undefined || time(c.openedAt)) &&
+    (c.firstArmedAt === undefined || time(c.firstArmedAt)) &&
+    (c.armed === undefined || (typeof c.armed === 'object' && c.armed !== null && time(c.armed.since) && time(c.armed.until))) &&
+    typeof c.transitions === 'number' && pods(c.weeded) && pods(c.reported) &&
+    (c.stopped === undefined || (typeof c.stopped === 'object' && c.stopped !== null && typeof c.stopped.reason === 'string'));
+  if (!ok) return { refused: 'carried is not a window this workflow could have carried over (its shape, or a deadline more than a day ahead)' };
+  return { window: c as WindowSnapshot };
 }
 
 /** The window's workflow id, as DESIGN.md names it. */

@@ -16,38 +16,65 @@
 // holds up the other. Deleting twice is harmless (UID preconditions, and the
 // record and Events are keyed by pod UID).
 import {
-  allHandlersFinished, CancellationScope, condition, continueAsNew, isCancellation, proxyActivities, setCurrentDetails,
-  setHandler, workflowInfo,
+  allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log, proxyActivities,
+  proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { armSignal, extendSignal, stopSignal, windowQuery } from '../weeder/messages.ts';
 import {
-  ARM_LIMIT_MS, heartbeatTimeoutMs, lanesWanted, WindowState, type Lane, type WeederInput, type WeederResult,
+  ARM_LIMIT_MS, carriedWindow, heartbeatTimeoutMs, lanesWanted, WindowState, type Lane, type WeederInput, type WeederResult,
 } from '../weeder/window.ts';
 
-/** Longest extension an operator's signal may ask for: a day. */
-const MAX_EXTEND_MS = 24 * 3600_000;
+// The Service must be one the worker is configured for: asked once per run,
+// before anything else (a refusal fails the workflow, non-retryably).
+const { weederSettings } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '10s',
+  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 5 },
+});
 
 export async function weederWorkflow(input: WeederInput): Promise<WeederResult> {
-  // The watcher's signal-with-start (extend, or arm) sets what this run does first.
-  const state = new WindowState(input.carried);
+  // Everything in the input arrived through Temporal: the Service's name is
+  // checked against the worker's configuration (a refusal fails the workflow,
+  // non-retryably, before anything is done) and a carried window must be one.
+  const named: Record<string, unknown> = isRecord(input) ? input as unknown as Record<string, unknown> : {};
+  const watchMs = (await weederSettings({ namespace: named.namespace as string, service: named.service as string })).watchDuration.ms;
+  const carried = carriedWindow(named.carried, Date.now());
+  if ('refused' in carried) throw ApplicationFailure.nonRetryable(`refused: ${carried.refused}`, 'WeederRefused');
+  const target = { namespace: named.namespace as string, service: named.service as string };
+
+  // Signals delivered with the start (the watcher's signal-with-start: extend,
+  // or arm) wait for their handlers, set here, and set what this run does first.
+  const state = new WindowState(carried.window);
   const running = new Map<Lane, CancellationScope>();
   let failure: { err: unknown } | undefined;
   const show = () => setCurrentDetails(details(state));
 
+  // Signals cannot be refused: a payload that is not what the signal takes is
+  // ignored (and logged), and nothing follows from it.
   setHandler(extendSignal, (args) => {
-    const seconds = args?.seconds;
-    const ms = typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0
-      ? Math.min(seconds * 1000, MAX_EXTEND_MS)
-      : input.watchDuration.ms;
-    state.extend(Date.now(), ms);
+    const check = checkExtend(args);
+    if ('ignored' in check) {
+      log.warn(`extend signal ignored: ${check.ignored}`);
+      return;
+    }
+    state.extend(Date.now(), check.ms ?? watchMs);
     show();
   });
-  setHandler(armSignal, () => {
+  setHandler(armSignal, (args) => {
+    const problem = reasonProblem(args);
+    if (problem) {
+      log.warn(`arm signal ignored: ${problem}`);
+      return;
+    }
     state.arm(Date.now(), ARM_LIMIT_MS);
     show();
   });
   setHandler(stopSignal, (args) => {
+    const problem = reasonProblem(args);
+    if (problem) {
+      log.warn(`stop signal ignored: ${problem}`);
+      return;
+    }
     state.stop(Date.now(), args?.reason || 'stop signal');
     // The cancellation reaches an activity with its next heartbeat; the window is closed now.
     for (const scope of running.values()) scope.cancel();
@@ -59,10 +86,10 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
     const scope = new CancellationScope();
     const armedSince = lane === 'armed' ? state.armed?.since : undefined;
     running.set(lane, scope);
-    void scope.run(() => weedDependants(input, state, until, lane === 'armed')).then(
+    void scope.run(() => weedDependants(target, state, until, lane === 'armed')).then(
       (found) => {
         state.record(found);
-        if (found.readyAt !== undefined) state.readySeen(found.readyAt, armedSince, input.watchDuration.ms);
+        if (found.readyAt !== undefined) state.readySeen(found.readyAt, armedSince, watchMs);
       },
       (err: unknown) => {
         // A stopped window cancelled its own activities; any other cancellation (the
@@ -86,14 +113,14 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
     if (running.size === 0) {
       if (wanted.size === 0) break;
       await condition(allHandlersFinished);
-      return continueAsNew<typeof weederWorkflow>({ ...input, carried: state.snapshot() });
+      return continueAsNew<typeof weederWorkflow>({ ...target, carried: state.snapshot() });
     }
     // Wake when a lane ends, or (a signal) one is wanted that is not running.
     const lanes = [...running.keys()].join();
     await condition(() => failure !== undefined || [...running.keys()].join() !== lanes ||
       (!large && [...lanesWanted(state.snapshot(), Date.now()).keys()].some((l) => !running.has(l))));
   }
-  return state.result(input, Date.now());
+  return state.result(target, Date.now());
 }
 
 /** What the Web UI shows as the workflow's current details. */
@@ -107,7 +134,7 @@ function details(state: WindowState): string {
   return lines.join('\n\n');
 }
 
-function weedDependants(input: WeederInput, state: WindowState, until: number, openOnReady: boolean) {
+function weedDependants(input: { namespace: string; service: string }, state: WindowState, until: number, openOnReady: boolean) {
   const stretch = Math.max(0, until - Date.now());
   const { weedDependants } = proxyActivities<Activities>({
     startToCloseTimeout: stretch + 60_000,
@@ -115,12 +142,36 @@ function weedDependants(input: WeederInput, state: WindowState, until: number, o
     retry: { initialInterval: '1s', maximumInterval: '10s' },
   });
   return weedDependants({
-    workflowId: workflowInfo().workflowId,
     namespace: input.namespace,
     service: input.service,
-    podSelectors: input.podSelectors,
     until,
     openOnReady,
     handled: state.handledUids(),
   });
+}
+
+/** Longest extension an operator's signal may ask for: a day (a longer one is cut to a day). */
+export const MAX_EXTEND_SECONDS = 24 * 3600;
+
+const shown = (v: unknown) => String(JSON.stringify(v)).slice(0, 100);
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Why a signal's optional `{ reason }` payload is not one, or undefined when it is. */
+function reasonProblem(args: unknown): string | undefined {
+  if (args === undefined || args === null) return undefined;
+  if (!isRecord(args)) return `its payload must be an object like {"reason":"..."} (got ${shown(args)})`;
+  if (args.reason !== undefined && typeof args.reason !== 'string') return `reason must be a string (got ${shown(args.reason)})`;
+  return undefined;
+}
+
+/** An extend signal's window length in ms (undefined: the configured one), or why it is ignored. */
+function checkExtend(args: unknown): { ms?: number } | { ignored: string } {
+  const problem = reasonProblem(args);
+  if (problem) return { ignored: problem };
+  const seconds = isRecord(args) ? args.seconds : undefined;
+  if (seconds === undefined) return {};
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0) {
+    return { ignored: `seconds must be a number above 0 (got ${shown(seconds)})` };
+  }
+  return { ms: Math.min(seconds, MAX_EXTEND_SECONDS) * 1000 };
 }

@@ -38,6 +38,8 @@ describe('weeder workflow: the armed lane and the window lane', function () {
       taskQueue,
       workflowsPath,
       activities: {
+        // The configured window: 30 s for every Service here.
+        weederSettings: async () => ({ watchDuration: { text: '30s', ms: 30_000 } }),
         // Waits for the test's reply; a cancelled attempt (stop signal, or the worker shutting down) ends.
         async weedDependants(input: WeedInput): Promise<WeedOutput> {
           const ctx = Context.current();
@@ -67,7 +69,7 @@ describe('weeder workflow: the armed lane and the window lane', function () {
   });
 
   const input = (service: string): WeederInput => ({
-    namespace: 'ns', service, podSelectors: [{ matchLabels: { role: 'api' } }], watchDuration: { text: '30s', ms: 30_000 },
+    namespace: 'ns', service,
   });
   const start = (service: string, signal: typeof armSignal | typeof extendSignal) => client.workflow.signalWithStart('weederWorkflow', {
     workflowId: `weeder/ns/${service}-${randomBytes(3).toString('hex')}`, taskQueue, args: [input(service)], signal, signalArgs: [{}],
