@@ -1,30 +1,46 @@
-# tend's container image: Node 24 runs the TypeScript sources directly (native type stripping, no build step).
-FROM node:24-bookworm-slim
+# tend's container image: Node 24 runs the TypeScript sources directly (native type stripping, no
+# build step), so the image is the sources, the production dependencies and Node.
+#
+# The base image is pinned by tag and digest (the multi-platform index of the Docker Official Image
+# node:24.11.1-bookworm-slim). To move to a newer Node, replace both, with the digest the registry
+# reports for the new tag:
+#   docker buildx imagetools inspect node:24.X.Y-bookworm-slim --format '{{json .Manifest.Digest}}'
+# (or `crane digest node:24.X.Y-bookworm-slim`). docs/deploy.md says how to check the image.
+ARG NODE_IMAGE=node:24.11.1-bookworm-slim@sha256:48abc13a19400ca3985071e287bd405a1d99306770eb81d61202fb6b65cf0b57
 
-ENV NODE_ENV=production
+# ---------------------------------------------------------------------------------------------
+# deps: exactly the locked production dependencies.
+# ---------------------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
-
-# Production dependencies only. Install scripts are skipped: none of them is needed here.
-#  - @temporalio/core-bridge has no install script; its prebuilt native binaries ship inside
-#    the npm package (releases/x86_64-unknown-linux-gnu, releases/aarch64-unknown-linux-gnu).
-#  - @swc/core's postinstall only checks that its platform package (@swc/core-linux-*-gnu,
-#    an optional dependency that npm installs anyway) loads, and falls back to wasm if not.
+# `npm ci` installs what package-lock.json says or refuses. Install scripts are skipped; none is
+# needed here:
+#  - @temporalio/core-bridge has no install script; its prebuilt native binaries ship inside the
+#    package (releases/x86_64-unknown-linux-gnu, releases/aarch64-unknown-linux-gnu).
+#  - @swc/core's postinstall only checks that its platform package (@swc/core-linux-*-gnu, an
+#    optional dependency npm installs for the build platform) loads, and falls back to wasm if not.
 #  - protobufjs's postinstall only prints a version-scheme warning.
-#  - the devDependency `node` (Node 24 for older hosts) is omitted: this image has Node 24.
-# `npm install --no-save` installs exactly the locked versions and writes nothing back. It stands
-# in for `npm ci` while package-lock.json lacks entries for @swc/core's optional platform packages
-# other than linux x64/arm64 (npm ci refuses such a lock as "out of sync"); once the lock lists
-# them all, `npm ci --omit=dev --ignore-scripts` is the command to use here.
+# --omit=dev leaves out the devDependency `node` (Node 24 for older hosts): this image has Node 24.
 COPY package.json package-lock.json ./
-RUN npm install --omit=dev --ignore-scripts --no-save --no-audit --no-fund \
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
-COPY src/ src/
-COPY deploy/ deploy/
+# ---------------------------------------------------------------------------------------------
+# runtime: only what tend runs. Everything is owned by root and read-only to tend's user.
+# ---------------------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=deps /app/node_modules/ node_modules/
+COPY package.json package-lock.json ./
 COPY bin/ bin/
+COPY src/ src/
 
-# The node image's unprivileged user (uid 1000, gid 1000); Kubernetes manifests use these numbers.
-USER node
+# The node image's unprivileged user `node` (uid 1000, gid 1000), by number so that Kubernetes can
+# check runAsNonRoot; deploy/kubernetes/deployment.yaml uses the same numbers.
+USER 1000:1000
 
-ENTRYPOINT ["node", "/app/src/starters/cli.ts"]
+# bin/tend finds no scripts/setup.mjs and no node_modules/.bin/node here, so it runs the CLI with
+# the image's own node, as PID 1 (exec): SIGTERM reaches tend's shutdown.
+ENTRYPOINT ["/app/bin/tend"]
 CMD ["run", "--config", "/etc/tend/config.yaml"]
