@@ -2,8 +2,13 @@
 // their NodeTaint* conditions, evict, and wait for a ready replacement. Each
 // is idempotent: writes carry the pod's UID, so a retried write never lands on
 // a newer pod of the same name.
-import type { TaintReplacementConfig } from '../config/taint-replacement.ts';
+import { taintReplacementActive, type TaintReplacementConfig } from '../config/taint-replacement.ts';
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { dns1123SubdomainProblem } from '../config/kube-names.ts';
+import { matches } from '../config/label-selector.ts';
+import { matchingTaints, type MatchedTaint } from '../taint/match.ts';
+import type { SlotSettings } from '../taint/messages.ts';
 import type * as k8s from '@kubernetes/client-node';
 import type { KubeClients } from '../kube/client.ts';
 import { errorMessage, isConflict, isNotFound, strategicMergePatch } from '../kube/api.ts';
@@ -14,11 +19,20 @@ import type { ConditionWrite, ListedPod, OwnerRef, TaintSettings } from '../tain
 export const DETECTED = 'NodeTaintDetected';
 export const REPLACING = 'NodeTaintReplacing';
 
+/**
+ * Names the node only: which pods are managed (podSelector, namespaces) comes
+ * from the worker's configuration when the activity runs.
+ */
 export interface ListTaintPodsInput {
   node: string;
-  podSelector: TaintSettings['podSelector'];
-  namespaces?: string[];
 }
+
+/** The failure type of every taint replacement refusal. */
+export const TAINT_REFUSED = 'TaintRefused';
+
+const refuse = (what: string): never => {
+  throw ApplicationFailure.nonRetryable(`refused: ${what}; nothing was changed`, TAINT_REFUSED);
+};
 
 export type EvictResult = { outcome: 'evicted' } | { outcome: 'gone' } | { outcome: 'blocked'; message: string };
 
@@ -28,7 +42,6 @@ export interface AwaitReplacementInput {
   uid: string;
   controllerUid: string;
   controller?: OwnerRef;
-  podSelector: TaintSettings['podSelector'];
   /** How long this call waits before answering 'pending' (the workflow calls again). */
   waitMs: number;
 }
@@ -51,11 +64,67 @@ async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => 
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-export function createTaintActivities(kube: KubeClients, _config?: TaintReplacementConfig) {
-  const listOnNode = async (input: ListTaintPodsInput): Promise<k8s.V1Pod[]> => {
-    const query = { labelSelector: selectorOf(input.podSelector), fieldSelector: `spec.nodeName=${input.node}` };
-    if (!input.namespaces) return (await kube.core.listPodForAllNamespaces(query)).items;
-    const lists = await Promise.all(input.namespaces.map((namespace) => kube.core.listNamespacedPod({ namespace, ...query })));
+export function createTaintActivities(kube: KubeClients, config?: TaintReplacementConfig) {
+  /** The worker's own taintReplacement section, or a refusal when it has none (or it is off). */
+  const configured = (): TaintReplacementConfig => {
+    if (!config || !taintReplacementActive(config)) {
+      return refuse('taint replacement is not configured on this worker (no taintReplacement section, or disabled, or no taint keys)');
+    }
+    return config;
+  };
+  const nodeName = (node: unknown): string => {
+    if (typeof node !== 'string' || dns1123SubdomainProblem(node)) return refuse(`${JSON.stringify(node)} is not a node name`);
+    return node;
+  };
+  /** Whether a pod is one the configuration manages: its podSelector, within its namespaces. */
+  const managed = (c: TaintReplacementConfig, pod: k8s.V1Pod): boolean =>
+    (!c.namespaces || c.namespaces.includes(pod.metadata?.namespace ?? '')) &&
+    matches(c.podSelector as LabelSelector, pod.metadata?.labels ?? {});
+  /** The node's taints that the configuration names (none when the node is gone). */
+  const configuredTaints = async (c: TaintReplacementConfig, node: string): Promise<MatchedTaint[]> => {
+    try {
+      return matchingTaints((await kube.core.readNode({ name: node })).spec?.taints, c.taintReplacementOptions);
+    } catch (err) {
+      if (isNotFound(err)) return [];
+      throw err;
+    }
+  };
+  /**
+   * Re-reads a pod an activity is about to change: undefined when it is gone
+   * (or a namesake replaced it); refuses a pod the configuration does not
+   * manage, one on another node, and (when `tainted`) one whose node carries no
+   * configured taint.
+   */
+  const checkedPod = async (
+    c: TaintReplacementConfig, node: string, target: { namespace: unknown; name: unknown; uid: unknown }, tainted: boolean, taintsOf: (n: string) => Promise<MatchedTaint[]>,
+  ): Promise<k8s.V1Pod | undefined> => {
+    if (typeof target.namespace !== 'string' || typeof target.name !== 'string' || typeof target.uid !== 'string') {
+      return refuse(`a pod is named by namespace, name and uid (strings); got ${JSON.stringify(target)}`);
+    }
+    let pod: k8s.V1Pod;
+    try {
+      pod = await kube.core.readNamespacedPod({ namespace: target.namespace, name: target.name });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+    if (pod.metadata?.uid !== target.uid) return undefined;
+    const key = `${target.namespace}/${target.name}`;
+    if (!managed(c, pod)) {
+      refuse(`pod ${key} is not managed by taint replacement: it does not match the worker's taintReplacement.podSelector` +
+        `${c.namespaces ? ` within namespaces ${c.namespaces.join(', ')}` : ''}`);
+    }
+    if (pod.spec?.nodeName !== node) refuse(`pod ${key} runs on node ${pod.spec?.nodeName ?? '(none)'}, not on ${node}`);
+    if (tainted && (await taintsOf(node)).length === 0) {
+      refuse(`node ${node} carries none of the configured taints (${c.taintReplacementOptions.map((o) => o.key).join(', ')})`);
+    }
+    return pod;
+  };
+
+  const listOnNode = async (c: TaintReplacementConfig, node: string): Promise<k8s.V1Pod[]> => {
+    const query = { labelSelector: selectorOf(c.podSelector), fieldSelector: `spec.nodeName=${node}` };
+    if (!c.namespaces) return (await kube.core.listPodForAllNamespaces(query)).items;
+    const lists = await Promise.all(c.namespaces.map((namespace) => kube.core.listNamespacedPod({ namespace, ...query })));
     return lists.flatMap((l) => l.items);
   };
 
@@ -91,7 +160,7 @@ export function createTaintActivities(kube: KubeClients, _config?: TaintReplacem
         throw err;
       }
     }
-    const pods = await kube.core.listNamespacedPod({ namespace: input.namespace, labelSelector: selectorOf(input.podSelector) });
+    const pods = await kube.core.listNamespacedPod({ namespace: input.namespace, labelSelector: selectorOf(configured().podSelector) });
     const ready = pods.items.some((p) =>
       p.metadata?.uid !== input.uid &&
       !p.metadata?.deletionTimestamp &&
@@ -101,9 +170,42 @@ export function createTaintActivities(kube: KubeClients, _config?: TaintReplacem
   };
 
   return {
+    /** The settings of the worker's own configuration that the coordinator keeps. */
+    async taintSlotSettings(): Promise<SlotSettings> {
+      const c = configured();
+      return { maxConcurrentReplacements: c.maxConcurrentReplacements, maxTaintedNodes: c.breaker.maxTaintedNodes };
+    },
+
+    /** The breaker's inputs, counted here: nodes carrying a configured taint, out of all nodes. */
+    async taintNodeCounts(): Promise<{ taintedNodes: number; totalNodes: number }> {
+      const c = configured();
+      const nodes = (await kube.core.listNode()).items;
+      return { taintedNodes: nodes.filter((n) => matchingTaints(n.spec?.taints, c.taintReplacementOptions).length > 0).length, totalNodes: nodes.length };
+    },
+
+    /**
+     * A node's configured taints as the Node carries them now, and the
+     * settings of the worker's configuration: what a node workflow decides
+     * on. A signal only says "look again"; it is never taken for the truth.
+     */
+    async taintNodeState(input: { node: string }): Promise<{ taints: MatchedTaint[]; settings: TaintSettings }> {
+      const c = configured();
+      const taints = await configuredTaints(c, nodeName(input?.node));
+      return {
+        taints,
+        settings: {
+          taintReplacementOptions: c.taintReplacementOptions,
+          taintReplacementTimeSeconds: c.taintReplacementTimeSeconds,
+          maxConcurrentReplacements: c.maxConcurrentReplacements,
+          podSelector: c.podSelector,
+          ...(c.namespaces ? { namespaces: c.namespaces } : {}),
+        },
+      };
+    },
+
     /** The managed pods on a node, with the taint conditions they already carry. */
     async listTaintPods(input: ListTaintPodsInput): Promise<ListedPod[]> {
-      const pods = await listOnNode(input);
+      const pods = await listOnNode(configured(), nodeName(input?.node));
       return pods.filter(live).map((pod) => {
         const controller = pod.metadata?.ownerReferences?.find((o) => o.controller);
         const detectedSince = conditionTime(pod, DETECTED);
@@ -124,10 +226,22 @@ export function createTaintActivities(kube: KubeClients, _config?: TaintReplacem
      * patch (conditions merge by type, so the kubelet's and the scheduler's
      * stay). A pod that is gone, or replaced by a namesake, is skipped.
      */
-    async writeTaintConditions(writes: ConditionWrite[]): Promise<{ written: number; gone: number }> {
+    async writeTaintConditions(input: { node: string; writes: ConditionWrite[] }): Promise<{ written: number; gone: number }> {
+      const c = configured();
+      const node = nodeName(input?.node);
+      const writes = Array.isArray(input.writes) ? input.writes : refuse('writes must be a list');
       let written = 0;
       let gone = 0;
+      // Every pod is checked before any is written: a refusal changes nothing.
+      let taints: Promise<MatchedTaint[]> | undefined;
+      const taintsOf = (n: string) => (taints ??= configuredTaints(c, n));
+      const live: ConditionWrite[] = [];
       await inBatches(writes, 20, async (w) => {
+        const setting = !!(w?.detected || w?.replacing);
+        if (await checkedPod(c, node, w ?? {}, setting, taintsOf)) live.push(w);
+        else gone++;
+      });
+      await inBatches(live, 20, async (w) => {
         const condition = (type: string, c: ConditionWrite['detected']) =>
           c
             ? { type, status: 'True', reason: 'NodeTainted', message: c.message, lastTransitionTime: new Date(c.since).toISOString() }
@@ -167,7 +281,10 @@ export function createTaintActivities(kube: KubeClients, _config?: TaintReplacem
      * PodDisruptionBudget's refusal (429) is returned, not thrown: the
      * workflow retries it with its own back-off and shows it in its status.
      */
-    async evictPod(input: { namespace: string; name: string; uid: string }): Promise<EvictResult> {
+    async evictPod(input: { node: string; namespace: string; name: string; uid: string }): Promise<EvictResult> {
+      const c = configured();
+      const node = nodeName(input?.node);
+      if (!(await checkedPod(c, node, input, true, (n) => configuredTaints(c, n)))) return { outcome: 'gone' };
       try {
         await kube.core.createNamespacedPodEviction({
           namespace: input.namespace,

@@ -17,22 +17,11 @@ import {
   nodeCountsSignal, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal,
   TAINT_CAPABILITY, type SlotSettings,
 } from '../taint/messages.ts';
-import type { TaintSettings } from '../taint/node.ts';
 import type { CapabilityWatch, WatchContext } from './watcher.ts';
 
 const DETECTED = 'NodeTaintDetected';
 const RUNNING_QUERY = `TendCapability="${TAINT_CAPABILITY}" AND ExecutionStatus="Running"`;
 const CONCURRENCY = 16;
-
-export function taintSettingsOf(c: TaintReplacementConfig): TaintSettings {
-  return {
-    taintReplacementOptions: c.taintReplacementOptions,
-    taintReplacementTimeSeconds: c.taintReplacementTimeSeconds,
-    maxConcurrentReplacements: c.maxConcurrentReplacements,
-    podSelector: c.podSelector,
-    ...(c.namespaces ? { namespaces: c.namespaces } : {}),
-  };
-}
 
 /** The ids of running taint workflows (node workflows and the coordinator). */
 export async function runningTaintWorkflows(client: Client): Promise<string[]> {
@@ -68,7 +57,6 @@ async function disable(client: Client): Promise<void> {
 
 class TaintWatch {
   private readonly log = rootLog.child({ capability: 'taint' });
-  private readonly settings: TaintSettings;
   private readonly slotSettings: SlotSettings;
   private readonly taskQueue: string;
   /** What each node's workflow was last told: its matching taints. */
@@ -91,7 +79,6 @@ class TaintWatch {
   constructor(config: TaintReplacementConfig, ctx: WatchContext) {
     this.config = config;
     this.ctx = ctx;
-    this.settings = taintSettingsOf(config);
     this.slotSettings = { maxConcurrentReplacements: config.maxConcurrentReplacements, maxTaintedNodes: config.breaker.maxTaintedNodes };
     this.taskQueue = ctx.temporal.taskQueue;
   }
@@ -232,13 +219,13 @@ class TaintWatch {
       this.sent.set(name, taints);
       return;
     }
-    const message = { taints, settings: this.settings };
+    const message = { taints };
     try {
       if (taints.length > 0) {
         await this.ctx.client.workflow.signalWithStart('taintNodeWorkflow', {
           workflowId: nodeWorkflowId(name),
           taskQueue: this.taskQueue,
-          args: [{ node: name, settings: this.settings }],
+          args: [{ node: name }],
           signal: nodeTaintsSignal,
           signalArgs: [message],
           staticSummary: `taint replacement on node ${name}: ${taints.map((t) => `${t.key}:${t.effect}`).join(', ')}`,

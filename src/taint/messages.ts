@@ -4,7 +4,7 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { MatchedTaint } from './match.ts';
 import type { NodeLimit } from './breaker.ts';
-import type { PodStatusRow, TaintSettings } from './node.ts';
+import type { PodStatusRow } from './node.ts';
 import type { Grant, SlotRequest } from './slots.ts';
 
 export const TAINT_CAPABILITY = 'taint';
@@ -13,10 +13,14 @@ export const nodeWorkflowId = (node: string) => `taint/${node}`;
 
 // --- taint/<node> ---------------------------------------------------------
 
-/** The watcher's view of the node: its matching taints (empty: none left) and the current settings. */
+/**
+ * The watcher's view of the node: its matching taints (empty: none left). The
+ * workflow takes it as "look again": it reads the Node's taints and the
+ * settings itself; only each taint's seenAt (for taints without timeAdded) is
+ * used, and only back to a few minutes ago.
+ */
 export interface NodeTaintsMessage {
   taints: MatchedTaint[];
-  settings: TaintSettings;
 }
 export const nodeTaintsSignal = defineSignal<[NodeTaintsMessage]>('nodeTaints');
 
@@ -34,8 +38,10 @@ export interface SlotSettings {
   maxConcurrentReplacements: number;
   maxTaintedNodes: NodeLimit;
 }
-export const slotSettingsSignal = defineSignal<[SlotSettings]>('settings');
-export const nodeCountsSignal = defineSignal<[{ taintedNodes: number; totalNodes: number }]>('nodeCounts');
+/** "The settings may have changed": the coordinator reads them from the worker's configuration (the payload is not used). */
+export const slotSettingsSignal = defineSignal<[SlotSettings?]>('settings');
+/** "Node taints changed": the coordinator counts the Nodes itself (the payload is not used). */
+export const nodeCountsSignal = defineSignal<[{ taintedNodes: number; totalNodes: number }?]>('nodeCounts');
 /** A node's pods that are due: one signal for all of them. */
 export const requestReplacementSignal = defineSignal<[{ node: string; requests: SlotRequest[] }]>('requestReplacements');
 /** Replacements that ended, or requests taken back. */

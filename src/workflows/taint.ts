@@ -6,7 +6,7 @@
 //    (maxConcurrentReplacements) and the breaker.
 // Decisions live in src/taint (pure, unit-tested); these only act on them.
 import {
-  allHandlersFinished, CancellationScope, condition, continueAsNew, getExternalWorkflowHandle, isCancellation,
+  allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew, getExternalWorkflowHandle, isCancellation,
   proxyActivities, setHandler, sleep, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
@@ -19,6 +19,7 @@ import {
   replacementGrantedSignal, requestReplacementSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal, slotsStatusQuery,
   withdrawNodeSignal,
 } from '../taint/messages.ts';
+import { taintId, type MatchedTaint } from '../taint/match.ts';
 import { decideGrants, emptySlots, releaseSlot, requestSlot, slotBreakerOpen, withdrawNode, type SlotData } from '../taint/slots.ts';
 
 const kube = proxyActivities<Activities>({
@@ -34,12 +35,24 @@ const waiting = proxyActivities<Activities>({
 
 const REPLACEMENT_WAIT_MS = 30_000;
 
+/**
+ * Names the node only. Its taints are read from the Node, and the settings
+ * from the worker's configuration, by an activity (taintNodeState) at the
+ * start and on every nodeTaints signal: a signal says "look again", nothing more.
+ */
 export interface TaintNodeInput {
   node: string;
-  settings: TaintSettings;
-  /** State carried over by continue-as-new. */
+  /** State carried over by continue-as-new (its settings are read afresh). */
   data?: NodeTaintData;
 }
+
+/** How far back a signal's seenAt (the watcher's first sight of a taint without timeAdded) is believed. */
+const SEEN_AT_TRUST_MS = 5 * 60_000;
+
+const { taintNodeState, taintSlotSettings, taintNodeCounts } = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
+});
 
 export interface TaintNodeResult {
   node: string;
@@ -47,24 +60,49 @@ export interface TaintNodeResult {
 }
 
 export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNodeResult> {
-  const d = input.data ?? newNodeTaintData(input.node, input.settings);
+  const node = typeof input?.node === 'string' ? input.node : '';
+  // Refuses (non-retryably) when the worker has no taint replacement configured, or the name is no node's.
+  const first = await taintNodeState({ node });
+  const carried = input.data;
+  const d = carried && typeof carried === 'object' && carried.node === node && carried.pods && typeof carried.pods === 'object'
+    ? { ...carried, settings: first.settings }
+    : newNodeTaintData(node, first.settings);
   let dirty = true;
   let listNeeded = true;
+  let recheck = false;
+  // The watcher's first sight of each taint (a hint, for taints without timeAdded).
+  const seenHints = new Map<string, number>();
   const granted: string[] = [];
   const tasks = new Map<string, Promise<void>>();
   let taskFailure: unknown;
 
+  const observe = (state: { taints: MatchedTaint[]; settings: TaintSettings }) => {
+    if (d.taints.length === 0 && state.taints.length > 0) listNeeded = true;
+    const now = Date.now();
+    const taints = state.taints.map((t) => {
+      const hint = seenHints.get(taintId(t));
+      return hint === undefined ? t : { ...t, seenAt: Math.max(hint, now - SEEN_AT_TRUST_MS) };
+    });
+    observeTaints(d, taints, state.settings, now);
+  };
   setHandler(nodeTaintsSignal, (m) => {
-    if (d.taints.length === 0 && m.taints.length > 0) listNeeded = true;
-    observeTaints(d, m.taints, m.settings, Date.now());
+    for (const t of Array.isArray(m?.taints) ? m.taints : []) {
+      if (typeof t?.key === 'string' && typeof t.effect === 'string' && typeof t.seenAt === 'number' && Number.isFinite(t.seenAt)) {
+        seenHints.set(taintId(t), t.seenAt);
+      }
+    }
+    recheck = true;
     dirty = true;
   });
+  // The signals delivered with the start were sent before `first` was read.
+  observe(first);
+  recheck = false;
   setHandler(podsChangedSignal, () => {
     listNeeded = true;
     dirty = true;
   });
-  setHandler(replacementGrantedSignal, ({ uids }) => {
-    granted.push(...uids);
+  setHandler(replacementGrantedSignal, (m) => {
+    granted.push(...(Array.isArray(m?.uids) ? m.uids.filter((u) => typeof u === 'string') : []));
     dirty = true;
   });
   setHandler(nodeStatusQuery, () => statusRows(d));
@@ -95,7 +133,18 @@ export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNod
         return;
       }
       pod.attempts++;
-      const result = await kube.evictPod({ namespace: pod.namespace, name: pod.name, uid });
+      let result: Awaited<ReturnType<typeof kube.evictPod>>;
+      try {
+        result = await kube.evictPod({ node: d.node, namespace: pod.namespace, name: pod.name, uid });
+      } catch (err) {
+        // Refused (the pod or its node no longer what the configuration manages): not evicted; slot given back.
+        const refusal = refusalOf(err);
+        if (refusal === undefined) throw err;
+        pod.lastError = refusal;
+        pod.state = 'Replaced';
+        await tellSlots(() => slots.signal(releaseReplacementSignal, { uids: [uid] }));
+        return;
+      }
       if (result.outcome === 'blocked') {
         const wait = evictionBackoffMs(pod.attempts);
         pod.state = 'Blocked';
@@ -117,7 +166,7 @@ export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNod
       replaced = (await waiting.awaitReplacement({
         namespace: pod.namespace, name: pod.name, uid, controllerUid: pod.controllerUid!,
         ...(pod.controller ? { controller: pod.controller } : {}),
-        podSelector: d.settings.podSelector, waitMs: REPLACEMENT_WAIT_MS,
+        waitMs: REPLACEMENT_WAIT_MS,
       })) === 'replaced';
     }
     if (!replaced) pod.lastError = `no ready replacement within ${IN_FLIGHT_TIMEOUT_MS / 60_000} minutes; slot given back`;
@@ -127,7 +176,7 @@ export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNod
 
   const write = async (writes: ConditionWrite[]) => {
     if (writes.length === 0) return;
-    await kube.writeTaintConditions(writes);
+    await kube.writeTaintConditions({ node: d.node, writes });
     for (const w of writes) markWritten(d, w);
   };
 
@@ -135,9 +184,13 @@ export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNod
     for (;;) {
       dirty = false;
       if (taskFailure) throw taskFailure;
+      if (recheck) {
+        recheck = false;
+        observe(await taintNodeState({ node: d.node }));
+      }
       if (listNeeded && d.taints.length > 0) {
         listNeeded = false;
-        const listed = await kube.listTaintPods({ node: d.node, podSelector: d.settings.podSelector, namespaces: d.settings.namespaces });
+        const listed = await kube.listTaintPods({ node: d.node });
         reconcilePods(d, listed, Date.now());
       }
       const decision = decideNode(d, Date.now());
@@ -170,7 +223,7 @@ export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNod
       if (decision.done && tasks.size === 0 && granted.length === 0) break;
       if (tasks.size === 0 && workflowInfo().continueAsNewSuggested) {
         await condition(allHandlersFinished);
-        return await continueAsNew<typeof taintNodeWorkflow>({ node: d.node, settings: d.settings, data: d });
+        return await continueAsNew<typeof taintNodeWorkflow>({ node: d.node, data: d });
       }
       if (dirty) continue;
       const timeout = decision.nextAt === undefined ? undefined : Math.max(1, decision.nextAt - Date.now());
@@ -199,29 +252,37 @@ export interface TaintReplacementsInput {
 
 /** The cluster-wide replacement slots: long-lived, continues as new as its history grows. */
 export async function taintReplacementsWorkflow(input: TaintReplacementsInput = {}): Promise<void> {
-  const s = input.data ?? emptySlots();
+  // The limits come from the worker's configuration (refused when it has no
+  // taint replacement), the breaker's counts from the Nodes: the settings and
+  // nodeCounts signals only say "look again".
+  const carried = input?.data;
+  const s = carried && typeof carried === 'object' && Array.isArray(carried.queue) && Array.isArray(carried.inFlight)
+    ? carried : emptySlots();
+  Object.assign(s, await taintSlotSettings(), await taintNodeCounts());
   let dirty = true;
+  let settingsStale = false;
+  let countsStale = false;
 
-  setHandler(slotSettingsSignal, (m) => {
-    s.maxConcurrentReplacements = m.maxConcurrentReplacements;
-    s.maxTaintedNodes = m.maxTaintedNodes;
+  setHandler(slotSettingsSignal, () => {
+    settingsStale = true;
     dirty = true;
   });
-  setHandler(nodeCountsSignal, (m) => {
-    s.taintedNodes = m.taintedNodes;
-    s.totalNodes = m.totalNodes;
+  setHandler(nodeCountsSignal, () => {
+    countsStale = true;
     dirty = true;
   });
-  setHandler(requestReplacementSignal, ({ requests }) => {
-    for (const r of requests) requestSlot(s, r);
+  setHandler(requestReplacementSignal, (m) => {
+    for (const r of Array.isArray(m?.requests) ? m.requests : []) {
+      if (typeof r?.uid === 'string' && typeof r.node === 'string') requestSlot(s, { node: r.node, uid: r.uid, pod: String(r.pod), requestedAt: Number(r.requestedAt) || 0 });
+    }
     dirty = true;
   });
-  setHandler(releaseReplacementSignal, ({ uids }) => {
-    for (const uid of uids) releaseSlot(s, uid);
+  setHandler(releaseReplacementSignal, (m) => {
+    for (const uid of Array.isArray(m?.uids) ? m.uids : []) if (typeof uid === 'string') releaseSlot(s, uid);
     dirty = true;
   });
-  setHandler(withdrawNodeSignal, ({ node }) => {
-    withdrawNode(s, node);
+  setHandler(withdrawNodeSignal, (m) => {
+    if (typeof m?.node === 'string') withdrawNode(s, m.node);
     dirty = true;
   });
   setHandler(slotsStatusQuery, () => ({
@@ -239,6 +300,14 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
   for (;;) {
     await condition(() => dirty);
     dirty = false;
+    if (settingsStale) {
+      settingsStale = false;
+      Object.assign(s, await taintSlotSettings());
+    }
+    if (countsStale) {
+      countsStale = false;
+      Object.assign(s, await taintNodeCounts());
+    }
     const byNode = new Map<string, string[]>();
     for (const g of decideGrants(s, Date.now())) byNode.set(g.node, [...(byNode.get(g.node) ?? []), g.uid]);
     await Promise.all([...byNode].map(async ([node, uids]) => {
@@ -255,4 +324,10 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
       await continueAsNew<typeof taintReplacementsWorkflow>({ data: s });
     }
   }
+}
+
+/** The message of an activity's refusal (a non-retryable TaintRefused failure), or undefined for any other error. */
+function refusalOf(err: unknown): string | undefined {
+  const cause = (err as { cause?: unknown })?.cause;
+  return cause instanceof ApplicationFailure && cause.type === 'TaintRefused' ? cause.message : undefined;
 }
