@@ -1,5 +1,7 @@
 // The one error a bad configuration raises. The CLI maps it to exit code 2;
-// its message lists every problem so that one edit can fix them all.
+// its message lists every problem so that one edit can fix them all. Nothing
+// secret is ever in it: messages are masked (log.ts's redact) as they are made.
+import { redact } from '../log.ts';
 
 export interface ConfigProblem {
   /** Where in the document: `weeder.servicesAndDependantSelectors.etcd.podSelectors[0]`; '' for the whole document. */
@@ -15,10 +17,11 @@ export class ConfigError extends Error {
   readonly problems: readonly ConfigProblem[];
 
   constructor(origin: string, problems: readonly ConfigProblem[]) {
-    super(formatProblems(origin, problems));
+    const masked = problems.map((p) => ({ ...p, message: redact(p.message) }));
+    super(formatProblems(origin, masked));
     this.name = 'ConfigError';
     this.origin = origin;
-    this.problems = problems;
+    this.problems = masked;
   }
 }
 

@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import type { z } from 'zod';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { expandHome, KubeUnreachableError, kubeClients, loadKubeConfig, serverOf, statusOf, type KubeOptions } from '../kube/client.ts';
+import { registerSecret } from '../log.ts';
 import { ConfigError, type ConfigProblem } from './errors.ts';
 import { dns1123LabelProblem, dns1123SubdomainProblem } from './kube-names.ts';
 import { issueMessage, pathString, problemsOf, type DocumentPath } from './problems.ts';
@@ -23,6 +24,7 @@ export async function loadConfig(source: ConfigSource): Promise<Config> {
 
 /** Parses and validates config text; `origin` names where it came from in errors. */
 export function parseConfig(text: string, origin: string): Config {
+  registerWrittenSecrets(text);
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
   // Only the first YAML error: the ones after it are mostly its echoes.
@@ -39,9 +41,15 @@ export function parseConfig(text: string, origin: string): Config {
     // Resolving aliases can still fail (too many of them: a "billion laughs").
     throw new ConfigError(origin, [{ path: '', message: `invalid YAML: ${(err as Error).message}` }]);
   }
+  const written = (data as { temporal?: { apiKey?: unknown } } | null)?.temporal?.apiKey;
+  if (typeof written === 'string') registerSecret(written);
   // An empty file, or one holding only comments, means every default.
   const result = configSchema.safeParse(data ?? {}, { reportInput: true, error: issueMessage });
-  if (result.success) return result.data;
+  if (result.success) {
+    // The key read from temporal.apiKeyEnv's variable.
+    registerSecret(result.data.temporal.apiKey);
+    return result.data;
+  }
   const problems = problemsOf(result.error.issues, configSchema).map(({ path, message }): ConfigProblem => {
     const line = lineOf(doc, lineCounter, path);
     return { path: pathString(path), message, ...(line !== undefined && { line }) };
@@ -49,6 +57,16 @@ export function parseConfig(text: string, origin: string): Config {
   // Document order reads best; problems that cannot be placed come first.
   problems.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
   throw new ConfigError(origin, problems);
+}
+
+/**
+ * Registers (log.ts) what the text gives as an API key, before it is parsed: so that even a file
+ * that is not valid YAML, or holds the key in the wrong form, never has it shown in an error.
+ */
+function registerWrittenSecrets(text: string) {
+  for (const match of text.matchAll(/\bapiKey["']?\s*:[ \t]*(?:"((?:[^"\\\n]|\\.)*)"?|'([^'\n]*)'?|([^\s,}\]#'"][^\s,}\]]*))/g)) {
+    registerSecret(match[1] ?? match[2] ?? match[3]);
+  }
 }
 
 /** The line of the deepest part of `path` that the document has (a missing field: its parent's line). */

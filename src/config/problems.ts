@@ -80,8 +80,9 @@ export function describeValue(value: unknown): string {
 }
 
 const isPrimitive = (value: unknown) => value === null || ['string', 'number', 'boolean', 'bigint'].includes(typeof value);
-// Secrets are never echoed back, even when they are the wrong type.
-const isSecret = (path: DocumentPath) => path.at(-1) === 'apiKey';
+// Secrets are never echoed back, even when they are the wrong type; nor is what was written as
+// apiKeyEnv, which is often the key itself pasted in the wrong field.
+const isSecret = (path: DocumentPath) => path.at(-1) === 'apiKey' || path.at(-1) === 'apiKeyEnv';
 
 /** Every problem in the issues, with unions and record keys opened up. */
 export function problemsOf(issues: readonly z.core.$ZodIssue[], root: z.ZodType, prefix: DocumentPath = []): PathProblem[] {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../config/errors.ts';
 import { describeConfig, loadConfig, type Config } from '../config/load.ts';
 import { KubeUnreachableError } from '../kube/client.ts';
+import { redact } from '../log.ts';
 import { UnreachableError } from '../temporal/connection.ts';
 import { SandboxError } from '../sandbox/sandbox.ts';
 import {
@@ -177,7 +178,8 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     const { code, message } = exitFor(err);
-    if (message) console.error(`tend: ${message}`);
+    // Masked: an error's message or stack may quote a credential (log.ts).
+    if (message) console.error(`tend: ${redact(message)}`);
     return code;
   }
 }
