@@ -16,7 +16,9 @@ import {
   decideRevisions, processesHash, revOf, revisionsChange, type AppCommand, type LastSeen, type RevisionDecision,
 } from '../apps/revisions.ts';
 import { computeStatus } from '../apps/status.ts';
-import { APP_API_VERSION, APP_GROUP, APP_KIND, APP_PLURAL, APP_REV, APP_VERSION, LAST_STOP_APP_REV, type App } from '../apps/types.ts';
+import {
+  APP_API_VERSION, APP_GROUP, APP_KIND, APP_PLURAL, APP_REV, APP_VERSION, LAST_STOP_APP_REV, parseAppKey, type App,
+} from '../apps/types.ts';
 import { appSelector, desiredDeployments, ownedBy, planWorkloads } from '../apps/workloads.ts';
 
 export interface ReconcileAppInput {
@@ -68,10 +70,39 @@ function invalid(err: unknown): boolean {
   return statusOf(err) === 422 || statusOf(err) === 400;
 }
 
-export function createAppActivities(kube: KubeClients, _apps?: AppsConfig) {
+/** The failure type of an App outside the worker's configuration. */
+export const APPS_REFUSED = 'AppsRefused';
+
+/**
+ * Why an App may not be acted on by a worker configured with `apps`, or
+ * undefined when it may: the apps section must be there, and the App's
+ * namespace within its namespaces (all when absent).
+ */
+export function appScopeProblem(apps: AppsConfig | undefined, namespace: unknown, name: unknown): string | undefined {
+  if (typeof namespace !== 'string' || typeof name !== 'string' || !parseAppKey(`${namespace}/${name}`)) {
+    return `an App is named by namespace and name; got ${String(JSON.stringify(namespace)).slice(0, 80)}/${String(JSON.stringify(name)).slice(0, 80)}`;
+  }
+  if (!apps) return `App ${namespace}/${name}: this worker has no apps section, so it acts on no App`;
+  if (apps.namespaces && !apps.namespaces.includes(namespace)) {
+    return `App ${namespace}/${name}: namespace ${namespace} is outside apps.namespaces (${apps.namespaces.join(', ')})`;
+  }
+  return undefined;
+}
+
+export function createAppActivities(kube: KubeClients, apps?: AppsConfig) {
+  const inScope = (namespace: unknown, name: unknown) => {
+    const problem = appScopeProblem(apps, namespace, name);
+    if (problem) throw ApplicationFailure.nonRetryable(`refused: ${problem}; nothing was read or changed`, APPS_REFUSED);
+  };
   return {
+    /** Whether the worker's configuration lets it act on this App: the workflow asks first. */
+    async appInScope(input: { namespace: string; name: string }): Promise<void> {
+      inScope(input?.namespace, input?.name);
+    },
+
     /** One reconcile of one App: revisions, workloads, status. */
     async reconcileApp(input: ReconcileAppInput): Promise<ReconcileResult> {
+      inScope(input?.namespace, input?.name);
       const { namespace, name } = input;
       let app = await readApp(kube, namespace, name);
       if (!app || app.metadata.deletionTimestamp) {
@@ -137,6 +168,7 @@ export function createAppActivities(kube: KubeClients, _apps?: AppsConfig) {
      * time is up. Heartbeats so a lost worker is noticed within the heartbeat timeout.
      */
     async waitForApp(input: WaitForAppInput): Promise<WaitOutcome> {
+      inScope(input?.namespace, input?.name);
       const ctx = Context.current();
       const deadline = Date.now() + input.timeoutSeconds * 1000;
       for (;;) {

@@ -6,7 +6,7 @@ import { Option, type Command } from 'commander';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { Config } from '../config/load.ts';
 import { kubeClients, loadKubeConfig } from '../kube/client.ts';
-import { readApp } from '../activities/apps.ts';
+import { appScopeProblem, readApp } from '../activities/apps.ts';
 import { restartUpdate, startUpdate, stopUpdate, type AppCommandResult, type RestartRequest, type RestartStrategy } from '../apps/messages.ts';
 import { parseAppKey, type App } from '../apps/types.ts';
 import type { appWorkflow } from '../workflows/apps.ts';
@@ -101,6 +101,9 @@ export function registerAppCommands(program: Command): void {
     cmd.action(async (key: string, flags: ConfigFlags & { timeout: number; strategy?: RestartStrategy }) => {
       const { namespace, name } = target(key);
       const config = await configOrSandbox(flags);
+      // The worker would refuse it too; refused here first, before anything is sent.
+      const problem = appScopeProblem(config.apps, namespace, name);
+      if (problem) throw new UsageError(`refused: ${problem}`);
       await existingApp(config, namespace, name);
       const client = await connectClient(config.temporal);
       try {

@@ -4,7 +4,7 @@
 // fast the two follow each other. Decisions are in src/apps; this file only
 // sequences them.
 import {
-  allHandlersFinished, condition, continueAsNew, proxyActivities, setHandler, workflowInfo,
+  allHandlersFinished, condition, continueAsNew, proxyActivities, proxyLocalActivities, setHandler, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { AppEntity, decideNext, type AppEntityData, type WaitOutcome } from '../apps/entity.ts';
@@ -37,10 +37,17 @@ export interface AppWorkflowInput {
 
 const HISTORY_LIMIT = 2000;
 
+const { appInScope } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '10s',
+  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 5 },
+});
+
 export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
-  const entity = new AppEntity(input.state ?? { namespace: input.namespace, name: input.name });
+  const carried = input?.state;
+  const entity = new AppEntity(carried && carried.namespace === input?.namespace && carried.name === input?.name
+    ? carried : { namespace: input?.namespace, name: input?.name });
   const e = entity.data;
-  const label = `${input.namespace}/${input.name}`;
+  const label = `${input?.namespace}/${input?.name}`;
 
   const result = (ok: boolean, message: string): AppCommandResult => ({
     ok, message, workloads: e.last?.workloads ?? [],
@@ -94,6 +101,12 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
     },
   });
 
+  // The App must be in the worker's apps.namespaces: refused (the workflow
+  // fails, non-retryably, and so do updates waiting on it) before anything is
+  // read or written. The handlers are set first, so that an update sent with
+  // the start (`tend app`'s update-with-start) is not rejected unseen.
+  await appInScope({ namespace: input?.namespace, name: input?.name });
+
   // At most one wait at a time; a newer command does not cancel it (that
   // would cost heartbeats): its write to the App makes the wait return.
   let waitInFlight = false;
@@ -118,9 +131,9 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
         .then(finished, () => finished('timeout'));
     }
     // Idle (or waiting): sleep until there is something to do. No timer: an idle App costs nothing.
-    if (!waitInFlight && !entity.hasInput && (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (input.historyLimit ?? HISTORY_LIMIT))) {
+    if (!waitInFlight && !entity.hasInput && (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (input?.historyLimit ?? HISTORY_LIMIT))) {
       await condition(allHandlersFinished);
-      if (!entity.hasInput) await continueAsNew<typeof appWorkflow>({ namespace: e.namespace, name: e.name, state: e, historyLimit: input.historyLimit });
+      if (!entity.hasInput) await continueAsNew<typeof appWorkflow>({ namespace: e.namespace, name: e.name, state: e, historyLimit: input?.historyLimit });
     }
     await condition(() => entity.hasInput || (!waitInFlight && e.statusStale));
   }
