@@ -1,11 +1,18 @@
 // The repair queue's activities: find the Node behind an address, cordon and
 // uncordon it (resourceVersion preconditions), drain it (evict or delete its
-// pods), and run operator commands without a shell, the address appended.
-// Long ones heartbeat, so a killed worker's attempt is retried and a
-// cancellation (delete, disable) reaches them.
-import { Context } from '@temporalio/activity';
-import { execFile } from 'node:child_process';
+// pods), and run operator commands without a shell, the address appended, in
+// process groups of their own (src/repair/process.ts). Long ones heartbeat, so
+// a killed worker's attempt is retried and a cancellation (delete, disable)
+// reaches them.
+//
+// Trust: every input arrives through Temporal and is checked
+// (src/repair/validate.ts). Inputs are keys: (machine type, operation, step,
+// which command). The argv, timeouts and drain settings are looked up in the
+// worker's own `repair` section when the activity runs; a key that is not
+// configured fails non-retryably, naming it, and nothing runs.
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
 import type * as k8s from '@kubernetes/client-node';
 import type { RepairConfig } from '../config/repair.ts';
 import type { KubeClients } from '../kube/client.ts';
@@ -13,21 +20,43 @@ import { errorMessage, isConflict, isNotFound, mergePatch } from '../kube/api.ts
 import { statusOf } from '../kube/client.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
 import { decideDrain, type PodView } from '../repair/decide.ts';
+import { keyName, lookupCommand, lookupOperation, planOf, requestProblems, type RepairPlan, type ResolvedCommand } from '../repair/procedure.ts';
+import { runOnce as runGroup, stateDir, type RunResult } from '../repair/process.ts';
+import { addInputSchema, check, entryKeySchema, indexSchema, MAX_REQUESTS_PER_ADD } from '../repair/validate.ts';
 import { recordEvent } from '../kube/events.ts';
 import { log } from '../log.ts';
+
+/** One run of argv + address in its own process group (no entry lock): for benchmarks and tools. */
+export function runOnce(command: string[], address: string, timeoutSeconds: number, signal?: AbortSignal): Promise<RunResult> {
+  return runGroup({ argv: command, address, timeoutSeconds, signal });
+}
 
 /** On a Node tend cordoned for a repair: the entry's index. Only such a cordon is ever lifted by tend. */
 export const REPAIR_CORDON_ANNOTATION = 'tend.dev/repair-cordoned';
 
-export interface CommandInput {
-  /** For logs and errors: repair_command, health_check_command, success_command. */
-  what: string;
-  command: string[];
-  address: string;
-  timeoutSeconds: number;
-  retries?: number;
-  intervalSeconds?: number;
-}
+/** The health check is polled this often during a watch (times time_scale). */
+export const HEALTH_POLL_SECONDS = 10;
+
+export type EntryKey = z.output<typeof entryKeySchema>;
+
+const stepSchema = z.number({ error: 'step must be a step number' }).int('step must be a whole number').min(0, 'step must be 0 or more').max(10_000);
+const epochMs = z.number({ error: 'must be a time in epoch milliseconds' }).int().min(0);
+
+const commandInputSchema = entryKeySchema.extend({
+  step: stepSchema,
+  kind: z.enum(['repair_command', 'success_command'], { error: 'kind must be repair_command or success_command' }),
+});
+export type CommandInput = z.output<typeof commandInputSchema>;
+
+const watchInputSchema = entryKeySchema.extend({ step: stepSchema, until: epochMs });
+export type WatchInput = z.output<typeof watchInputSchema>;
+
+const drainInputSchema = entryKeySchema.extend({ step: stepSchema, deadline: epochMs });
+export type DrainInput = z.output<typeof drainInputSchema>;
+
+const queueSettingsInputSchema = z.strictObject({
+  entries: z.array(z.strictObject({ index: indexSchema, machine_type: z.string(), operation: z.string() })).max(100_000),
+});
 
 export interface CommandResult {
   ok: boolean;
@@ -36,26 +65,17 @@ export interface CommandResult {
   attempts: number;
 }
 
-export interface DrainInput {
-  index: string;
-  nodename: string;
-  /** Epoch ms: past it, the drain gives up (eviction_timeout_seconds from the drain's start). */
-  deadline: number;
-  protectedNamespaces?: LabelSelector;
-  protectedJobPods?: LabelSelector;
-  evictRetries: number;
-  evictIntervalSeconds: number;
-}
-
 export type DrainResult = { ok: true; evicted: number; deleted: number } | { ok: false; reason: string };
 
-export interface WatchInput {
-  command: string[];
-  address: string;
-  timeoutSeconds: number;
-  /** Epoch ms: the watch ends then (one check when already past). */
-  until: number;
-  pollSeconds: number;
+/** Refuses an input, non-retryably, with the reason: nothing has run. */
+function parsed<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const r = check(schema, value, what);
+  if (!r.ok) throw ApplicationFailure.nonRetryable(`refused: ${r.reason}`, 'InvalidRepairInput');
+  return r.value;
+}
+
+function notConfigured(problem: string): never {
+  throw ApplicationFailure.nonRetryable(`refused: ${problem}`, 'RepairNotConfigured');
 }
 
 /**
@@ -73,25 +93,31 @@ async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-function cancelled(): AbortSignal {
-  return Context.current().cancellationSignal;
+/**
+ * Aborted when the worker begins to shut down. Watches, inspections and
+ * drains stop at once (they are retried on the next worker and resume where
+ * they were); repair and success commands run on through the worker's
+ * shutdown grace time.
+ */
+const shutdown = new AbortController();
+
+/** Called by the worker on SIGTERM/SIGINT, before Worker.shutdown(). */
+export function beginRepairShutdown(): void {
+  shutdown.abort();
 }
 
-/** One run of argv + address, no shell; resolves with its outcome, never throws for the command's own failure. */
-export function runOnce(command: string[], address: string, timeoutSeconds: number, signal?: AbortSignal): Promise<{ ok: boolean; output: string; error?: string }> {
-  const [file, ...args] = command;
-  return new Promise((resolve) => {
-    execFile(file!, [...args, address], { timeout: timeoutSeconds * 1000, killSignal: 'SIGKILL', maxBuffer: 1 << 20, signal, windowsHide: true },
-      (err, stdout, stderr) => {
-        if (!err) return resolve({ ok: true, output: String(stdout) });
-        const e = err as NodeJS.ErrnoException & { killed?: boolean; code?: unknown; signal?: string };
-        const why = e.name === 'AbortError' ? 'cancelled'
-          : e.killed && e.signal === 'SIGKILL' ? `timed out after ${timeoutSeconds}s`
-            : e.code === 'ENOENT' ? `command not found: ${file}`
-              : typeof e.code === 'number' ? `exit status ${e.code}` : e.message;
-        resolve({ ok: false, output: String(stdout), error: `${[file, ...args, address].join(' ')}: ${why}${String(stderr).trim() ? `: ${String(stderr).trim().slice(0, 500)}` : ''}` });
-      });
-  });
+const SHUTTING_DOWN = 'the worker is shutting down; retried on the next worker';
+
+function cancelled(stopOnShutdown = false): AbortSignal {
+  const own = Context.current().cancellationSignal;
+  return stopOnShutdown ? AbortSignal.any([own, shutdown.signal]) : own;
+}
+
+/** Rethrows the reason the activity stopped: its cancellation, or the worker's shutdown (retryable). */
+function stopped(signal: AbortSignal): never {
+  if (Context.current().cancellationSignal.aborted) throw Context.current().cancellationSignal.reason;
+  if (signal.aborted) throw ApplicationFailure.retryable(SHUTTING_DOWN, 'WorkerShutdown');
+  throw new Error('stopped without a reason');
 }
 
 function podView(p: k8s.V1Pod): PodView {
@@ -107,6 +133,39 @@ function podView(p: k8s.V1Pod): PodView {
 }
 
 export function createRepairActivities(kube: KubeClients, config?: RepairConfig) {
+  /** The operation an entry's key names, in the worker's configuration as it is now. */
+  function operationOf(key: EntryKey) {
+    if (!config) notConfigured(`${keyName(key.machine_type, key.operation)}: the worker has no repair section in its configuration`);
+    const lookup = lookupOperation(config, key.machine_type, key.operation);
+    if ('problem' in lookup) notConfigured(`${keyName(key.machine_type, key.operation)} is not configured: ${lookup.problem}`);
+    return lookup.operation;
+  }
+
+  function commandOf(key: EntryKey, step: number, kind: 'repair_command' | 'health_check_command' | 'success_command'): ResolvedCommand {
+    const c = lookupCommand(config, key.machine_type, key.operation, step, kind);
+    if ('problem' in c) notConfigured(c.problem);
+    return c;
+  }
+
+  /**
+   * One run of a configured command for an entry: its environment says which
+   * entry, step and attempt it is, and it waits for a run of the same entry
+   * left behind by a killed worker on this host.
+   */
+  function run(key: EntryKey, step: number, kind: string, c: ResolvedCommand, signal: AbortSignal, attempt: number): Promise<RunResult> {
+    return runGroup({
+      argv: c.argv, address: key.address, timeoutSeconds: c.timeoutSeconds, signal,
+      env: { TEND_REPAIR_INDEX: key.index, TEND_REPAIR_STEP: String(step), TEND_REPAIR_ATTEMPT: String(attempt), TEND_REPAIR_COMMAND: kind },
+      lock: { dir: stateDir(config?.state_dir), index: key.index },
+    });
+  }
+
+  /** The Node whose InternalIP is the address, or undefined: the address is what was checked, never a node name from a message. */
+  async function nodeOf(address: string): Promise<k8s.V1Node | undefined> {
+    const nodes = await kube.core.listNode();
+    return nodes.items.find((n) => n.status?.addresses?.some((a) => a.type === 'InternalIP' && a.address === address));
+  }
+
   async function podsOn(nodename: string): Promise<PodView[]> {
     const list = await kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodename}` });
     return list.items.map(podView);
@@ -166,30 +225,56 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
 
   return {
     /**
-     * The worker's repair section. The queue takes its procedures from here,
-     * never from a request, so that whoever may send updates to the queue
-     * can only run the commands the worker's operator configured.
+     * For the queue, when it may start entries: max_concurrent_repairs, and
+     * which entries' keys are not configured (any more), with the reason.
+     * Numbers and reasons only: no command reaches workflow history.
      */
-    async repairConfig(): Promise<RepairConfig | undefined> {
-      return config;
+    async repairQueueSettings(input: { entries: { index: string; machine_type: string; operation: string }[] }): Promise<{ max_concurrent_repairs: number; problems: Record<string, string> }> {
+      const { entries } = parsed(queueSettingsInputSchema, input, 'repairQueueSettings');
+      const problems: Record<string, string> = {};
+      for (const e of entries) {
+        if (!config) {
+          problems[e.index] = 'the worker has no repair section in its configuration';
+          continue;
+        }
+        const lookup = lookupOperation(config, e.machine_type, e.operation);
+        if ('problem' in lookup) problems[e.index] = `${keyName(e.machine_type, e.operation)} is not configured: ${lookup.problem}`;
+      }
+      return { max_concurrent_repairs: config?.max_concurrent_repairs ?? 1, problems };
     },
+
+    /** For `add`: every reason its requests cannot be queued, checked against the worker's configuration (empty: all can). */
+    async repairCheckRequests(input: { requests: unknown[] }): Promise<string[]> {
+      const { requests } = parsed(addInputSchema, input, 'add');
+      return requests.flatMap((r, i) => requestProblems(config, r)
+        .map((p) => (requests.length > 1 ? `request ${i + 1} of ${Math.min(requests.length, MAX_REQUESTS_PER_ADD)} (${r.address}): ${p}` : p)));
+    },
+
     /**
-     * An entry's first look at its machine, in one activity: the Node whose
-     * InternalIP is the address ('' when none: repaired without a drain), and
-     * whether the health check already says `true`.
+     * An entry's first look at its machine, in one activity: its plan (the
+     * numbers its workflow needs for timers, from the worker's configuration),
+     * the Node whose InternalIP is the address ('' when none: repaired without
+     * a drain), and whether the health check already says `true`.
      */
-    async repairInspect(input: { address: string; command: string[]; timeoutSeconds: number }): Promise<{ nodename: string; healthy: boolean }> {
+    async repairInspect(input: EntryKey): Promise<{ nodename: string; healthy: boolean; plan: RepairPlan }> {
+      const key = parsed(entryKeySchema, input, 'repairInspect');
+      const plan = planOf(config!, operationOf(key));
+      const health = commandOf(key, 0, 'health_check_command');
       return heartbeating(async () => {
-        const nodes = await kube.core.listNode();
-        const node = nodes.items.find((n) => n.status?.addresses?.some((a) => a.type === 'InternalIP' && a.address === input.address));
-        const r = await runOnce(input.command, input.address, input.timeoutSeconds, cancelled());
-        return { nodename: node?.metadata?.name ?? '', healthy: r.ok && r.output.trim() === 'true' };
+        const signal = cancelled(true);
+        const node = await nodeOf(key.address);
+        const r = await run(key, 0, 'health_check_command', health, signal, Context.current().info.attempt);
+        if (signal.aborted) stopped(signal);
+        return { nodename: node?.metadata?.name ?? '', healthy: r.ok && r.output.trim() === 'true', plan };
       });
     },
 
-    async repairUncordon(nodename: string, index: string): Promise<string> {
-      if (!nodename) return 'unchanged';
-      return setCordon(nodename, index, false);
+    /** Lifts the cordon this entry set on the address's Node; any other cordon stays. */
+    async repairUncordon(input: Pick<EntryKey, 'index' | 'address'>): Promise<string> {
+      const key = parsed(entryKeySchema.pick({ index: true, address: true }), input, 'repairUncordon');
+      const node = await nodeOf(key.address);
+      if (!node) return 'unchanged';
+      return setCordon(node.metadata!.name!, key.index, false);
     },
 
     /**
@@ -198,30 +283,51 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
      * evict_retries, or the deadline: uncordons and reports why, so the
      * workflow backs off. Running it twice is harmless: a cordon tend set is
      * recognised by its annotation, evicting a pod already going is skipped.
+     * The Node is the address's, the settings the worker's, and only a step
+     * configured with need_drain drains.
      */
     async repairDrain(input: DrainInput): Promise<DrainResult> {
+      const key = parsed(drainInputSchema, input, 'repairDrain');
+      const op = operationOf(key);
+      const step = op.repair_steps[key.step];
+      if (!step) notConfigured(`${keyName(key.machine_type, key.operation)} has no step ${key.step}`);
+      if (!step.need_drain) notConfigured(`step ${key.step} of ${keyName(key.machine_type, key.operation)} is not configured with need_drain`);
+      const c = config!;
+      // Never longer than the configured eviction timeout from now.
+      const deadline = Math.min(key.deadline, Date.now() + c.eviction_timeout_seconds * c.time_scale * 1000);
       return heartbeating(async () => {
-        const signal = cancelled();
+        const signal = cancelled(true);
+        const node = await nodeOf(key.address);
+        if (!node) return { ok: true, evicted: 0, deleted: 0 };
+        const nodename = node.metadata!.name!;
+        const index = key.index;
         const giveUp = async (reason: string): Promise<DrainResult> => {
-          await setCordon(input.nodename, input.index, false);
-          const node = await kube.core.readNode({ name: input.nodename }).catch(() => undefined);
-          if (node) {
-            await nodeEvent(node, input.index, {
+          await setCordon(nodename, index, false);
+          const n = await kube.core.readNode({ name: nodename }).catch(() => undefined);
+          if (n) {
+            await nodeEvent(n, index, {
               type: 'Warning', reason: 'RepairDrainInterrupted', action: 'Drain',
-              note: `repair queue entry ${input.index}: drain interrupted, node uncordoned, backing off: ${reason}`,
-              dedupKey: `repair/${input.index}/drain/${input.deadline}`,
+              note: `repair queue entry ${index}: drain interrupted, node uncordoned, backing off: ${reason}`,
+              dedupKey: `repair/${index}/drain/${key.deadline}`,
             });
           }
-          log.info({ node: input.nodename, index: input.index, reason }, 'repair: drain interrupted');
+          log.info({ node: nodename, index, reason }, 'repair: drain interrupted');
           return { ok: false, reason };
         };
-        if ((await setCordon(input.nodename, input.index, true)) === 'gone') return { ok: true, evicted: 0, deleted: 0 };
-        const plan = decideDrain(await podsOn(input.nodename), input.protectedJobPods);
+        const wait = async (ms: number) => {
+          try {
+            await sleep(ms, undefined, { signal });
+          } catch {
+            stopped(signal);
+          }
+        };
+        if ((await setCordon(nodename, index, true)) === 'gone') return { ok: true, evicted: 0, deleted: 0 };
+        const plan = decideDrain(await podsOn(nodename), c.protected_job_pods);
         if (plan.blockedBy.length > 0) {
           const p = plan.blockedBy[0]!;
           return giveUp(`running Job pod ${p.namespace}/${p.name} (${plan.blockedBy.length} in all)`);
         }
-        const protectedNs = await protectedNamespaceNames(input.protectedNamespaces);
+        const protectedNs = await protectedNamespaceNames(c.protected_namespaces);
         let evicted = 0;
         let deleted = 0;
         const del = async (p: PodView) => {
@@ -238,7 +344,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
         const refused: string[] = [];
         for (const p of plan.evict) {
           for (let attempt = 1; ; attempt++) {
-            if (signal.aborted) throw signal.reason;
+            if (signal.aborted) stopped(signal);
             try {
               await kube.core.createNamespacedPodEviction({
                 namespace: p.namespace, name: p.name,
@@ -254,55 +360,69 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
                 await del(p);
                 break;
               }
-              if (attempt > input.evictRetries) {
+              if (attempt > c.evict_retries) {
                 refused.push(`${p.namespace}/${p.name} (${attempt} time(s): ${errorMessage(err)})`);
                 break;
               }
-              await sleep(input.evictIntervalSeconds * 1000, undefined, { signal });
+              await wait(c.evict_interval * c.time_scale * 1000);
             }
           }
         }
         if (refused.length > 0) return giveUp(`eviction refused for ${refused.join(', ')}`);
         const waitFor = new Set(plan.waitFor.map((p) => p.uid));
         for (;;) {
-          const left = (await podsOn(input.nodename)).filter((p) => waitFor.has(p.uid));
+          const left = (await podsOn(nodename)).filter((p) => waitFor.has(p.uid));
           if (left.length === 0) return { ok: true, evicted, deleted };
-          if (Date.now() >= input.deadline) {
+          if (Date.now() >= deadline) {
             return giveUp(`eviction timeout: ${left.length} pod(s) still on the node, e.g. ${left[0]!.namespace}/${left[0]!.name}`);
           }
-          await sleep(Math.min(1000, Math.max(0, input.deadline - Date.now())), undefined, { signal });
+          await wait(Math.min(1000, Math.max(0, deadline - Date.now())));
         }
       });
     },
 
-    /** Runs a command with its timeout, command_retries more times at command_interval on failure. */
+    /**
+     * Runs a step's repair_command (or the success_command) as configured:
+     * its timeout, command_retries more times at command_interval on failure.
+     * TEND_REPAIR_ATTEMPT counts every run of this command for this entry and
+     * step: (activity attempt - 1) x (command_retries + 1) + the run within it.
+     */
     async repairRunCommand(input: CommandInput): Promise<CommandResult> {
+      const key = parsed(commandInputSchema, input, 'repairRunCommand');
+      const c = commandOf(key, key.step, key.kind);
       return heartbeating(async () => {
         const signal = cancelled();
-        const retries = input.retries ?? 0;
-        let last: { ok: boolean; output: string; error?: string } = { ok: false, output: '' };
-        for (let attempt = 1; attempt <= retries + 1; attempt++) {
-          last = await runOnce(input.command, input.address, input.timeoutSeconds, signal);
+        const first = (Context.current().info.attempt - 1) * (c.retries + 1);
+        let last: RunResult = { ok: false, output: '' };
+        for (let attempt = 1; attempt <= c.retries + 1; attempt++) {
+          last = await run(key, key.step, key.kind, c, signal, first + attempt);
           if (signal.aborted) throw signal.reason;
           if (last.ok) return { ...last, attempts: attempt };
-          log.warn({ what: input.what, error: last.error, attempt }, 'repair: command failed');
-          if (attempt <= retries) await sleep((input.intervalSeconds ?? 0) * 1000, undefined, { signal });
+          log.warn({ what: key.kind, index: key.index, error: last.error, attempt }, 'repair: command failed');
+          if (attempt <= c.retries) await sleep(c.intervalSeconds * 1000, undefined, { signal });
         }
-        return { ...last, attempts: retries + 1 };
+        return { ...last, attempts: c.retries + 1 };
       });
     },
 
     /** Polls the health check until it prints `true` or `until` passes. One activity per watch keeps actions low. */
     async repairWatchHealth(input: WatchInput): Promise<{ healthy: boolean; checks: number }> {
+      const key = parsed(watchInputSchema, input, 'repairWatchHealth');
+      const health = commandOf(key, key.step, 'health_check_command');
+      const pollMs = HEALTH_POLL_SECONDS * config!.time_scale * 1000;
       return heartbeating(async () => {
-        const signal = cancelled();
+        const signal = cancelled(true);
         for (let checks = 1; ; checks++) {
-          const r = await runOnce(input.command, input.address, input.timeoutSeconds, signal);
-          if (signal.aborted) throw signal.reason;
+          const r = await run(key, key.step, 'health_check_command', health, signal, checks);
+          if (signal.aborted) stopped(signal);
           if (r.ok && r.output.trim() === 'true') return { healthy: true, checks };
-          const wait = Math.min(input.pollSeconds * 1000, input.until - Date.now());
+          const wait = Math.min(pollMs, key.until - Date.now());
           if (wait <= 0) return { healthy: false, checks };
-          await sleep(wait, undefined, { signal });
+          try {
+            await sleep(wait, undefined, { signal });
+          } catch {
+            stopped(signal);
+          }
         }
       });
     },

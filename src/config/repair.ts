@@ -60,6 +60,13 @@ export const repairSchema = z.strictObject({
   /** Running Job pods that block a drain; absent: every Job pod. */
   protected_job_pods: labelSelectorSchema.optional(),
   time_scale: z.number().positive('must be above 0').max(1, 'must be at most 1').default(1),
+  /**
+   * tend's addition: the host folder (mode 0700) where each running command's
+   * process group is recorded, so that after a worker is killed the retried
+   * command waits for the killed run. Absent: $XDG_STATE_HOME/tend/repair or
+   * ~/.local/state/tend/repair (TMPDIR/tend-UID/repair on a read-only home).
+   */
+  state_dir: z.string().min(1, 'must name a folder').refine((d) => d.startsWith('/'), 'must be an absolute path').optional(),
 });
 
 export type RepairStep = z.output<typeof repairStepSchema>;

@@ -53,7 +53,26 @@ export interface RepairRequest {
 }
 
 const ipv4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
-const ipv6 = /^[0-9A-Fa-f:]+(\.\d+\.\d+\.\d+)?$/;
+const hex16 = /^[0-9A-Fa-f]{1,4}$/;
+
+/** RFC 4291 text form: eight groups, one `::`, an IPv4 tail. No zone (`%eth0`): it is not an address of a machine. */
+function isIPv6(address: string): boolean {
+  let s = address;
+  const tail = /^(.*:)(\d+\.\d+\.\d+\.\d+)$/.exec(s);
+  if (tail) {
+    if (!ipv4.test(tail[2]!)) return false;
+    s = `${tail[1]}0:0`;
+  }
+  const halves = s.split('::');
+  if (halves.length > 2) return false;
+  const groups = (x: string) => (x === '' ? [] : x.split(':'));
+  if (halves.length === 2) {
+    const all = [...groups(halves[0]!), ...groups(halves[1]!)];
+    return all.length <= 7 && all.every((g) => hex16.test(g));
+  }
+  const all = s.split(':');
+  return all.length === 8 && all.every((g) => hex16.test(g));
+}
 const hostname = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
 
 /**
@@ -64,7 +83,7 @@ const hostname = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-
 export function addressProblem(address: string): string | undefined {
   if (address === '') return 'address is empty';
   if (ipv4.test(address)) return undefined;
-  if (address.includes(':') && ipv6.test(address) && (address.match(/::/g)?.length ?? 0) <= 1 && address.split(':').length <= 8) return undefined;
+  if (address.includes(':')) return isIPv6(address) ? undefined : `address ${JSON.stringify(address)} is not a valid IPv6 address`;
   if (/^[\d.]+$/.test(address)) return `address ${JSON.stringify(address)} is not a valid IPv4 address`;
   if (hostname.test(address)) return undefined;
   return `address ${JSON.stringify(address)} is not an IP address or a DNS name (letters, digits, "-" and "." only)`;

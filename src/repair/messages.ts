@@ -2,7 +2,6 @@
 // the `tend repair-queue` CLI and the docs' `temporal workflow update execute`
 // lines (the names are the ckecli verbs). Pure.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { RepairConfig, RepairOperation } from '../config/repair.ts';
 import type { RepairQueueEntry, RepairRequest } from './entry.ts';
 
 export const REPAIR_QUEUE_WORKFLOW_ID = 'repair-queue';
@@ -35,18 +34,17 @@ export const entryReportSignal = defineSignal<[EntryReport]>('entry-report');
 export const setEnabledSignal = defineSignal<[boolean]>('set-enabled');
 export const resetEntryBackoffSignal = defineSignal<[]>('reset-backoff');
 
-export interface DrainSettings {
-  protected_namespaces?: RepairConfig['protected_namespaces'];
-  protected_job_pods?: RepairConfig['protected_job_pods'];
-  evict_retries: number;
-  evict_interval: number;
-  eviction_timeout_seconds: number;
-}
-
+/**
+ * What the queue starts an entry's workflow with: keys only. The commands,
+ * drain settings and timings are looked up by (machine type, operation, step)
+ * in the worker's own configuration when an activity runs
+ * (src/repair/validate.ts checks every field; docs/repair.md, "Trust").
+ */
 export interface EntryInput {
-  entry: RepairQueueEntry;
-  operation: RepairOperation;
-  drain: DrainSettings;
-  timeScale: number;
+  index: string;
+  address: string;
+  machine_type: string;
+  operation: string;
+  serial?: string;
   enabled: boolean;
 }

@@ -2,6 +2,7 @@
 import { Worker, Runtime, DefaultLogger } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import { createActivities } from '../activities/index.ts';
+import { beginRepairShutdown } from '../activities/repair.ts';
 import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
 import { connectNative, type TemporalSettings } from '../temporal/connection.ts';
 import { log } from '../log.ts';
@@ -17,6 +18,16 @@ export function installRuntime() {
   Runtime.install({ shutdownSignals: [], logger: new DefaultLogger((process.env.TEND_LOG_LEVEL?.toUpperCase() as 'INFO') ?? 'WARN') });
   runtimeInstalled = true;
 }
+
+/**
+ * On SIGTERM the worker stops polling and gives running activities this long
+ * to finish before it cancels them (a cancelled repair command's process
+ * group is killed; the attempt is retried by the next worker). Repair watches
+ * and drains stop at once instead (they resume on the next worker). Keep the
+ * Deployment's terminationGracePeriodSeconds (90) above it, so the kubelet's
+ * SIGKILL never comes first.
+ */
+export const SHUTDOWN_GRACE_SECONDS = 60;
 
 export interface WorkerOptions extends WorkerSections {
   temporal: TemporalSettings;
@@ -36,9 +47,13 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal): Promi
       taskQueue: opts.temporal.taskQueue,
       workflowsPath,
       activities: createActivities({ kube: kubeClients(kc), config: opts }),
+      shutdownGraceTime: `${SHUTDOWN_GRACE_SECONDS}s`,
     });
     log.info({ taskQueue: opts.temporal.taskQueue, temporal: opts.temporal.address, kubernetes: version }, 'worker started');
-    const stop = () => worker.shutdown();
+    const stop = () => {
+      beginRepairShutdown();
+      worker.shutdown();
+    };
     signal.addEventListener('abort', stop, { once: true });
     if (signal.aborted) stop();
     await worker.run();

@@ -1,0 +1,245 @@
+// Operator commands as process groups, on the worker's host. Each command
+// runs without a shell in a process group of its own (spawned detached), so a
+// timeout, a cancellation and the worker's shutdown kill it whole: `sh -c
+// 'sleep 100'` leaves no `sleep` behind. Its group is recorded in a per-entry
+// file under the host state folder; a worker that was SIGKILLed cannot kill
+// its commands, so the next run for that entry first waits until the recorded
+// group is gone (or kills it once the killed run's own timeout has passed).
+// Node-only: never imported by workflow code.
+import { spawn } from 'node:child_process';
+import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { log } from '../log.ts';
+
+/** Output kept per stream; the rest is dropped (the command is not killed for talking). */
+const OUTPUT_LIMIT = 1 << 20;
+
+export interface RunResult {
+  ok: boolean;
+  output: string;
+  error?: string;
+}
+
+export interface RunOptions {
+  argv: string[];
+  /** Appended as the last argument. */
+  address: string;
+  timeoutSeconds: number;
+  signal?: AbortSignal;
+  /** Added to the worker's environment (TEND_REPAIR_INDEX, ...). */
+  env?: Record<string, string>;
+  /** Serialises runs for one entry on this host, across worker crashes. */
+  lock?: { dir: string; index: string };
+  /** Called while waiting for a previous run's group (so the activity heartbeats). */
+  onWait?: () => void;
+}
+
+// ---------------------------------------------------------------- process groups
+
+/** Groups started by this process and not yet reaped: killed when the process exits. */
+const live = new Set<number>();
+process.once('exit', () => {
+  for (const pgid of live) killGroup(pgid);
+});
+
+export function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, 'SIGKILL');
+  } catch {
+    // ESRCH: the group is gone already.
+  }
+}
+
+interface ProcStat { state: string; pgrp: number; starttime: string }
+
+/** /proc/PID/stat: state, process group and start time (clock ticks since boot), or undefined when there is no such process. */
+export function procStat(pid: number): ProcStat | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // Fields after the command name, which may hold spaces and parentheses: state is field 3, pgrp 5, starttime 22.
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { state: rest[0]!, pgrp: Number(rest[2]), starttime: rest[19]! };
+}
+
+export interface GroupRecord {
+  pgid: number;
+  /** The leader's start time from /proc: a reused pid is not mistaken for it. */
+  starttime: string;
+  /** Epoch ms: when that run's own timeout would have killed it. */
+  deadline: number;
+  what: string;
+  /** The worker process that started it. */
+  pid: number;
+}
+
+/**
+ * Whether a recorded group still has a live process. The kernel allocates no
+ * pid that is some group's id, so a live leader with another start time means
+ * the old group had emptied; with the leader gone, any live member counts.
+ */
+export function groupAlive(rec: Pick<GroupRecord, 'pgid' | 'starttime'>): boolean {
+  const leader = procStat(rec.pgid);
+  if (leader && leader.state !== 'Z') return leader.starttime === rec.starttime && leader.pgrp === rec.pgid;
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return false;
+  }
+  return pids.some((d) => {
+    const s = procStat(Number(d));
+    return s !== undefined && s.state !== 'Z' && s.pgrp === rec.pgid && BigInt(s.starttime) >= BigInt(rec.starttime);
+  });
+}
+
+// ---------------------------------------------------------------- the host state folder
+
+export function defaultStateDir(): string {
+  return join(process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'tend', 'repair');
+}
+
+function ensurePrivateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = lstatSync(dir);
+  if (!st.isDirectory()) throw new Error(`${dir} is not a directory`);
+  if (typeof process.getuid === 'function' && st.uid !== process.getuid()) throw new Error(`${dir} belongs to uid ${st.uid}, not to this process`);
+  if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+}
+
+const resolved = new Map<string, string>();
+
+/**
+ * The folder of per-entry group records: `repair.state_dir` when configured
+ * (it must work), else $XDG_STATE_HOME/tend/repair or
+ * ~/.local/state/tend/repair, falling back to TMPDIR/tend-UID/repair where
+ * the home folder is read-only (a container). Mode 0700, owned by tend's user.
+ */
+export function stateDir(configured?: string): string {
+  const key = configured ?? '';
+  const known = resolved.get(key);
+  if (known) return known;
+  let dir = configured ?? defaultStateDir();
+  try {
+    ensurePrivateDir(dir);
+  } catch (err) {
+    if (configured) throw new Error(`repair.state_dir ${configured}: ${(err as Error).message}`, { cause: err });
+    const fallback = join(tmpdir(), `tend-${process.getuid?.() ?? 'user'}`, 'repair');
+    log.warn({ dir, fallback, error: (err as Error).message }, 'repair: the state folder cannot be created; using the fallback');
+    ensurePrivateDir(join(fallback, '..'));
+    ensurePrivateDir(fallback);
+    dir = fallback;
+  }
+  resolved.set(key, dir);
+  return dir;
+}
+
+const recordFile = (dir: string, index: string) => join(dir, `entry-${index}.json`);
+
+export function readRecord(dir: string, index: string): GroupRecord | undefined {
+  try {
+    const r = JSON.parse(readFileSync(recordFile(dir, index), 'utf8')) as GroupRecord;
+    return Number.isInteger(r.pgid) && r.pgid > 1 && typeof r.starttime === 'string' ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function writeRecord(dir: string, index: string, rec: GroupRecord): void {
+  const file = recordFile(dir, index);
+  writeFileSync(`${file}.tmp`, JSON.stringify(rec), { mode: 0o600 });
+  renameSync(`${file}.tmp`, file);
+}
+
+function removeRecord(dir: string, index: string, pgid: number): void {
+  if (readRecord(dir, index)?.pgid === pgid) rmSync(recordFile(dir, index), { force: true });
+}
+
+/**
+ * Before a run for `index`: a recorded group that is still alive belongs to a
+ * run whose worker died. Wait for it (a non-idempotent command finishes; one
+ * at a time holds); once that run's own deadline passes, kill it, as its
+ * timeout would have.
+ */
+export async function waitForPrevious(dir: string, index: string, signal?: AbortSignal, onWait?: () => void): Promise<void> {
+  const rec = readRecord(dir, index);
+  if (!rec) return;
+  let logged = false;
+  while (groupAlive(rec)) {
+    if (Date.now() >= rec.deadline) {
+      log.warn({ index, pgid: rec.pgid, what: rec.what }, 'repair: a previous run outlived its timeout; killing its process group');
+      killGroup(rec.pgid);
+    } else if (!logged) {
+      log.warn({ index, pgid: rec.pgid, what: rec.what, deadline: new Date(rec.deadline).toISOString() },
+        'repair: a previous run of this entry (its worker died) is still running; waiting for it to end');
+      logged = true;
+    }
+    onWait?.();
+    await sleep(200, undefined, { signal });
+  }
+  removeRecord(dir, index, rec.pgid);
+}
+
+// ---------------------------------------------------------------- one run
+
+/** One run of argv + address, no shell, in its own process group; resolves with its outcome, never throws for the command's own failure. */
+export async function runOnce(o: RunOptions): Promise<RunResult> {
+  const [file, ...args] = o.argv;
+  const shown = [file, ...args, o.address].join(' ');
+  if (o.lock) await waitForPrevious(o.lock.dir, o.lock.index, o.signal, o.onWait);
+  if (o.signal?.aborted) return { ok: false, output: '', error: `${shown}: cancelled` };
+  return new Promise((resolve) => {
+    const child = spawn(file!, [...args, o.address], {
+      detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...o.env }, windowsHide: true,
+    });
+    const pgid = child.pid;
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => { if (stdout.length < OUTPUT_LIMIT) stdout += String(d); });
+    child.stderr.on('data', (d: Buffer) => { if (stderr.length < OUTPUT_LIMIT) stderr += String(d); });
+    let why: string | undefined;
+    const stop = (reason: string) => {
+      why ??= reason;
+      if (pgid) killGroup(pgid);
+    };
+    if (pgid) {
+      live.add(pgid);
+      const st = procStat(pgid);
+      if (o.lock && st) {
+        writeRecord(o.lock.dir, o.lock.index, { pgid, starttime: st.starttime, deadline: Date.now() + o.timeoutSeconds * 1000, what: shown, pid: process.pid });
+      }
+    }
+    const timer = setTimeout(() => stop(`timed out after ${o.timeoutSeconds}s`), o.timeoutSeconds * 1000);
+    const onAbort = () => stop('cancelled');
+    o.signal?.addEventListener('abort', onAbort, { once: true });
+    let spawnError: NodeJS.ErrnoException | undefined;
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      spawnError = err;
+    });
+    // The leader is done: whatever it left in its group goes with it.
+    child.once('exit', () => {
+      if (pgid) killGroup(pgid);
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      o.signal?.removeEventListener('abort', onAbort);
+      if (pgid) {
+        live.delete(pgid);
+        if (o.lock) removeRecord(o.lock.dir, o.lock.index, pgid);
+      }
+      const err = stderr.trim() ? `: ${stderr.trim().slice(0, 500)}` : '';
+      if (spawnError) {
+        const e = spawnError.code === 'ENOENT' ? `command not found: ${file}` : spawnError.message;
+        return resolve({ ok: false, output: stdout, error: `${shown}: ${e}` });
+      }
+      if (why) return resolve({ ok: false, output: stdout, error: `${shown}: ${why}${err}` });
+      if (code === 0) return resolve({ ok: true, output: stdout });
+      resolve({ ok: false, output: stdout, error: `${shown}: ${code !== null ? `exit status ${code}` : `killed by ${signal}`}${err}` });
+    });
+  });
+}

@@ -1,0 +1,140 @@
+// Every message that reaches the repair queue through Temporal, checked field
+// by field: workflow inputs, updates, signals and activity inputs. Anyone who
+// may write to tend's namespace can send these, so they carry names and keys
+// only (index, address, machine type, operation, serial, step number, enabled
+// flag) and anything else, an unknown field above all (a command an attacker
+// slipped in), is refused with the reason. Pure: imported by workflow code.
+import { z } from 'zod';
+import { addressProblem, repairStatuses, repairStepStatuses, serialProblem } from './entry.ts';
+
+const NAME_MAX = 253;
+
+export const indexSchema = z.string({ error: 'index must be a string of digits, e.g. "3"' })
+  .regex(/^[1-9]\d{0,15}$/, 'index must be a string of digits, e.g. "3"');
+
+const nameSchema = (what: string) => z.string({ error: `${what} must be a string` })
+  .min(1, `${what} must not be empty`).max(NAME_MAX, `${what} is longer than ${NAME_MAX} characters`)
+  .regex(/^[^\s\0]+$/, `${what} must not contain spaces or control characters`);
+
+export const addressSchema = z.string({ error: 'address must be a string (an IP address or a DNS name)' })
+  .superRefine((a, ctx) => {
+    const p = addressProblem(a);
+    if (p) ctx.addIssue({ code: 'custom', message: p });
+  });
+
+const serialSchema = z.string({ error: 'serial must be a string' }).superRefine((s, ctx) => {
+  const p = serialProblem(s);
+  if (p) ctx.addIssue({ code: 'custom', message: p });
+});
+
+export const requestSchema = z.strictObject({
+  operation: nameSchema('operation'),
+  machine_type: nameSchema('machine_type'),
+  address: addressSchema,
+  serial: serialSchema.optional(),
+});
+
+/** At most this many requests per `add`: a batch stays well inside one update's payload. */
+export const MAX_REQUESTS_PER_ADD = 1000;
+
+export const addInputSchema = z.strictObject({
+  requests: z.array(requestSchema, { error: 'requests must be a list of {operation, machine_type, address, serial?}' })
+    .min(1, 'requests must hold at least one request').max(MAX_REQUESTS_PER_ADD, `at most ${MAX_REQUESTS_PER_ADD} requests per add`),
+}, { error: 'add needs {"requests": [{"operation", "machine_type", "address", "serial"?}]}' });
+
+export const deleteInputSchema = z.strictObject({
+  index: z.union([indexSchema, z.number().int().positive().transform(String)], { error: 'index must be an entry\'s index, e.g. "3"' }),
+}, { error: 'delete needs {"index": "N"}' });
+
+/** What a queue starts an entry's workflow with: keys only. */
+export const entryInputSchema = z.strictObject({
+  index: indexSchema,
+  address: addressSchema,
+  machine_type: nameSchema('machine_type'),
+  operation: nameSchema('operation'),
+  serial: serialSchema.optional(),
+  enabled: z.boolean({ error: 'enabled must be true or false' }),
+}, { error: 'repairEntryWorkflow needs {index, address, machine_type, operation, serial?, enabled}' });
+
+const rfc3339 = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time');
+const count = z.number().int().min(0).max(1_000_000);
+
+/** The fields of an entry its workflow may change; the entry's identity (index, address, keys) never changes. */
+export const reportFieldsSchema = z.strictObject({
+  nodename: z.string().max(NAME_MAX).optional(),
+  status: z.enum(repairStatuses).optional(),
+  step: count.optional(),
+  step_status: z.enum(repairStepStatuses).optional(),
+  last_transition_time: rfc3339.optional(),
+  drain_backoff_count: count.optional(),
+  drain_backoff_expire: rfc3339.optional(),
+});
+
+export const entryReportSchema = z.strictObject({
+  index: indexSchema,
+  fields: reportFieldsSchema.optional(),
+  removed: z.literal(true).optional(),
+}, { error: 'entry-report needs {index, fields} or {index, removed: true}' });
+
+const entryStateSchema = z.strictObject({
+  index: indexSchema,
+  address: addressSchema,
+  nodename: z.string().max(NAME_MAX),
+  machine_type: nameSchema('machine_type'),
+  operation: nameSchema('operation'),
+  serial: serialSchema.optional(),
+  status: z.enum(repairStatuses),
+  step: count,
+  step_status: z.enum(repairStepStatuses),
+  last_transition_time: rfc3339.optional(),
+  drain_backoff_count: count,
+  drain_backoff_expire: rfc3339,
+});
+
+/** What the queue carries across continue-as-new: entries and switches, never configuration. */
+export const queueStateSchema = z.strictObject({
+  entries: z.array(entryStateSchema),
+  nextIndex: z.number().int().min(1),
+  enabled: z.boolean(),
+  closing: z.record(indexSchema, addressSchema),
+}, { error: 'repairQueueWorkflow takes no input, or the state of its previous run {entries, nextIndex, enabled, closing}' });
+
+/** The key every repair activity is called with; argv and settings are looked up by it in the worker's configuration. */
+export const entryKeySchema = z.strictObject({
+  index: indexSchema,
+  address: addressSchema,
+  machine_type: nameSchema('machine_type'),
+  operation: nameSchema('operation'),
+});
+
+/** Which command of an operation: the step's repair command, the health check, the success command. */
+export const commandKinds = ['repair_command', 'health_check_command', 'success_command'] as const;
+export type CommandKind = (typeof commandKinds)[number];
+
+/** One issue per line, each with the path of the field it is about. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues.map((i) => {
+    const path = i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').replace(/^\./, '');
+    return path ? `${path}: ${i.message}` : i.message;
+  }).join('; ');
+}
+
+/** The parsed value, or the reason it is refused (prefixed with `what`). */
+export function check<T>(schema: z.ZodType<T>, value: unknown, what: string): { ok: true; value: T } | { ok: false; reason: string } {
+  const r = schema.safeParse(value);
+  return r.success ? { ok: true, value: r.data } : { ok: false, reason: `${what}: ${describeIssues(r.error)}` };
+}
+
+/** Throws an Error with the reason: for update validators, whose throw rejects the update before it reaches history. */
+export function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const r = check(schema, value, what);
+  if (!r.ok) throw new Error(r.reason);
+  return r.value;
+}
+
+/** Updates that take no input refuse one, so a mistyped or forged payload is not silently ignored. */
+export function noInput(name: string, args: unknown[]): void {
+  if (args.length > 0 && !(args.length === 1 && args[0] === undefined)) {
+    throw new Error(`${name} takes no input (got ${JSON.stringify(args).slice(0, 200)})`);
+  }
+}
