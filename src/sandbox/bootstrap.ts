@@ -25,13 +25,56 @@ export async function readManifests(dir: string): Promise<k8s.KubernetesObject[]
 export async function applyManifests(
   kubeconfig: string, dir: string, keep: (o: k8s.KubernetesObject) => boolean = () => true,
 ): Promise<number> {
+  return applyObjects(kubeconfig, (await readManifests(dir)).filter(keep));
+}
+
+/** Server-side applies these objects, in order; returns how many. */
+export async function applyObjects(kubeconfig: string, objects: k8s.KubernetesObject[]): Promise<number> {
   const kube = kubeClients(loadKubeConfig({ kubeconfig }));
-  const wanted = (await readManifests(dir)).filter(keep);
-  for (const obj of wanted) {
+  for (const obj of objects) {
     if (obj.kind === 'CustomResourceDefinition') await applyCrd(kube, obj);
     else await kube.objects.patch(obj, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply);
   }
-  return wanted.length;
+  return objects.length;
+}
+
+const rbacKinds = [
+  { kind: 'ClusterRoleBinding', plural: 'clusterrolebindings' },
+  { kind: 'ClusterRole', plural: 'clusterroles' },
+  { kind: 'RoleBinding', plural: 'rolebindings' },
+  { kind: 'Role', plural: 'roles' },
+];
+const key = (o: k8s.KubernetesObject) => `${o.kind}/${o.metadata?.namespace ?? ''}/${o.metadata?.name}`;
+
+/**
+ * The rights `tend rbac` generates for this configuration, applied; generated
+ * objects (label `selector`) that it no longer asks for are deleted, so a
+ * capability or namespace removed from the configuration loses its rights.
+ * Returns what was applied and what was removed.
+ */
+export async function applyRights(
+  kubeconfig: string, objects: k8s.KubernetesObject[], selector: string,
+): Promise<{ applied: number; removed: string[] }> {
+  const applied = await applyObjects(kubeconfig, objects);
+  const kube = kubeClients(loadKubeConfig({ kubeconfig }));
+  const wanted = new Set(objects.map(key));
+  const removed: string[] = [];
+  for (const { kind, plural } of rbacKinds) {
+    const res = { group: 'rbac.authorization.k8s.io', version: 'v1', plural };
+    const list = await kube.custom.listClusterCustomObject({ ...res, labelSelector: selector }) as { items: k8s.KubernetesObject[] };
+    for (const item of list.items) {
+      const o = { ...item, kind };
+      if (wanted.has(key(o))) continue;
+      const { name, namespace } = o.metadata as { name: string; namespace?: string };
+      await (namespace
+        ? kube.custom.deleteNamespacedCustomObject({ ...res, namespace, name })
+        : kube.custom.deleteClusterCustomObject({ ...res, name })).catch((err: unknown) => {
+        if ((err as { code?: number }).code !== 404) throw err;
+      });
+      removed.push(key(o));
+    }
+  }
+  return { applied, removed };
 }
 
 const FIELD_MANAGER = 'tend-sandbox';

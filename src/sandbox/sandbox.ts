@@ -255,7 +255,6 @@ export async function up(opts: UpOptions = {}): Promise<SandboxInfo> {
     for (const rec of started.reverse()) await stopProcess(rec, pidFile(info, rec.name));
     throw err;
   }
-  await writeTendConfig(info);
   say(`sandbox ready in ${stateDir}`);
   return info;
 }
@@ -372,9 +371,13 @@ async function writeAdminKubeconfig(info: SandboxInfo, pki: Pki) {
   await writeFile(info.kubeconfig, yaml, { mode: 0o600 });
 }
 
-/** Applies deploy/kubernetes's namespace and RBAC, and writes tend's own kubeconfig. */
+/**
+ * Applies deploy/kubernetes's namespace and RBAC, writes tend's own kubeconfig
+ * and configuration, and applies the rights `tend rbac` generates for that
+ * configuration: tend on the sandbox has exactly what a cluster would give it.
+ */
 async function bootstrapCluster(info: SandboxInfo, say: (m: string) => void) {
-  const { applyManifests, serviceAccountToken } = await import('./bootstrap.ts');
+  const { applyManifests, applyObjects, applyRights, serviceAccountToken } = await import('./bootstrap.ts');
   // Custom resource definitions first, so that RBAC rules and tend's informers find their kinds.
   const crds = join(repoRoot, 'deploy/crds');
   if (existsSync(crds)) say(`applied ${await applyManifests(info.kubeconfig, crds)} objects from deploy/crds`);
@@ -383,6 +386,16 @@ async function bootstrapCluster(info: SandboxInfo, say: (m: string) => void) {
   const token = await serviceAccountToken(info.kubeconfig, 'tend-system', 'tend');
   const yaml = kubeconfigYaml(info, await b64(pkiPaths(join(info.stateDir, 'pki')).caCert), { token });
   await writeFile(info.tendKubeconfig, yaml, { mode: 0o600 });
+  await writeTendConfig(info);
+  const { loadConfig } = await import('../config/load.ts');
+  const { GENERATED_LABEL, rbacObjects } = await import('../rbac/generate.ts');
+  const objects = rbacObjects(await loadConfig({ file: info.config }));
+  // The demo's namespaces, named in the sandbox's configuration, exist before their Roles (the demo fills them later).
+  const namespaces = [...new Set(objects.flatMap((o) => o.metadata.namespace ?? []))];
+  await applyObjects(info.kubeconfig, namespaces.map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })));
+  const rights = await applyRights(info.kubeconfig, objects, `${GENERATED_LABEL}=true`);
+  say(`applied ${rights.applied} RBAC objects generated for ${info.config}` +
+    (rights.removed.length ? `; removed ${rights.removed.length} it no longer needs (${rights.removed.join(', ')})` : ''));
 }
 
 /**

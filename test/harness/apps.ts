@@ -8,7 +8,7 @@ import { stringify as toYaml } from 'yaml';
 import type { KubeClients } from '../../src/kube/client.ts';
 import { mergePatch } from '../../src/kube/api.ts';
 import { APP_GROUP, APP_PLURAL, APP_VERSION, LABEL_APP, LABEL_WORKLOAD, type App, type AppProcess } from '../../src/apps/types.ts';
-import { isReady } from './kube.ts';
+import { grantConfiguredRights, isReady } from './kube.ts';
 import { sandbox } from './hooks.ts';
 
 export const APPS_TASK_QUEUE = 'tend-apps';
@@ -72,6 +72,7 @@ export async function writeAppsConfig(dir: string, namespaces: string[]): Promis
     kubernetes: { kubeconfig: sandbox().tendKubeconfig },
     apps: { namespaces },
   }));
+  await grantConfiguredRights(file);
   return file;
 }
 

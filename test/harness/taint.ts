@@ -11,7 +11,7 @@ import type { KubeClients } from '../../src/kube/client.ts';
 import type { TaintStatus } from '../../src/starters/taint-commands.ts';
 import { runTend, TendProcess } from './cli.ts';
 import { testStateDir } from './env.ts';
-import { deleteNamespace } from './kube.ts';
+import { deleteNamespace, grantConfiguredRights } from './kube.ts';
 import { waitFor } from './wait.ts';
 import { sandbox } from './hooks.ts';
 
@@ -25,6 +25,7 @@ export async function taintConfig(taintReplacement: Record<string, unknown>, tas
     kubernetes: { kubeconfig: sandbox().tendKubeconfig },
     taintReplacement,
   }));
+  await grantConfiguredRights(file);
   return file;
 }
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import { stringify as toYaml } from 'yaml';
 import { sandbox } from './hooks.ts';
+import { grantConfiguredRights } from './kube.ts';
 import { temporalCli } from './temporal.ts';
 import { parseGoDuration } from '../../src/config/duration.ts';
 import type { SandboxInfo } from '../../src/sandbox/sandbox.ts';
@@ -21,6 +22,7 @@ export async function weederConfigFile(weeder: Record<string, unknown>, on: Sand
     kubernetes: { kubeconfig: on.tendKubeconfig },
     weeder,
   }));
+  await grantConfiguredRights(file, on.kubeconfig);
   return file;
 }
 

@@ -1,0 +1,32 @@
+// `tend rbac`: the Roles, ClusterRoles and bindings that the configuration's
+// capabilities need (docs/rbac.md), as YAML on stdout, for `kubectl apply -f -`
+// or as a kustomize resource beside deploy/kubernetes.
+import type { Command } from 'commander';
+import { configFrom, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { dns1123LabelProblem, dns1123SubdomainProblem } from '../config/kube-names.ts';
+
+interface RbacFlags extends ConfigFlags {
+  namespace: string;
+  serviceAccount: string;
+}
+
+function checked(what: string, value: string, problem: (v: string) => string | undefined): string {
+  const p = problem(value);
+  if (p) throw new UsageError(`${what} "${value}": ${p}`);
+  return value;
+}
+
+export function registerRbacCommands(program: Command): void {
+  withConfigOptions(program
+    .command('rbac')
+    .description("print the Roles, ClusterRoles and bindings the configuration's capabilities need (YAML, for kubectl apply)"))
+    .option('--namespace <name>', "tend's own namespace (its ServiceAccount and ConfigMaps)", 'tend-system')
+    .option('--service-account <name>', "tend's ServiceAccount", 'tend')
+    .action(async (flags: RbacFlags) => {
+      const namespace = checked('--namespace', flags.namespace, dns1123LabelProblem);
+      const serviceAccount = checked('--service-account', flags.serviceAccount, dns1123SubdomainProblem);
+      const config = await configFrom(flags);
+      const { rbacYaml } = await import('../rbac/generate.ts');
+      process.stdout.write(rbacYaml(config, { namespace, serviceAccount }, flags.config ?? flags.configMap));
+    });
+}
