@@ -47,7 +47,7 @@ const patterns: [RegExp, string][] = [
   [/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, MASK],
   // The value of a field or variable named like a credential: `apiKey: x`, `"token":"x"`,
   // `TEMPORAL_API_KEY=x`, `client-key-data: x`. Not `apiKeyEnv: NAME` (that names a variable).
-  [/((?:api[-_]?key|token|password|passwd|secret|client-key-data|authorization)\\?["']?\s*[:=]\s*\\?["']?)(?!\[redacted\]|Bearer\b|Basic\b)[^\s"'\\,}\]]{4,}/gi, `$1${MASK}`],
+  [/((?:api[-_]?key|token|password|passwd|secret|client-key-data|authorization)\\?["']?\s*[:=]\s*\\?["']?)(?!\[redacted\]|Bearer\b|Basic\b)[^\s"'\\,{}[\]]{4,}/gi, `$1${MASK}`],
 ];
 
 /** `text` with every credential masked. */

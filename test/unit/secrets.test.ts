@@ -48,9 +48,9 @@ describe('secrets: redact', () => {
       ['Authorization: Bearer abcdef123456', 'Bearer [redacted]'],
       ['authorization: Basic dXNlcjpwYXNz', 'Basic [redacted]'],
       [`token ${JWT} given`, 'token [redacted] given'],
-      ['{"apiKey":"k-0123456789"}', '{"apiKey":"[redacted]"}'],
-      ['temporal: { apiKey: k-0123456789 }', 'apiKey: [redacted]'],
-      ['TEMPORAL_API_KEY=k-0123456789 tend run', 'TEMPORAL_API_KEY=[redacted]'],
+      ['{"apiKey":"k-zyxwvutsrq"}', '{"apiKey":"[redacted]"}'],
+      ['temporal: { apiKey: k-zyxwvutsrq }', 'apiKey: [redacted]'],
+      ['TEMPORAL_API_KEY=k-zyxwvutsrq tend run', 'TEMPORAL_API_KEY=[redacted]'],
       ['client-key-data: LS0tLS1CRUdJTg==', 'client-key-data: [redacted]'],
       ['{\\"token\\":\\"abcdefgh\\"}', '{\\"token\\":\\"[redacted]\\"}'],
     ];
