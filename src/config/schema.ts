@@ -3,6 +3,7 @@
 // exist after parsing (with defaults); capability sections exist only when
 // configured (see sections.ts).
 import { z } from 'zod';
+import { dns1123LabelProblem, kubeNameSchema } from './kube-names.ts';
 import { sections, type SectionName } from './sections.ts';
 
 // host:port, the host a name, an IPv4 address or a bracketed IPv6 address.
@@ -84,6 +85,11 @@ export const kubernetesSchema = z.strictObject({
   kubeconfig: pathSchema.optional(),
   /** A context in that kubeconfig; its current context when absent. */
   context: z.string().min(1).optional(),
+  /**
+   * tend's own namespace, where it keeps what it owns (the weeder's readiness
+   * record). When absent: the in-cluster ServiceAccount's namespace, else tend-system.
+   */
+  namespace: kubeNameSchema(dns1123LabelProblem).optional(),
 });
 
 type SectionsShape = { [K in SectionName]: z.ZodOptional<(typeof sections)[K]['schema']> };

@@ -1,6 +1,7 @@
 // The weeder section: dependency-watchdog's weeder config, field for field
 // (api/weeder/types.go), so an existing one can be pasted in. `namespaces` is
 // tend's addition: the namespaces whose Services are watched (all when absent).
+import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { positiveGoDurationSchema } from './duration.ts';
 import { dns1123LabelProblem, kubeNameSchema } from './kube-names.ts';
@@ -35,4 +36,21 @@ export function describeWeeder(weeder: WeederConfig): string {
   const services = Object.keys(weeder.servicesAndDependantSelectors);
   const namespaces = weeder.namespaces ? `namespaces ${weeder.namespaces.join(', ')}` : 'all namespaces';
   return `${services.length} Service(s) (${services.join(', ')}) in ${namespaces}, window ${weeder.watchDuration.text}`;
+}
+
+/** Where a pod's ServiceAccount namespace is mounted. */
+export const SERVICE_ACCOUNT_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+export const DEFAULT_TEND_NAMESPACE = 'tend-system';
+
+/**
+ * tend's own namespace, where the weeder keeps its readiness record:
+ * `kubernetes.namespace`, else the in-cluster ServiceAccount's namespace, else tend-system.
+ */
+export function tendNamespace(kubernetes: { namespace?: string }, saFile = SERVICE_ACCOUNT_NAMESPACE_FILE): string {
+  if (kubernetes.namespace) return kubernetes.namespace;
+  if (existsSync(saFile)) {
+    const ns = readFileSync(saFile, 'utf8').trim();
+    if (ns && !dns1123LabelProblem(ns)) return ns;
+  }
+  return DEFAULT_TEND_NAMESPACE;
 }

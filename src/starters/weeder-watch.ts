@@ -1,7 +1,10 @@
 // The weeder's part of the watcher: an EndpointSlice informer on the
 // configured Services, readiness per Service across all of its slices, and the
-// last-known readiness recorded durably on the Service itself (annotation
-// weeder.tend.dev/last-readiness). Comparing with that record, not with memory,
+// last-known readiness recorded durably in a ConfigMap tend owns
+// (tend-weeder-readiness in tend's namespace, src/weeder/record.ts; the
+// annotation weeder.tend.dev/last-readiness that earlier versions wrote on the
+// Service is read once, when there is no record yet, and never written).
+// Comparing with that record, not with memory,
 // is what makes a transition that happened while the watcher was down still
 // open a window, and a restart without one open nothing.
 //
@@ -12,7 +15,8 @@
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import type { WeederConfig } from '../config/weeder.ts';
-import { errorMessage, isNotFound, mergePatch } from '../kube/api.ts';
+import { errorMessage, isNotFound } from '../kube/api.ts';
+import { statusOf } from '../kube/client.ts';
 import { kubeClients, type KubeClients } from '../kube/client.ts';
 import { startInformer, type RunningInformer } from '../kube/informer.ts';
 import { log } from '../log.ts';
@@ -20,20 +24,23 @@ import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { armSignal, extendSignal } from '../weeder/messages.ts';
 import { mergeNewest } from '../weeder/resync.ts';
 import { readyEndpointIds, SERVICE_NAME_LABEL, serviceKeyOf, serviceReady, type SliceLike } from '../weeder/readiness.ts';
-import { decideTransition, parseRecorded, recordAnnotations, type Observed } from '../weeder/transition.ts';
+import { READINESS_CONFIGMAP, ReadinessStore } from '../weeder/record.ts';
+import { decideTransition, parseRecorded, type Observed } from '../weeder/transition.ts';
 import { weederWorkflowId, type WeederInput } from '../weeder/window.ts';
 import type { CapabilityWatch } from './watcher.ts';
 
 /** A fresh list this often, so that a watch that stalls silently costs at most this much. */
 const RESYNC_MS = 30_000;
 
-export function weederWatch(config: WeederConfig): CapabilityWatch {
+/** `tendNamespace`: where the readiness record is kept (config/weeder.ts tendNamespace()). */
+export function weederWatch(config: WeederConfig, tendNamespace: string): CapabilityWatch {
   return async ({ client, kc, temporal, signal }) => {
     const kube = kubeClients(kc);
     const services = Object.keys(config.servicesAndDependantSelectors).sort();
     const labelSelector = `${SERVICE_NAME_LABEL} in (${services.join(',')})`;
     const wlog = log.child({ capability: 'weeder' });
-    const tracker = new ReadinessTracker(kube, client, config, temporal.taskQueue, wlog);
+    const store = new ReadinessStore(kube, tendNamespace);
+    const tracker = new ReadinessTracker(kube, store, client, config, temporal.taskQueue, wlog);
 
     const scopes: (string | undefined)[] = config.namespaces ?? [undefined];
     const informers: RunningInformer<k8s.V1EndpointSlice>[] = scopes.map((namespace) => {
@@ -75,7 +82,7 @@ export function weederWatch(config: WeederConfig): CapabilityWatch {
       })();
     }, RESYNC_MS);
 
-    wlog.info({ services, namespaces: config.namespaces ?? 'all' }, 'weeder watching EndpointSlices');
+    wlog.info({ services, namespaces: config.namespaces ?? 'all', record: `${tendNamespace}/${READINESS_CONFIGMAP}` }, 'weeder watching EndpointSlices');
     await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
     clearInterval(resync);
     await Promise.all(informers.map((i) => i.stop()));
@@ -97,13 +104,15 @@ export class ReadinessTracker {
   private readonly running = new Map<string, Promise<void>>();
   private readonly queued = new Map<string, () => SliceLike[]>();
   private readonly kube: KubeClients;
+  private readonly store: ReadinessStore;
   private readonly client: Client;
   private readonly config: WeederConfig;
   private readonly taskQueue: string;
   private readonly log: typeof log;
 
-  constructor(kube: KubeClients, client: Client, config: WeederConfig, taskQueue: string, logger: typeof log) {
+  constructor(kube: KubeClients, store: ReadinessStore, client: Client, config: WeederConfig, taskQueue: string, logger: typeof log) {
     this.kube = kube;
+    this.store = store;
     this.client = client;
     this.config = config;
     this.taskQueue = taskQueue;
@@ -142,27 +151,24 @@ export class ReadinessTracker {
     let recorded = this.recorded.get(key);
     const firstLook = recorded === undefined;
     if (firstLook) {
-      let svc: k8s.V1Service;
-      try {
-        svc = await this.kube.core.readNamespacedService({ name, namespace });
-      } catch (err) {
-        if (isNotFound(err)) return; // slices outliving their Service: nothing to weed for
-        throw err;
+      recorded = await this.store.read(namespace, name);
+      if (!recorded) {
+        // No record yet: the Service itself says whether it still exists, and
+        // (once, as a migration) what an earlier tend recorded on it.
+        try {
+          recorded = parseRecorded((await this.kube.core.readNamespacedService({ name, namespace })).metadata?.annotations);
+        } catch (err) {
+          if (isNotFound(err)) return; // slices outliving their Service: nothing to weed for
+          // Without `get services` (not granted): no migration, and the slices stand for the Service.
+          if (statusOf(err) !== 403) throw err;
+        }
       }
-      recorded = parseRecorded(svc.metadata?.annotations);
     }
     const decision = decideTransition(recorded, now, firstLook);
     if (decision.open) await this.signal(namespace, name, 'extend', recorded?.readiness === now.readiness ? 'went down and came back while the watcher was away' : `${recorded?.readiness ?? 'unrecorded'} -> ready`);
     if (decision.arm) await this.signal(namespace, name, 'arm', `${recorded?.readiness ?? 'unrecorded'} -> not-ready`);
     if (decision.record) {
-      try {
-        await this.kube.core.patchNamespacedService(
-          { name, namespace, body: { metadata: { annotations: recordAnnotations(decision.record) } } },
-          mergePatch,
-        );
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+      await this.store.write(namespace, name, decision.record);
       if (recorded?.readiness !== now.readiness) {
         this.log.info({ service: key, from: recorded?.readiness ?? 'unrecorded', to: now.readiness }, 'Service readiness changed');
       }

@@ -10,6 +10,8 @@ import { backoffRemainingMs, crashLooping, restarts, weederConfigFile } from '..
 import { sandbox } from '../harness/hooks.ts';
 import { Client, Connection } from '@temporalio/client';
 import type { WeederResult } from '../../src/weeder/window.ts';
+import { ReadinessStore } from '../../src/weeder/record.ts';
+import { DEFAULT_TEND_NAMESPACE } from '../../src/config/weeder.ts';
 
 describe('weeder: the seed\'s cascade', function () {
   this.timeout(240_000);
@@ -64,8 +66,7 @@ describe('weeder: the seed\'s cascade', function () {
     const ready = await waitFor('the control plane to be ready', async () => (await allReady('kube-controller-manager', 1)) && (await allReady('kube-apiserver', 2)), { timeoutMs: 60_000 });
     // The watcher records what it has seen, so that etcd's return is a transition.
     await waitFor('the watcher to record etcd ready', async () => {
-      const svc = await kube().core.readNamespacedService({ namespace: ns, name: 'etcd-main-client' });
-      return svc.metadata?.annotations?.['weeder.tend.dev/last-readiness'] === 'ready';
+      return (await new ReadinessStore(kube(), DEFAULT_TEND_NAMESPACE).read(ns, 'etcd-main-client'))?.readiness === 'ready';
     });
 
     await kube().apps.patchNamespacedDeploymentScale(

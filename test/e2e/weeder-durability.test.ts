@@ -13,6 +13,8 @@ import { backoffRemainingMs, crashLooping, temporal as temporalCli, weederConfig
 import { mergePatch } from '../../src/kube/api.ts';
 import type { WeederResult, WindowSnapshot } from '../../src/weeder/window.ts';
 import type { WindowRow } from '../../src/starters/weeder-commands.ts';
+import { ReadinessStore } from '../../src/weeder/record.ts';
+import { DEFAULT_TEND_NAMESPACE } from '../../src/config/weeder.ts';
 
 describe('weeder: signals, the list, and killing its parts', function () {
   this.timeout(240_000);
@@ -58,8 +60,8 @@ describe('weeder: signals, the list, and killing its parts', function () {
   });
 
   const id = (svc: string) => `weeder/${ns}/${svc}`;
-  const recorded = async (name: string) =>
-    (await kube().core.readNamespacedService({ namespace: ns, name })).metadata?.annotations?.['weeder.tend.dev/last-readiness'];
+  // The watcher's readiness record, in tend's ConfigMap (tend runs with tend-system as its namespace here).
+  const recorded = async (name: string) => (await new ReadinessStore(kube(), DEFAULT_TEND_NAMESPACE).read(ns, name))?.readiness;
   const scale = (name: string, replicas: number) =>
     kube().apps.patchNamespacedDeploymentScale({ namespace: ns, name, body: { spec: { replicas } } }, mergePatch);
   const describe_ = (svc: string) => temporal.workflow.getHandle(id(svc)).describe();

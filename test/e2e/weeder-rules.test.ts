@@ -13,6 +13,8 @@ import { crashLooping, restarts, weederConfigFile } from '../harness/weeder.ts';
 import { mergePatch } from '../../src/kube/api.ts';
 import type { WeederResult, WindowSnapshot } from '../../src/weeder/window.ts';
 import type { WindowRow } from '../../src/starters/weeder-commands.ts';
+import { ReadinessStore } from '../../src/weeder/record.ts';
+import { DEFAULT_TEND_NAMESPACE } from '../../src/config/weeder.ts';
 
 describe('weeder: what is weeded and what is left alone', function () {
   this.timeout(240_000);
@@ -63,8 +65,8 @@ describe('weeder: what is weeded and what is left alone', function () {
     if (ns2) await deleteNamespace(kube(), ns2);
   });
 
-  const recorded = async (name: string) =>
-    (await kube().core.readNamespacedService({ namespace: ns, name })).metadata?.annotations?.['weeder.tend.dev/last-readiness'];
+  // The watcher's readiness record, in tend's ConfigMap (tend runs with tend-system as its namespace here).
+  const recorded = async (name: string) => (await new ReadinessStore(kube(), DEFAULT_TEND_NAMESPACE).read(ns, name))?.readiness;
   const scale = (name: string, replicas: number) =>
     kube().apps.patchNamespacedDeploymentScale({ namespace: ns, name, body: { spec: { replicas } } }, mergePatch);
   const live = async (namespace: string, selector: string) =>

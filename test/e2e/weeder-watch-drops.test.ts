@@ -11,6 +11,8 @@ import { crashLooping, restarts, weederConfigFile } from '../harness/weeder.ts';
 import { kubeClients, loadKubeConfig, type KubeClients } from '../../src/kube/client.ts';
 import { mergePatch } from '../../src/kube/api.ts';
 import { down, up, type SandboxInfo } from '../../src/sandbox/sandbox.ts';
+import { ReadinessStore } from '../../src/weeder/record.ts';
+import { DEFAULT_TEND_NAMESPACE } from '../../src/config/weeder.ts';
 
 describe('weeder: watches dropped every few seconds', function () {
   this.timeout(600_000);
@@ -52,7 +54,7 @@ describe('weeder: watches dropped every few seconds', function () {
     await waitFor('tend to start', () => /worker started/.test(tend.output) && /weeder watching/.test(tend.output), { timeoutMs: 90_000 });
     await waitFor('api ready', async () => ((await live()).length === 2 && (await live()).every(isReady)), { timeoutMs: 60_000 });
     await waitFor('the watcher to record db ready', async () =>
-      (await kube.core.readNamespacedService({ namespace: ns, name: 'db' })).metadata?.annotations?.['weeder.tend.dev/last-readiness'] === 'ready');
+      (await new ReadinessStore(kube, DEFAULT_TEND_NAMESPACE).read(ns, 'db'))?.readiness === 'ready');
     for (let round = 1; round <= 3; round++) {
       await scale(0);
       // Several seconds of crash-looping: a few watch drops on the way.
