@@ -67,7 +67,10 @@ const scopeText = (section: string, namespaces: string[] | undefined, namespace:
     ? `namespace ${namespace}: listed in ${section}.namespaces`
     : `cluster-wide: ${section} has no namespaces, so it acts in every namespace (list them in ${section}.namespaces to narrow this)`;
 
-type Sections = Partial<Pick<Config, Capability>>;
+type Sections = Partial<Pick<Config, Capability>> & {
+  /** `kubernetes.namespace`: tend's own namespace as the worker sees it, where the weeder keeps its record. */
+  kubernetes?: { namespace?: string };
+};
 
 /** Every grant the configuration's sections need, in a stable order. */
 export function grantsFor(config: Sections, opts: RbacOptions = {}): Grant[] {
@@ -76,9 +79,10 @@ export function grantsFor(config: Sections, opts: RbacOptions = {}): Grant[] {
 
   if (config.weeder) {
     const ns = config.weeder.namespaces;
+    const own = config.kubernetes?.namespace ?? o.namespace;
     grants.push({
-      capability: 'weeder', namespace: o.namespace, part: 'weeder-readiness',
-      scope: `namespace ${o.namespace}: tend's own; the readiness record is one ConfigMap there`,
+      capability: 'weeder', namespace: own, part: 'weeder-readiness',
+      scope: `namespace ${own}: tend's own; the readiness record is one ConfigMap there`,
       rules: [
         rule([core], ['configmaps'], ['create'],
           `the watcher creates ConfigMap ${WEEDER_READINESS_CONFIGMAP} the first time (create cannot be limited to a name)`),
@@ -92,7 +96,7 @@ export function grantsFor(config: Sections, opts: RbacOptions = {}): Grant[] {
         rules: [
           rule(['discovery.k8s.io'], ['endpointslices'], ['list', 'watch'],
             "the watcher and the weeding activity follow the configured Services' readiness through their EndpointSlices"),
-          rule([core], ['services'], ['get'], 'the watcher checks that a Service whose slices it sees still exists'),
+          rule([core], ['services'], ['get'], 'the watcher checks that a Service whose slices it sees still exists (read only: no Service is ever written)'),
           rule([core], ['pods'], ['list', 'watch'], 'the weeding activity watches the dependants its pod selectors name'),
           rule([core], ['pods'], ['delete'], 'it deletes dependants stuck in CrashLoopBackOff (UID precondition)'),
           rule(['events.k8s.io'], ['events'], ['create'], 'an Event (WeededPod, WeederSkippedPod) on the pod\'s controller or the pod'),

@@ -8,6 +8,7 @@ import { dns1123LabelProblem, dns1123SubdomainProblem } from '../config/kube-nam
 interface RbacFlags extends ConfigFlags {
   namespace: string;
   serviceAccount: string;
+  name: string;
 }
 
 function checked(what: string, value: string, problem: (v: string) => string | undefined): string {
@@ -22,11 +23,13 @@ export function registerRbacCommands(program: Command): void {
     .description("print the Roles, ClusterRoles and bindings the configuration's capabilities need (YAML, for kubectl apply)"))
     .option('--namespace <name>', "tend's own namespace (its ServiceAccount and ConfigMaps)", 'tend-system')
     .option('--service-account <name>', "tend's ServiceAccount", 'tend')
+    .option('--name <prefix>', 'prefix of the generated objects\' names (another for each tend in one cluster)', 'tend')
     .action(async (flags: RbacFlags) => {
       const namespace = checked('--namespace', flags.namespace, dns1123LabelProblem);
       const serviceAccount = checked('--service-account', flags.serviceAccount, dns1123SubdomainProblem);
+      const name = checked('--name', flags.name, dns1123LabelProblem);
       const config = await configFrom(flags);
       const { rbacYaml } = await import('../rbac/generate.ts');
-      process.stdout.write(rbacYaml(config, { namespace, serviceAccount }, flags.config ?? flags.configMap));
+      process.stdout.write(rbacYaml(config, { namespace, serviceAccount, name }, flags.config ?? flags.configMap));
     });
 }
