@@ -40,11 +40,11 @@ export const MAX_REQUESTS_PER_ADD = 1000;
 export const addInputSchema = z.strictObject({
   requests: z.array(requestSchema, { error: 'requests must be a list of {operation, machine_type, address, serial?}' })
     .min(1, 'requests must hold at least one request').max(MAX_REQUESTS_PER_ADD, `at most ${MAX_REQUESTS_PER_ADD} requests per add`),
-}, { error: 'add needs {"requests": [{"operation", "machine_type", "address", "serial"?}]}' });
+});
 
 export const deleteInputSchema = z.strictObject({
   index: z.union([indexSchema, z.number().int().positive().transform(String)], { error: 'index must be an entry\'s index, e.g. "3"' }),
-}, { error: 'delete needs {"index": "N"}' });
+});
 
 /** What a queue starts an entry's workflow with: keys only. */
 export const entryInputSchema = z.strictObject({
@@ -54,7 +54,7 @@ export const entryInputSchema = z.strictObject({
   operation: nameSchema('operation'),
   serial: serialSchema.optional(),
   enabled: z.boolean({ error: 'enabled must be true or false' }),
-}, { error: 'repairEntryWorkflow needs {index, address, machine_type, operation, serial?, enabled}' });
+});
 
 const rfc3339 = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time');
 const count = z.number().int().min(0).max(1_000_000);
@@ -74,7 +74,7 @@ export const entryReportSchema = z.strictObject({
   index: indexSchema,
   fields: reportFieldsSchema.optional(),
   removed: z.literal(true).optional(),
-}, { error: 'entry-report needs {index, fields} or {index, removed: true}' });
+});
 
 const entryStateSchema = z.strictObject({
   index: indexSchema,
@@ -97,7 +97,7 @@ export const queueStateSchema = z.strictObject({
   nextIndex: z.number().int().min(1),
   enabled: z.boolean(),
   closing: z.record(indexSchema, addressSchema),
-}, { error: 'repairQueueWorkflow takes no input, or the state of its previous run {entries, nextIndex, enabled, closing}' });
+});
 
 /** The key every repair activity is called with; argv and settings are looked up by it in the worker's configuration. */
 export const entryKeySchema = z.strictObject({
@@ -111,6 +111,15 @@ export const entryKeySchema = z.strictObject({
 export const commandKinds = ['repair_command', 'health_check_command', 'success_command'] as const;
 export type CommandKind = (typeof commandKinds)[number];
 
+/** What each message looks like, for a refusal of something that is not even an object. */
+const usage = new Map<z.ZodType, string>([
+  [addInputSchema, 'add needs {"requests": [{"operation", "machine_type", "address", "serial"?}]}'],
+  [deleteInputSchema, 'delete needs {"index": "N"}'],
+  [entryInputSchema, 'repairEntryWorkflow needs {index, address, machine_type, operation, serial?, enabled}'],
+  [entryReportSchema, 'entry-report needs {index, fields} or {index, removed: true}'],
+  [queueStateSchema, 'repairQueueWorkflow takes no input, or the state of its previous run {entries, nextIndex, enabled, closing}'],
+]);
+
 /** One issue per line, each with the path of the field it is about. */
 export function describeIssues(error: z.ZodError): string {
   return error.issues.map((i) => {
@@ -122,7 +131,10 @@ export function describeIssues(error: z.ZodError): string {
 /** The parsed value, or the reason it is refused (prefixed with `what`). */
 export function check<T>(schema: z.ZodType<T>, value: unknown, what: string): { ok: true; value: T } | { ok: false; reason: string } {
   const r = schema.safeParse(value);
-  return r.success ? { ok: true, value: r.data } : { ok: false, reason: `${what}: ${describeIssues(r.error)}` };
+  if (r.success) return { ok: true, value: r.data };
+  const notAnObject = r.error.issues.some((i) => i.path.length === 0 && i.code === 'invalid_type');
+  const how = usage.get(schema);
+  return { ok: false, reason: `${what}: ${notAnObject && how ? `${how} (got ${JSON.stringify(value)?.slice(0, 200) ?? 'nothing'})` : describeIssues(r.error)}` };
 }
 
 /** Throws an Error with the reason: for update validators, whose throw rejects the update before it reaches history. */

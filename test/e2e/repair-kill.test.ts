@@ -1,15 +1,17 @@
 // The worker killed (SIGKILL) during a drain, during a repair command and
 // during a watch: a new worker finishes each entry correctly. What may run
 // twice is said in docs/repair.md: the repair command of an attempt whose
-// worker died (retried after the heartbeat timeout), a drain's evictions
-// (idempotent), a health check.
+// worker died (retried after the heartbeat timeout, never while the killed
+// run is still alive on this host), a drain's evictions (idempotent), a
+// health check. SIGTERM lets a running command finish; a delete kills its
+// process group.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TendProcess } from '../harness/cli.ts';
 import { admin, deleteNamespace, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
-import { add, entry, nodeUnschedulable, release, repairWorld, resetRepairQueue, stuckPod, type RepairWorld } from '../harness/repair.ts';
+import { add, entry, nodeUnschedulable, release, repairWorld, resetRepairQueue, rq, stuckPod, type RepairWorld } from '../harness/repair.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 describe('repair queue survives a killed worker (e2e)', function () {
@@ -68,10 +70,61 @@ describe('repair queue survives a killed worker (e2e)', function () {
     await start();
     const done = await finished(e.index);
     assert.equal(done.status, 'succeeded');
-    // The killed worker's sh finishes on its own (an orphan); the retried attempt runs the command again.
+    // The killed worker's sh finishes on its own (an orphan); the retried attempt runs the command again, after it.
     const runs = log('192.0.2.80');
-    assert.ok(runs.filter((l) => l === 'start').length >= 2, `the command ran again after the kill: ${runs.join(',')}`);
-    assert.ok(runs.includes('slow'), runs.join(','));
+    assert.deepEqual(runs, ['start', 'slow', 'start', 'slow'], `the retried command ran after the killed one ended: ${runs.join(',')}`);
+  });
+
+  /** The `long` command's runs: start (ns, index, step, attempt, process group) and end (ns) lines. */
+  const times = (address: string) => {
+    const f = join(world.dir, `${address}.times`);
+    return existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n').map((l) => l.split(' ')) : [];
+  };
+  /** Whether any live process is in process group `pgid`. */
+  const groupAlive = (pgid: number) => readdirSync('/proc').filter((d) => /^\d+$/.test(d)).some((d) => {
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return rest[0] !== 'Z' && Number(rest[2]) === pgid;
+    } catch {
+      return false;
+    }
+  });
+
+  it('kill -9 during a long command: the retried attempt starts only after the killed run\'s process group is gone', async () => {
+    const e = await add(world, 'long', '192.0.2.82');
+    await waitFor('the command started', () => times('192.0.2.82').length === 1, { timeoutMs: 30_000 });
+    const [, , index, step, attempt, pgid] = times('192.0.2.82')[0]!;
+    assert.deepEqual([index, step, attempt], [e.index, '0', '1'], 'TEND_REPAIR_INDEX, _STEP, _ATTEMPT of the first run');
+    await tend.stop('SIGKILL');
+    assert.ok(groupAlive(Number(pgid)), 'the killed worker\'s command lives on (nothing could kill it)');
+    await start();
+    const done = await finished(e.index);
+    assert.equal(done.status, 'succeeded');
+    const lines = times('192.0.2.82');
+    assert.deepEqual(lines.map((l) => l[0]), ['start', 'end', 'start', 'end'], `never two at once: ${JSON.stringify(lines)}`);
+    assert.ok(BigInt(lines[2]![1]!) >= BigInt(lines[1]![1]!), 'the retry started after the killed run ended');
+    assert.equal(lines[2]![4], '2', 'TEND_REPAIR_ATTEMPT of the retry');
+    assert.match(tend.output, /a previous run of this entry \(its worker died\) is still running; waiting for it to end/);
+  });
+
+  it('SIGTERM lets a running command finish (the shutdown grace time); a delete kills the command\'s whole group', async () => {
+    const e = await add(world, 'long', '192.0.2.83');
+    await waitFor('the command started', () => times('192.0.2.83').length === 1, { timeoutMs: 30_000 });
+    const code = await tend.stop('SIGTERM', 40_000);
+    assert.equal(code, 0, tend.output.slice(-2000));
+    assert.deepEqual(times('192.0.2.83').map((l) => l[0]), ['start', 'end'], 'the command finished before the worker exited');
+    await start();
+    assert.equal((await finished(e.index)).status, 'succeeded');
+    assert.equal(times('192.0.2.83').length, 2, 'not run again: its attempt completed');
+
+    const d = await add(world, 'long', '192.0.2.84');
+    await waitFor('the command started', () => times('192.0.2.84').length === 1, { timeoutMs: 30_000 });
+    const pgid = Number(times('192.0.2.84')[0]![5]);
+    assert.ok(groupAlive(pgid));
+    assert.equal((await rq(world, ['delete', d.index])).code, 0);
+    await waitFor('the command\'s group killed', () => !groupAlive(pgid), { timeoutMs: 15_000 });
+    assert.deepEqual(times('192.0.2.84').map((l) => l[0]), ['start'], 'killed before its end');
   });
 
   it('during a watch', async () => {

@@ -1,0 +1,93 @@
+// What reaches the repair queue through Temporal is checked field by field:
+// keys only, the right types, no unknown field (a smuggled command), a real
+// address. Each refusal says what was wrong.
+import assert from 'node:assert/strict';
+import { addressProblem } from '../../src/repair/entry.ts';
+import { lookupCommand } from '../../src/repair/procedure.ts';
+import {
+  addInputSchema, check, deleteInputSchema, entryInputSchema, entryKeySchema, entryReportSchema, noInput, queueStateSchema,
+} from '../../src/repair/validate.ts';
+import { parseConfig } from '../../src/config/load.ts';
+
+const refused = (schema: Parameters<typeof check>[0], value: unknown, what = 'x') => {
+  const r = check(schema, value, what);
+  assert.equal(r.ok, false, `accepted ${JSON.stringify(value)}`);
+  return (r as { reason: string }).reason;
+};
+
+describe('repair messages: validation', () => {
+  it('add: refuses a missing address, the address ":", extra fields (commands), empty or missing requests, wrong types', () => {
+    const ok = { operation: 'heal', machine_type: 'sim', address: '10.0.0.1' };
+    assert.equal(check(addInputSchema, { requests: [ok] }, 'add').ok, true);
+    assert.match(refused(addInputSchema, { requests: [{ operation: 'heal', machine_type: 'sim' }] }, 'add'), /add: requests\[0\]\.address: address must be a string/);
+    assert.match(refused(addInputSchema, { requests: [{ ...ok, address: ':' }] }, 'add'), /requests\[0\]\.address: address ":" is not a valid IPv6 address/);
+    assert.match(refused(addInputSchema, { requests: [{ ...ok, command: ['sh', '-c', 'touch /tmp/x'] }] }), /requests\[0\]: Unrecognized key: "command"/);
+    assert.match(refused(addInputSchema, { requests: [ok], health_check_command: ['sh'] }), /Unrecognized key: "health_check_command"/);
+    assert.match(refused(addInputSchema, { requests: [] }), /requests must hold at least one request/);
+    assert.match(refused(addInputSchema, {}), /requests/);
+    assert.match(refused(addInputSchema, undefined), /add needs \{"requests"/);
+    assert.match(refused(addInputSchema, { requests: [{ ...ok, operation: 7 }] }), /operation must be a string/);
+    assert.match(refused(addInputSchema, { requests: [{ ...ok, serial: 'a b' }] }), /serial "a b" must be letters/);
+  });
+
+  it('addresses: IPv4, IPv6 and DNS names only', () => {
+    for (const a of ['10.0.0.1', '::1', 'fe80::1', '2001:db8::ff00:42:8329', '::ffff:192.0.2.1', '1:2:3:4:5:6:7:8', 'node-1.example']) assert.equal(addressProblem(a), undefined, a);
+    for (const a of [':', ':::', '1::2::3', '1:2:3:4:5:6:7:8:9', '12345::', '::ffff:300.1.1.1', '-rf', 'a b', '', '$(reboot)']) assert.ok(addressProblem(a), a);
+  });
+
+  it('an entry\'s workflow input: keys only; the old shape with commands is refused', () => {
+    const ok = { index: '3', address: '10.0.0.1', machine_type: 'sim', operation: 'heal', enabled: true };
+    assert.equal(check(entryInputSchema, ok, 'e').ok, true);
+    const old = {
+      entry: { index: '3', address: '10.0.0.1' },
+      operation: { operation: 'heal', repair_steps: [{ repair_command: ['sh', '-c', 'touch /tmp/x'] }], health_check_command: ['sh', '-c', 'touch /tmp/x'] },
+      drain: {}, timeScale: 1, enabled: true,
+    };
+    assert.match(refused(entryInputSchema, old, 'e'), /Unrecognized keys: "entry", "drain", "timeScale"/);
+    assert.match(refused(entryInputSchema, { ...ok, health_check_command: ['sh'] }, 'e'), /Unrecognized key: "health_check_command"/);
+    assert.match(refused(entryInputSchema, { ...ok, index: '../x' }, 'e'), /index must be a string of digits/);
+    assert.match(refused(entryKeySchema, { index: '1', address: '10.0.0.1;reboot', machine_type: 'sim', operation: 'heal' }, 'k'), /not an IP address or a DNS name/);
+  });
+
+  it('entry-report: progress fields only, never identity; removed is `true` or absent', () => {
+    assert.equal(check(entryReportSchema, { index: '1', fields: { status: 'failed', step: 1 } }, 'r').ok, true);
+    assert.match(refused(entryReportSchema, { index: '1', fields: { address: '10.0.0.9' } }), /Unrecognized key: "address"/);
+    assert.match(refused(entryReportSchema, { index: '1', fields: { status: 'pwned' } }), /fields\.status/);
+    assert.match(refused(entryReportSchema, 'junk'), /entry-report needs/);
+    assert.match(refused(entryReportSchema, { index: '1', removed: false }), /removed/);
+  });
+
+  it('the queue\'s state: no configuration', () => {
+    const state = { entries: [], nextIndex: 1, enabled: true, closing: {} };
+    assert.equal(check(queueStateSchema, state, 's').ok, true);
+    assert.match(refused(queueStateSchema, { ...state, config: { repair_procedures: [] } }), /Unrecognized key: "config"/);
+  });
+
+  it('delete and the updates without input', () => {
+    assert.equal(check(deleteInputSchema, { index: '3' }, 'd').ok, true);
+    assert.match(refused(deleteInputSchema, { index: 'x' }, 'delete'), /delete: index/);
+    assert.match(refused(deleteInputSchema, { index: '3', command: 'x' }, 'delete'), /Unrecognized key/);
+    assert.doesNotThrow(() => noInput('enable', []));
+    assert.throws(() => noInput('enable', [{ command: ['sh'] }]), /enable takes no input/);
+  });
+
+  it('commands are looked up by (machine type, operation, step, kind); a key not configured is named', () => {
+    const { repair } = parseConfig(`
+repair:
+  time_scale: 0.5
+  repair_procedures:
+    - machine_types: [sim]
+      repair_operations:
+        - operation: heal
+          repair_steps:
+            - { repair_command: [fix, --soft], watch_seconds: 10, command_retries: 2, command_interval: 4 }
+          health_check_command: [check]
+`, 'c.yaml');
+    assert.deepEqual(lookupCommand(repair, 'sim', 'heal', 0, 'repair_command'), { argv: ['fix', '--soft'], timeoutSeconds: 30, retries: 2, intervalSeconds: 2 });
+    assert.deepEqual(lookupCommand(repair, 'sim', 'heal', 5, 'health_check_command'), { argv: ['check'], timeoutSeconds: 30, retries: 0, intervalSeconds: 0 });
+    assert.match((lookupCommand(repair, 'sim', 'heal', 1, 'repair_command') as { problem: string }).problem, /operation "heal" of machine type "sim" has no step 1/);
+    assert.match((lookupCommand(repair, 'sim', 'heal', 0, 'success_command') as { problem: string }).problem, /has no success_command/);
+    assert.match((lookupCommand(repair, 'cray', 'heal', 0, 'repair_command') as { problem: string }).problem, /operation "heal" of machine type "cray" is not configured/);
+    assert.match((lookupCommand(undefined, 'sim', 'heal', 0, 'repair_command') as { problem: string }).problem, /no repair section/);
+  });
+});
