@@ -20,12 +20,14 @@ export function installRuntime() {
 }
 
 /**
- * On SIGTERM the worker stops polling and gives running activities this long
- * to finish before it cancels them (a cancelled repair command's process
- * group is killed; the attempt is retried by the next worker). Repair watches
- * and drains stop at once instead (they resume on the next worker). Keep the
- * Deployment's terminationGracePeriodSeconds (90) above it, so the kubelet's
- * SIGKILL never comes first.
+ * On SIGTERM a worker that runs repair commands stops polling and gives
+ * running activities this long to finish before it cancels them (a cancelled
+ * repair command's process group is killed; the attempt is retried by the next
+ * worker). Repair watches and drains stop at once instead (they resume on the
+ * next worker); other capabilities' activities are cancelled at the end of the
+ * grace time, as they are at once on a worker without a repair section. Keep
+ * the Deployment's terminationGracePeriodSeconds (90) above it, so the
+ * kubelet's SIGKILL never comes first.
  */
 export const SHUTDOWN_GRACE_SECONDS = 60;
 
@@ -47,7 +49,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal): Promi
       taskQueue: opts.temporal.taskQueue,
       workflowsPath,
       activities: createActivities({ kube: kubeClients(kc), config: opts }),
-      shutdownGraceTime: `${SHUTDOWN_GRACE_SECONDS}s`,
+      shutdownGraceTime: opts.repair ? `${SHUTDOWN_GRACE_SECONDS}s` : 0,
     });
     log.info({ taskQueue: opts.temporal.taskQueue, temporal: opts.temporal.address, kubernetes: version }, 'worker started');
     const stop = () => {
