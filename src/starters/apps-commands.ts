@@ -123,6 +123,8 @@ export function registerAppCommands(program: Command): void {
     .action(async (key: string, flags: ConfigFlags & { json?: boolean }) => {
       const { namespace, name } = target(key);
       const config = await configOrSandbox(flags);
+      const problem = appScopeProblem(config.apps, namespace, name);
+      if (problem) throw new UsageError(`refused: ${problem}`);
       const found = await existingApp(config, namespace, name);
       console.log(flags.json ? JSON.stringify({ metadata: { annotations: found.metadata.annotations, generation: found.metadata.generation }, spec: found.spec, status: found.status ?? {} }, null, 2) : formatStatus(found));
     });

@@ -13,6 +13,10 @@ export interface CheckResult extends ClusterFacts {
   workerTaskQueue: string;
 }
 
+/**
+ * Takes no input (whatever a start carries is ignored) and only reads: the
+ * cluster's version and its Nodes, counted by the worker.
+ */
 export async function checkWorkflow(): Promise<CheckResult> {
   const facts = await clusterFacts();
   return { ...facts, workerTaskQueue: workflowInfo().taskQueue };

@@ -64,9 +64,15 @@ export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNod
   // Refuses (non-retryably) when the worker has no taint replacement configured, or the name is no node's.
   const first = await taintNodeState({ node });
   const carried = input.data;
-  const d = carried && typeof carried === 'object' && carried.node === node && carried.pods && typeof carried.pods === 'object'
-    ? { ...carried, settings: first.settings }
-    : newNodeTaintData(node, first.settings);
+  const resumed = !!carried && typeof carried === 'object' && carried.node === node && !!carried.pods && typeof carried.pods === 'object' &&
+    Array.isArray(carried.taints) && !!carried.firstSeen && typeof carried.firstSeen === 'object';
+  if (!resumed && first.taints.length === 0) {
+    // A new workflow for a node without a configured taint: nothing it could do (a run carried
+    // over by continue-as-new goes on, to clear its pods' conditions once the taint has gone).
+    throw ApplicationFailure.nonRetryable(`refused: node ${node} carries none of the configured taints ` +
+      `(${first.settings.taintReplacementOptions.map((o) => o.key).join(', ')}); nothing was changed`, 'TaintRefused');
+  }
+  const d = resumed ? { ...carried, settings: first.settings } : newNodeTaintData(node, first.settings);
   let dirty = true;
   let listNeeded = true;
   let recheck = false;
