@@ -40,7 +40,8 @@ export async function isRunning(rec: ProcessRecord | undefined): Promise<boolean
 export async function startDetached(
   name: string, command: string, args: string[], opts: { log: string; pidFile: string; env?: NodeJS.ProcessEnv; cwd?: string },
 ): Promise<ProcessRecord> {
-  const fd = openSync(opts.log, 'a');
+  // Owner-only, like the credentials beside it: a component may log more than it should.
+  const fd = openSync(opts.log, 'a', 0o600);
   try {
     const child = spawn(command, args, {
       detached: true,
