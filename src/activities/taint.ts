@@ -82,12 +82,9 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     matches(c.podSelector as LabelSelector, pod.metadata?.labels ?? {});
   /** The node's taints that the configuration names (none when the node is gone). */
   const configuredTaints = async (c: TaintReplacementConfig, node: string): Promise<MatchedTaint[]> => {
-    try {
-      return matchingTaints((await kube.core.readNode({ name: node })).spec?.taints, c.taintReplacementOptions);
-    } catch (err) {
-      if (isNotFound(err)) return [];
-      throw err;
-    }
+    // A list by name, not a get: tend's rights on Nodes are list and watch (the watcher's informer).
+    const nodes = await kube.core.listNode({ fieldSelector: `metadata.name=${node}` });
+    return matchingTaints(nodes.items[0]?.spec?.taints, c.taintReplacementOptions);
   };
   /**
    * Re-reads a pod an activity is about to change: undefined when it is gone
