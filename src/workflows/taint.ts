@@ -63,7 +63,7 @@ export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNod
   const node = typeof input?.node === 'string' ? input.node : '';
   // Refuses (non-retryably) when the worker has no taint replacement configured, or the name is no node's.
   const first = await taintNodeState({ node });
-  const carried = input.data;
+  const carried = input?.data;
   const resumed = !!carried && typeof carried === 'object' && carried.node === node && !!carried.pods && typeof carried.pods === 'object' &&
     Array.isArray(carried.taints) && !!carried.firstSeen && typeof carried.firstSeen === 'object';
   if (!resumed && first.taints.length === 0) {
