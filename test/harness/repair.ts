@@ -62,7 +62,7 @@ export function repairWorld(extra: Record<string, unknown> = {}): RepairWorld {
           op('slow', [step(`${logRun('start')}; sleep 4; ${logRun('slow')}; ${heal}`, 60)]),
           op('wait-heal', [step(logRun('wait'), 600)]),
           // Each run logs its start (ns, entry, step, attempt, its process group) and end (ns): runs of one entry never overlap.
-          op('long', [step(`echo start $(date +%s%N) $TEND_REPAIR_INDEX $TEND_REPAIR_STEP $TEND_REPAIR_ATTEMPT $$ >> ${dir}/"$0".times; sleep 12; echo end $(date +%s%N) >> ${dir}/"$0".times; ${heal}`, 60, { command_timeout_seconds: 60 })]),
+          op('long', [step(`echo start $(date +%s%N) $TEND_REPAIR_INDEX $TEND_REPAIR_STEP $TEND_REPAIR_ATTEMPT $$ >> ${dir}/"$0".times; sleep 20; echo end $(date +%s%N) >> ${dir}/"$0".times; ${heal}`, 60, { command_timeout_seconds: 60 })]),
           op('env', [step(logRun('nothing'), 1), step(`echo "$TEND_REPAIR_INDEX $TEND_REPAIR_STEP $TEND_REPAIR_ATTEMPT $TEND_REPAIR_COMMAND" >> ${dir}/"$0".env; exit 1`, 60, { command_retries: 1 })]),
         ],
       }],
