@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real parts the sandbox runs (temporal CLI, etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler) from their Go modules, into a cache
-# outside the work tree keyed by version. A second run builds nothing.
+# kube-controller-manager, kube-scheduler), and kubectl for the tests' `kubectl
+# auth can-i`, from their Go modules, into a cache outside the work tree keyed
+# by version. A second run builds nothing.
 #
 #   scripts/binaries.sh          build what is missing, print the bin directory
 #   scripts/binaries.sh --print  print the bin directory without building
@@ -17,9 +18,10 @@ K8S_VERSION=$(awk '/k8s.io\/kubernetes v/ {print $NF; exit}' "$here/tools/kubern
 temporal_dir="$cache/temporal-$TEMPORAL_VERSION"
 etcd_dir="$cache/etcd-$ETCD_VERSION"
 k8s_dir="$cache/kubernetes-$K8S_VERSION"
+kubectl_dir="$cache/kubectl-$K8S_VERSION"
 
 if [ "${1:-}" = "--print" ]; then
-  printf 'TEMPORAL=%s\nETCD=%s\nKUBERNETES=%s\n' "$temporal_dir/temporal" "$etcd_dir/etcd" "$k8s_dir"
+  printf 'TEMPORAL=%s\nETCD=%s\nKUBERNETES=%s\nKUBECTL=%s\n' "$temporal_dir/temporal" "$etcd_dir/etcd" "$k8s_dir" "$kubectl_dir/kubectl"
   exit 0
 fi
 
@@ -50,19 +52,28 @@ build_etcd() {
   (cd "$here/tools/etcd" && go build -trimpath -ldflags='-s -w' -o "$1/etcd" go.etcd.io/etcd/server/v3)
 }
 
-build_kubernetes() {
+k8s_ldflags() {
   local v=${K8S_VERSION#v} major minor
   major=${v%%.*}; minor=${v#*.}; minor=${minor%%.*}
   local pkg=k8s.io/component-base/version
-  local ldflags="-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
-  (cd "$here/tools/kubernetes" && go build -trimpath -ldflags="$ldflags" -o "$1/" \
+  echo "-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+}
+
+build_kubernetes() {
+  (cd "$here/tools/kubernetes" && go build -trimpath -ldflags="$(k8s_ldflags)" -o "$1/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler)
+}
+
+# Its own folder, so that a cache built before kubectl was added keeps its control plane.
+build_kubectl() {
+  (cd "$here/tools/kubernetes" && go build -trimpath -ldflags="$(k8s_ldflags)" -o "$1/kubectl" k8s.io/kubernetes/cmd/kubectl)
 }
 
 mkdir -p "$cache"
 build "temporal $TEMPORAL_VERSION" "$temporal_dir" build_temporal
 build "etcd $ETCD_VERSION" "$etcd_dir" build_etcd
 build "kubernetes $K8S_VERSION" "$k8s_dir" build_kubernetes
+build "kubectl $K8S_VERSION" "$kubectl_dir" build_kubectl
 echo "$cache"

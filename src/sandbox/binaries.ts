@@ -15,6 +15,8 @@ export interface Binaries {
   kubeApiserver: string;
   kubeControllerManager: string;
   kubeScheduler: string;
+  /** For the tests' `kubectl auth can-i`; the sandbox itself does not run it. */
+  kubectl: string;
 }
 
 async function paths(): Promise<Binaries> {
@@ -27,6 +29,7 @@ async function paths(): Promise<Binaries> {
     kubeApiserver: join(k8s, 'kube-apiserver'),
     kubeControllerManager: join(k8s, 'kube-controller-manager'),
     kubeScheduler: join(k8s, 'kube-scheduler'),
+    kubectl: vars.KUBECTL!,
   };
 }
 

@@ -1,10 +1,12 @@
 //go:build tools
 
-// Package tools pins the Kubernetes control-plane commands this module builds.
+// Package tools pins the Kubernetes commands this module builds: the control plane, and kubectl
+// (the sandbox's tests ask the API server what tend may do with `kubectl auth can-i`).
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 )
