@@ -1,7 +1,9 @@
 // Makes a checkout runnable: installs the npm dependencies (which include the
 // project's own Node.js 24 for machines whose Node is older) when they are
-// missing or older than package-lock.json (npm install, not npm ci: this npm's ci rejects a lock that omits other platforms' optional packages). Plain JavaScript on purpose: it
-// runs on whatever Node the machine has, before that one is installed.
+// missing or older than package-lock.json. `npm install` rather than `npm ci`: it keeps what is
+// already installed, so a refresh is quick; both install the locked versions (the lock lists every
+// platform's optional packages, so `npm ci`, which the Dockerfile uses, accepts it too). Plain
+// JavaScript on purpose: it runs on whatever Node the machine has, before that one is installed.
 import { execFileSync } from 'node:child_process';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
