@@ -22,8 +22,8 @@ WORKDIR /app
 #  - protobufjs's postinstall only prints a version-scheme warning.
 # --omit=dev leaves out the devDependency `node` (Node 24 for older hosts): this image has Node 24.
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
- && npm cache clean --force
+# (npm's cache stays in this stage, which the image does not keep.)
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 # ---------------------------------------------------------------------------------------------
 # runtime: only what tend runs. Everything is owned by root and read-only to tend's user.
