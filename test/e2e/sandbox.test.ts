@@ -8,7 +8,10 @@ import { admin, deleteNamespace, deployment, isReady, podsOf, service, tempNames
 import { sandbox } from '../harness/hooks.ts';
 import { runTend } from '../harness/cli.ts';
 import { waitFor } from '../harness/wait.ts';
-import { testStateDir } from '../harness/env.ts';
+import { testSettings, testStateDir } from '../harness/env.ts';
+import { up } from '../../src/sandbox/sandbox.ts';
+import { applyObjects } from '../../src/sandbox/bootstrap.ts';
+import { statusOf } from '../../src/kube/client.ts';
 
 function crashLooping(pod: k8s.V1Pod): k8s.V1ContainerStatus | undefined {
   return pod.status?.containerStatuses?.find((c) => c.state?.waiting?.reason === 'CrashLoopBackOff');
@@ -128,5 +131,26 @@ describe('sandbox (real control plane, simulated kubelet)', function () {
       assert.equal(start.code, 0, start.stderr);
     }
     await waitFor(`${node} untainted and Ready again`, async () => !(await taintOf()), { timeoutMs: 60_000 });
+  });
+
+  it('applies the rights generated for its own tend.yaml, and removes generated rights it no longer needs', async function () {
+    this.timeout(120_000);
+    const rbac = { group: 'rbac.authorization.k8s.io', version: 'v1' };
+    // A generated grant an earlier configuration needed and the current one does not.
+    await applyObjects(sandbox().kubeconfig, [{
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole',
+      metadata: { name: 'tend-stale-grant', labels: { 'rbac.tend.dev/generated': 'true' } },
+      rules: [{ apiGroups: ['apps'], resources: ['deployments'], verbs: ['create'] }],
+    } as object]);
+    const said: string[] = [];
+    await up({ stateDir: testStateDir, settings: testSettings, progress: (m) => said.push(m) });
+    assert.ok(said.some((m) => /applied \d+ RBAC objects generated for .*tend\.yaml; removed \d+ .*ClusterRole\/\/tend-stale-grant/.test(m)), said.join('\n'));
+    const stale = await kube.custom.getClusterCustomObject({ ...rbac, plural: 'clusterroles', name: 'tend-stale-grant' }).then(() => 200, (e) => statusOf(e));
+    assert.equal(stale, 404, 'the stale grant is gone');
+    // The sandbox's tend.yaml lists demo in apps.namespaces: its Role is there, bound to tend's ServiceAccount.
+    const binding = await kube.custom.getNamespacedCustomObject({ ...rbac, plural: 'rolebindings', namespace: 'demo', name: 'tend-apps' }) as
+      { roleRef: { kind: string; name: string }; subjects: { kind: string; name: string; namespace: string }[] };
+    assert.deepEqual([binding.roleRef.kind, binding.roleRef.name], ['Role', 'tend-apps']);
+    assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'tend', namespace: 'tend-system' }]);
   });
 });
