@@ -4,7 +4,7 @@
 // fast the two follow each other. Decisions are in src/apps; this file only
 // sequences them.
 import {
-  allHandlersFinished, condition, continueAsNew, proxyActivities, proxyLocalActivities, setHandler, workflowInfo,
+  allHandlersFinished, ApplicationFailure, condition, continueAsNew, proxyActivities, proxyLocalActivities, setHandler, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { AppEntity, decideNext, type AppEntityData, type WaitOutcome } from '../apps/entity.ts';
@@ -56,10 +56,20 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
     ...(e.last?.lastSeen && { appRev: e.last.lastSeen.appRev }),
     ...(e.last?.lastStopRev !== undefined && { lastStopRev: e.last.lastStopRev }),
   });
+  // Whether the worker's configuration covers this App: unknown until the
+  // local activity below answers; a refusal's text otherwise.
+  let scope: 'unknown' | 'ok' | { refused: string } = 'unknown';
+  /** An update waits for the answer, and fails with the refusal's reason. */
+  const inScope = async () => {
+    await condition(() => scope !== 'unknown');
+    if (typeof scope === 'object') throw ApplicationFailure.nonRetryable(scope.refused, 'AppsRefused');
+  };
   const refuseWhenGone = () => {
+    if (typeof scope === 'object') throw new Error(scope.refused);
     if (e.deleted || entity.gone) throw new Error(`App ${label} has been deleted`);
   };
   const apply = async (command: AppCommand): Promise<AppCommandResult> => {
+    await inScope();
     const seq = entity.enqueue(command);
     await condition(() => e.appliedSeq >= seq);
     if (entity.gone) return result(false, `App ${label} is gone`);
@@ -73,6 +83,7 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
   setHandler(startUpdate, () => apply({ kind: 'start' }), { validator: refuseWhenGone });
   setHandler(stopUpdate, () => apply({ kind: 'stop' }), { validator: refuseWhenGone });
   setHandler(restartUpdate, async (req?: RestartRequest) => {
+    await inScope();
     const timeoutSeconds = req?.timeoutSeconds ?? 300;
     let seq: number;
     if (req?.strategy === 'rolling') seq = entity.enqueue({ kind: 'rolling' });
@@ -105,7 +116,17 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
   // fails, non-retryably, and so do updates waiting on it) before anything is
   // read or written. The handlers are set first, so that an update sent with
   // the start (`tend app`'s update-with-start) is not rejected unseen.
-  await appInScope({ namespace: input?.namespace, name: input?.name });
+  try {
+    await appInScope({ namespace: input?.namespace, name: input?.name });
+    scope = 'ok';
+  } catch (err) {
+    // A local activity's failure may arrive as the ApplicationFailure itself, or as its cause.
+    const cause = err instanceof ApplicationFailure ? err : (err as { cause?: unknown }).cause;
+    if (!(cause instanceof ApplicationFailure && cause.type === 'AppsRefused')) throw err;
+    scope = { refused: cause.message };
+    await condition(allHandlersFinished);
+    throw ApplicationFailure.nonRetryable(cause.message, 'AppsRefused');
+  }
 
   // At most one wait at a time; a newer command does not cancel it (that
   // would cost heartbeats): its write to the App makes the wait return.

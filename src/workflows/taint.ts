@@ -334,6 +334,6 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
 
 /** The message of an activity's refusal (a non-retryable TaintRefused failure), or undefined for any other error. */
 function refusalOf(err: unknown): string | undefined {
-  const cause = (err as { cause?: unknown })?.cause;
+  const cause = err instanceof ApplicationFailure ? err : (err as { cause?: unknown })?.cause;
   return cause instanceof ApplicationFailure && cause.type === 'TaintRefused' ? cause.message : undefined;
 }

@@ -106,7 +106,10 @@ describe('security: forged requests to the weeder, taint, App and check workflow
       return pods.length === 3 && pods.every(crashLooping);
     }, { timeoutMs: 60_000 });
   });
+  /** Long-lived workflows a test started: ended whatever the test's outcome. */
+  const cleanups: (() => Promise<unknown>)[] = [];
   after(async () => {
+    for (const c of cleanups) await c().catch(() => undefined);
     await tend?.stop();
     await temporal?.connection.close();
     if (ns) await deleteNamespace(kube(), ns);
@@ -198,6 +201,7 @@ describe('security: forged requests to the weeder, taint, App and check workflow
     const id = `forged-slots-${run}`;
     await start('taintReplacementsWorkflow', id, { data: { maxConcurrentReplacements: 1000, maxTaintedNodes: 1000, taintedNodes: 0, totalNodes: 1000, queue: [], inFlight: [], granted: 0, peakInFlight: 0 } });
     const handle = temporal.workflow.getHandle(id);
+    cleanups.push(() => handle.terminate('test done'));
     const first = await waitFor('the coordinator to answer', () => handle.query<SlotsStatus>('status'));
     const nodes = (await kube().core.listNode()).items.length;
     assert.equal(first.maxConcurrentReplacements, 2);
@@ -208,14 +212,13 @@ describe('security: forged requests to the weeder, taint, App and check workflow
     await waitFor('the coordinator to look again', async () => {
       const { stdout } = await cli(['workflow', 'show', '--workflow-id', id, '--output', 'json']);
       const types = (JSON.parse(stdout) as { events: { eventType: string }[] }).events.map((e) => e.eventType.replace(/_/g, '').toLowerCase());
-      const lastSignal = types.findLastIndex((t) => t.includes('workflowexecutionsignaled'));
-      return lastSignal >= 0 && types.slice(lastSignal).filter((t) => t.includes('activitytaskcompleted')).length >= 2;
+      const firstSignal = types.findIndex((t) => t.includes('workflowexecutionsignaled'));
+      return firstSignal >= 0 && types.slice(firstSignal).filter((t) => t.includes('activitytaskcompleted')).length >= 2;
     });
     const after = await handle.query<SlotsStatus>('status');
     assert.equal(after.maxConcurrentReplacements, 2);
     assert.equal(after.maxTaintedNodes, '50%');
     assert.equal(after.totalNodes, nodes);
-    await handle.terminate('test done');
   });
 
   it('appWorkflow and its updates for an App outside apps.namespaces: refused, no Deployment', async () => {
@@ -226,7 +229,7 @@ describe('security: forged requests to the weeder, taint, App and check workflow
     const update = await cliFails(['workflow', 'execute-update-with-start', '--type', 'appWorkflow', '--task-queue', TASK_QUEUE,
       '--workflow-id', `forged-app-${run}`, '--id-conflict-policy', 'UseExisting', '--input', JSON.stringify({ namespace: outside, name: 'web' }),
       '--update-name', 'restart', '--update-input', JSON.stringify({ strategy: 'stop-start' })]);
-    assert.match(update, /refused: App .* is outside apps.namespaces|workflow execution.*(failed|completed)/i);
+    assert.match(update, why);
     assert.match(await failureOf(`forged-app-${run}`), why);
     const cliRefusal = await runTend(['app', 'restart', `${outside}/web`, '--config', config]);
     assert.equal(cliRefusal.code, 2, cliRefusal.stderr);
