@@ -182,6 +182,17 @@ describe('secrets: no key or token in any output', function () {
       assert.notEqual(r.code, 0, r.stderr);
     });
 
+    it('a kubeconfig that is not valid YAML: the parser quotes the file, but not the token', async () => {
+      const text = (await readFile(sandbox().tendKubeconfig, 'utf8')).replace(/^(\s*)token: .*$/m, (line, indent: string) => `${line}\n${indent.slice(1)}bad: [`);
+      assert.ok(text.includes(token), 'the broken file still holds the token');
+      const kubeconfig = await file('broken.kubeconfig', text);
+      const p = await file('broken-kube.yaml', { temporal: { address: sandbox().temporalAddress, tls: false }, kubernetes: { kubeconfig } });
+      const r = await tend(['run', '--config', p], { timeoutMs: 60_000 });
+      assert.equal(r.code, 1, r.stderr);
+      // js-yaml's message shows the lines around the error, the token's among them.
+      assert.match(r.stderr, /token: \[redacted\]/);
+    });
+
     it('a token the server refuses (401): exit 2 naming the ConfigMap, the token not shown', async () => {
       const wrong = `${token.slice(0, -8)}AAAAAAAA`;
       const kubeconfig = await kubeconfigWith('wrong-token.kubeconfig', (kc) => { kc.users[0]!.user.token = wrong; });
