@@ -1,9 +1,10 @@
 # tend's container image: Node 24 runs the TypeScript sources directly (native type stripping, no
 # build step), so the image is the sources, the production dependencies and Node.
 #
-# The base image is pinned by tag and digest (the multi-platform index of the Docker Official Image
-# node:24.11.1-bookworm-slim). To move to a newer Node, replace both, with the digest the registry
-# reports for the new tag:
+# The base image is pinned by tag and digest: the Docker Official Image node:24.11.1-bookworm-slim at
+# the digest public Dockerfiles pin for that tag (also with --platform=linux/amd64); it was not read
+# from the registry itself here. Check it, or move to a newer Node by replacing both, with the digest
+# the registry reports for the tag:
 #   docker buildx imagetools inspect node:24.X.Y-bookworm-slim --format '{{json .Manifest.Digest}}'
 # (or `crane digest node:24.X.Y-bookworm-slim`). docs/deploy.md says how to check the image.
 ARG NODE_IMAGE=node:24.11.1-bookworm-slim@sha256:48abc13a19400ca3985071e287bd405a1d99306770eb81d61202fb6b65cf0b57
