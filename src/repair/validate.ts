@@ -4,6 +4,7 @@
 // only (index, address, machine type, operation, serial, step number, enabled
 // flag) and anything else, an unknown field above all (a command an attacker
 // slipped in), is refused with the reason. Pure: imported by workflow code.
+import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { addressProblem, repairStatuses, repairStepStatuses, serialProblem } from './entry.ts';
 
@@ -137,16 +138,16 @@ export function check<T>(schema: z.ZodType<T>, value: unknown, what: string): { 
   return { ok: false, reason: `${what}: ${notAnObject && how ? `${how} (got ${JSON.stringify(value)?.slice(0, 200) ?? 'nothing'})` : describeIssues(r.error)}` };
 }
 
-/** Throws an Error with the reason: for update validators, whose throw rejects the update before it reaches history. */
+/** Throws a non-retryable failure with the reason: for update validators, whose throw rejects the update before it reaches history. */
 export function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   const r = check(schema, value, what);
-  if (!r.ok) throw new Error(r.reason);
+  if (!r.ok) throw ApplicationFailure.nonRetryable(r.reason, 'InvalidRepairRequest');
   return r.value;
 }
 
 /** Updates that take no input refuse one, so a mistyped or forged payload is not silently ignored. */
 export function noInput(name: string, args: unknown[]): void {
   if (args.length > 0 && !(args.length === 1 && args[0] === undefined)) {
-    throw new Error(`${name} takes no input (got ${JSON.stringify(args).slice(0, 200)})`);
+    throw ApplicationFailure.nonRetryable(`${name} takes no input (got ${JSON.stringify(args).slice(0, 200)})`, 'InvalidRepairRequest');
   }
 }

@@ -209,7 +209,7 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
   }, {
     validator: (arg: unknown) => {
       const { index } = parseOrThrow(deleteInputSchema, arg, 'delete');
-      if (!q.find(index)) throw new Error(`no entry with index ${index} in the repair queue`);
+      if (!q.find(index)) throw ApplicationFailure.nonRetryable(`no entry with index ${index} in the repair queue`, 'NoSuchRepairEntry');
     },
   });
   setHandler(deleteFinishedUpdate, async () => {
