@@ -111,6 +111,10 @@ describe('security: forged requests to the weeder, taint, App and check workflow
   after(async () => {
     for (const c of cleanups) await c().catch(() => undefined);
     await tend?.stop();
+    // The watcher started the cluster-wide coordinator on this test's task queue: end it, so
+    // that the next tend (another task queue) starts its own.
+    const slots = temporal?.workflow.getHandle('taint-replacements');
+    if (slots && (await slots.describe().catch(() => undefined))?.taskQueue === TASK_QUEUE) await slots.terminate('security test done').catch(() => undefined);
     await temporal?.connection.close();
     if (ns) await deleteNamespace(kube(), ns);
     if (outside) await deleteNamespace(kube(), outside);
