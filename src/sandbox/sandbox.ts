@@ -2,7 +2,7 @@
 // (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) plus the
 // simulated kubelet, all under one state folder. `up` starts what is not
 // running and leaves the rest alone; `down` stops exactly what `up` recorded.
-import { mkdir, readFile, writeFile, rm, readdir } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile, rm, readdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -225,7 +225,10 @@ export async function up(opts: UpOptions = {}): Promise<SandboxInfo> {
       `the sandbox in ${stateDir} is running with other settings (${JSON.stringify(saved)}); ` +
       'run `tend sandbox down` first to change them');
   }
-  await Promise.all(['run', 'logs'].map((d) => mkdir(join(stateDir, d), { recursive: true })));
+  // Owner-only: the folder holds keys, kubeconfigs and tokens.
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  await chmod(stateDir, 0o700);
+  await Promise.all(['run', 'logs'].map((d) => mkdir(join(stateDir, d), { recursive: true, mode: 0o700 })));
   await writeFile(join(stateDir, 'sandbox.json'), JSON.stringify(wanted, null, 2));
 
   const bin = await ensureBinaries(say);
@@ -368,7 +371,7 @@ async function writeAdminKubeconfig(info: SandboxInfo, pki: Pki) {
   const yaml = kubeconfigYaml(info, await b64(pki.caCert), {
     'client-certificate-data': await b64(pki.adminCert), 'client-key-data': await b64(pki.adminKey),
   });
-  await writeFile(info.kubeconfig, yaml, { mode: 0o600 });
+  await writeSecretFile(info.kubeconfig, yaml);
 }
 
 /**
@@ -385,7 +388,7 @@ async function bootstrapCluster(info: SandboxInfo, say: (m: string) => void) {
   say(`applied ${applied} objects from deploy/kubernetes`);
   const token = await serviceAccountToken(info.kubeconfig, 'tend-system', 'tend');
   const yaml = kubeconfigYaml(info, await b64(pkiPaths(join(info.stateDir, 'pki')).caCert), { token });
-  await writeFile(info.tendKubeconfig, yaml, { mode: 0o600 });
+  await writeSecretFile(info.tendKubeconfig, yaml);
   await writeTendConfig(info);
   const { loadConfig } = await import('../config/load.ts');
   const { GENERATED_LABEL, rbacObjects } = await import('../rbac/generate.ts');
@@ -410,7 +413,7 @@ async function writeTendConfig(info: SandboxInfo) {
     kubernetes: { kubeconfig: info.tendKubeconfig },
     ...sections,
   });
-  await writeFile(info.config, '# tend configuration for the local sandbox (written by `tend sandbox up`)\n' + yaml);
+  await writeSecretFile(info.config, '# tend configuration for the local sandbox (written by `tend sandbox up`)\n' + yaml);
 }
 
 // ---------------------------------------------------------------------------
@@ -460,4 +463,10 @@ async function nodesReady(info: SandboxInfo): Promise<void> {
   const { readyNodeCount } = await import('./bootstrap.ts');
   const ready = await readyNodeCount(info.kubeconfig);
   if (ready < info.settings.nodes) throw new Error(`${ready}/${info.settings.nodes} simulated nodes Ready`);
+}
+
+/** Writes a file only its owner may read; `mode` alone applies to new files, so an older file is tightened too. */
+async function writeSecretFile(path: string, text: string): Promise<void> {
+  await writeFile(path, text, { mode: 0o600 });
+  await chmod(path, 0o600);
 }

@@ -53,10 +53,12 @@ describe('secrets: no key or token in any output', function () {
   });
 
   describe('the sandbox\'s credential files', () => {
-    it('pki/ is 0700, its keys and both kubeconfigs are 0600', async () => {
-      const { stateDir, kubeconfig, tendKubeconfig } = sandbox();
+    it('the state folder and pki/ are 0700, its keys, both kubeconfigs and tend.yaml are 0600', async () => {
+      const { stateDir, kubeconfig, tendKubeconfig, config } = sandbox();
       const mode = async (p: string) => ((await stat(p)).mode & 0o777).toString(8);
+      assert.equal(await mode(stateDir), '700');
       assert.equal(await mode(join(stateDir, 'pki')), '700');
+      assert.equal(await mode(config), '600', config);
       const keys = (await readdir(join(stateDir, 'pki'))).filter((f) => f.endsWith('.key'));
       assert.deepEqual(keys.sort(), ['admin.key', 'apiserver.key', 'ca.key', 'sa.key']);
       for (const k of keys) assert.equal(await mode(join(stateDir, 'pki', k)), '600', k);
