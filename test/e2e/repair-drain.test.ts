@@ -23,7 +23,8 @@ describe('repair queue drains (e2e)', function () {
   before(async () => {
     kube = admin();
     await resetRepairQueue();
-    world = repairWorld();
+    // A drain held by a stuck pod lasts 30 s before its eviction timeout: time for the tests to act on it under load.
+    world = repairWorld({ eviction_timeout_seconds: 600 });
     prot = await tempNamespace(kube, 'rq-prot');
     await kube.core.patchNamespace({ name: prot, body: [{ op: 'add', path: '/metadata/labels/repair.tend.dev~1protected', value: 'true' }] });
     unprot = await tempNamespace(kube, 'rq-unprot');
@@ -64,8 +65,9 @@ describe('repair queue drains (e2e)', function () {
     await waitFor('the unprotected pod deleted despite its budget', () => podGone(kube, unprot, unprotPod.metadata!.uid!));
     assert.ok(!(await podGone(kube, prot, protPod.metadata!.uid!)), 'the protected pod was not deleted');
     const events = await kube.events.listNamespacedEvent({ namespace: 'default', fieldSelector: 'regarding.name=sim-1' });
-    const interrupted = events.items.find((ev) => ev.reason === 'RepairDrainInterrupted' && ev.note?.includes(`entry ${e.index}:`));
-    assert.ok(interrupted, 'an Event on the Node says why the drain was interrupted');
+    // This run's Event (indexes restart with each queue, and an earlier run on this sandbox left its own).
+    const interrupted = events.items.find((ev) => ev.reason === 'RepairDrainInterrupted' && ev.note?.includes(`entry ${e.index}:`) && ev.note.includes(`${prot}/`));
+    assert.ok(interrupted, `an Event on the Node says why the drain was interrupted: ${JSON.stringify(events.items.map((ev) => ev.note))}`);
     assert.match(interrupted.note!, new RegExp(`eviction refused for ${prot}/db-`));
 
     // The budget allows one disruption: the next attempt evicts and the repair goes on.
