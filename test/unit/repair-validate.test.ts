@@ -8,6 +8,9 @@ import {
   addInputSchema, check, deleteInputSchema, entryInputSchema, entryKeySchema, entryReportSchema, noInput, queueStateSchema,
 } from '../../src/repair/validate.ts';
 import { parseConfig } from '../../src/config/load.ts';
+import { ApplicationFailure } from '@temporalio/common';
+import { createRepairActivities } from '../../src/activities/repair.ts';
+import type { KubeClients } from '../../src/kube/client.ts';
 
 const refused = (schema: Parameters<typeof check>[0], value: unknown, what = 'x') => {
   const r = check(schema, value, what);
@@ -89,5 +92,41 @@ repair:
     assert.match((lookupCommand(repair, 'sim', 'heal', 0, 'success_command') as { problem: string }).problem, /has no success_command/);
     assert.match((lookupCommand(repair, 'cray', 'heal', 0, 'repair_command') as { problem: string }).problem, /operation "heal" of machine type "cray" is not configured/);
     assert.match((lookupCommand(undefined, 'sim', 'heal', 0, 'repair_command') as { problem: string }).problem, /no repair section/);
+  });
+
+  it('activities refuse forged inputs and keys not configured, non-retryably, before touching anything', async () => {
+    const { repair } = parseConfig(`
+repair:
+  repair_procedures:
+    - machine_types: [sim]
+      repair_operations:
+        - operation: heal
+          repair_steps: [{ repair_command: [fix], watch_seconds: 10 }]
+          health_check_command: [check]
+`, 'c.yaml');
+    // Any use of Kubernetes would throw: a refusal comes first.
+    const kube = new Proxy({}, { get: () => { throw new Error('touched Kubernetes'); } }) as KubeClients;
+    const acts = createRepairActivities(kube, repair);
+    const key = { index: '3', address: '10.0.0.1', machine_type: 'sim', operation: 'heal' };
+    const refusedWith = (type: string, message: RegExp) => (err: unknown) => {
+      assert.ok(err instanceof ApplicationFailure, String(err));
+      assert.equal(err.nonRetryable, true);
+      assert.equal(err.type, type);
+      assert.match(err.message, message);
+      return true;
+    };
+    await assert.rejects(acts.repairRunCommand({ ...key, step: 0, kind: 'repair_command', command: ['sh', '-c', 'touch /tmp/x'] } as never),
+      refusedWith('InvalidRepairInput', /repairRunCommand: Unrecognized key: "command"/));
+    await assert.rejects(acts.repairRunCommand({ ...key, address: ':', step: 0, kind: 'repair_command' }),
+      refusedWith('InvalidRepairInput', /address ":" is not a valid IPv6 address/));
+    await assert.rejects(acts.repairRunCommand({ ...key, operation: 'evil', step: 0, kind: 'repair_command' }),
+      refusedWith('RepairNotConfigured', /operation "evil" of machine type "sim" is not configured/));
+    await assert.rejects(acts.repairRunCommand({ ...key, step: 4, kind: 'repair_command' }),
+      refusedWith('RepairNotConfigured', /has no step 4/));
+    await assert.rejects(acts.repairDrain({ ...key, step: 0, deadline: Date.now() }),
+      refusedWith('RepairNotConfigured', /step 0 of operation "heal" of machine type "sim" is not configured with need_drain/));
+    await assert.rejects(acts.repairInspect({ ...key, machine_type: 'cray' }), refusedWith('RepairNotConfigured', /machine type "cray" is not configured/));
+    await assert.rejects(acts.repairUncordon({ index: 'x', address: '10.0.0.1' }), refusedWith('InvalidRepairInput', /index must be a string of digits/));
+    await assert.rejects(createRepairActivities(kube, undefined).repairInspect(key), refusedWith('RepairNotConfigured', /no repair section/));
   });
 });
