@@ -28,7 +28,7 @@ export interface RunOptions {
   address: string;
   timeoutSeconds: number;
   signal?: AbortSignal;
-  /** Added to the worker's environment (TEND_REPAIR_INDEX, ...). */
+  /** Added to the worker's environment, less TEMPORAL_* (TEND_REPAIR_INDEX, ...). */
   env?: Record<string, string>;
   /** Serialises runs for one entry on this host, across worker crashes. */
   lock?: { dir: string; index: string };
@@ -187,6 +187,17 @@ export async function waitForPrevious(dir: string, index: string, signal?: Abort
 
 // ---------------------------------------------------------------- one run
 
+/**
+ * The worker's environment without tend's own Temporal settings and
+ * credentials (TEMPORAL_*: the API key above all): a repair script needs none
+ * of them. Everything else (PATH, an IPMI password the operator set) stays.
+ */
+export function commandEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/^TEMPORAL_/i.test(k)) env[k] = v;
+  return { ...env, ...extra };
+}
+
 /** One run of argv + address, no shell, in its own process group; resolves with its outcome, never throws for the command's own failure. */
 export async function runOnce(o: RunOptions): Promise<RunResult> {
   const [file, ...args] = o.argv;
@@ -195,7 +206,7 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
   if (o.signal?.aborted) return { ok: false, output: '', error: `${shown}: cancelled` };
   return new Promise((resolve) => {
     const child = spawn(file!, [...args, o.address], {
-      detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...o.env }, windowsHide: true,
+      detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: commandEnv(o.env), windowsHide: true,
     });
     const pgid = child.pid;
     let stdout = '';

@@ -63,6 +63,18 @@ describe('repair commands: process groups', () => {
     assert.equal(r.output.trim(), '7 1 3 10.0.0.1;reboot');
   });
 
+  it('commands do not see tend\'s own Temporal credentials (TEMPORAL_*); the rest of the environment stays', async () => {
+    process.env.TEMPORAL_API_KEY = 'tk-unit-test-key';
+    process.env.IPMI_USER_FOR_TEST = 'admin';
+    try {
+      const r = await runOnce({ argv: ['sh', '-c', 'echo "[$TEMPORAL_API_KEY] [$IPMI_USER_FOR_TEST]"'], address: 'a', timeoutSeconds: 5 });
+      assert.equal(r.output.trim(), '[] [admin]');
+    } finally {
+      delete process.env.TEMPORAL_API_KEY;
+      delete process.env.IPMI_USER_FOR_TEST;
+    }
+  });
+
   it('failures say why: exit status, command not found', async () => {
     assert.match((await runOnce({ argv: ['sh', '-c', 'echo oops >&2; exit 3'], address: 'a', timeoutSeconds: 5 })).error!, /exit status 3: oops/);
     assert.match((await runOnce({ argv: ['/no/such/command'], address: 'a', timeoutSeconds: 5 })).error!, /command not found: \/no\/such\/command/);
