@@ -46,14 +46,21 @@ describe('security: forged requests to the weeder, taint, App and check workflow
     }
   };
   /** The failure of a workflow the CLI started: its message, cause included. */
-  const failureOf = async (workflowId: string): Promise<string> => {
+  const failureOf = async (workflowId: string, timeoutMs = 30_000): Promise<string> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`workflow ${workflowId} neither failed nor completed within ${timeoutMs / 1000}s`)), timeoutMs);
+    });
     try {
-      await temporal.workflow.getHandle(workflowId).result();
+      await Promise.race([temporal.workflow.getHandle(workflowId).result(), late]);
     } catch (err) {
+      if (err instanceof Error && err.message.includes('neither failed nor completed')) throw err;
       assert.ok(err instanceof WorkflowFailedError, `workflow ${workflowId}: ${String(err)}`);
       let text = err.message;
       for (let c: unknown = err.cause; c; c = (c as { cause?: unknown }).cause) text += ` <- ${(c as Error).message}`;
       return text;
+    } finally {
+      clearTimeout(timer);
     }
     return assert.fail(`workflow ${workflowId} completed; it should have been refused`);
   };
