@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { kubeClients, loadKubeConfig, type KubeClients } from '../../src/kube/client.ts';
 import { ConfigError } from '../../src/config/errors.ts';
 import { parseConfig } from '../../src/config/load.ts';
-import { rbacObjects } from '../../src/rbac/generate.ts';
+import { GENERATED_LABEL, rbacObjects } from '../../src/rbac/generate.ts';
 import { applyObjects } from '../../src/sandbox/bootstrap.ts';
 import { sandbox } from './hooks.ts';
 
@@ -70,6 +70,9 @@ export function isReady(pod: k8s.V1Pod): boolean {
  * under exactly the rights that configuration ships with. A configuration
  * that does not validate gets nothing (tend refuses it anyway); a Role in a
  * namespace that does not exist is left out, as `kubectl apply` would fail on it.
+ * The objects are named `tend-test-*` and labelled apart from the sandbox's own
+ * generated rights, so a `tend sandbox up` during a test (which prunes the
+ * rights its own tend.yaml no longer needs) leaves them alone.
  */
 export async function grantConfiguredRights(configFile: string, kubeconfig = sandbox().kubeconfig): Promise<void> {
   let config;
@@ -83,9 +86,9 @@ export async function grantConfiguredRights(configFile: string, kubeconfig = san
   const exists = new Map<string, Promise<boolean>>();
   const present = (name: string) => exists.get(name) ?? exists.set(name, kube.core.readNamespace({ name }).then(() => true, () => false)).get(name)!;
   const objects = [];
-  for (const o of rbacObjects(config)) {
+  for (const o of rbacObjects(config, { name: 'tend-test' })) {
     if (o.metadata.namespace && !(await present(o.metadata.namespace))) continue;
-    objects.push(o);
+    objects.push({ ...o, metadata: { ...o.metadata, labels: { ...o.metadata.labels, [GENERATED_LABEL]: 'test' } } });
   }
   await applyObjects(kubeconfig, objects);
 }
