@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify as toYaml } from 'yaml';
 import { currentSandbox } from '../src/sandbox/sandbox.ts';
+import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { kubeClients, loadKubeConfig } from '../src/kube/client.ts';
 import { connectClient } from '../src/temporal/connection.ts';
 import { sendAppCommand } from '../src/starters/apps-commands.ts';
@@ -37,6 +38,8 @@ await writeFile(config, toYaml({
   apps: { namespaces: [ns] },
 }));
 await kube.core.createNamespace({ body: { metadata: { name: ns } } });
+// The rights `tend rbac` generates for this configuration, as an operator would apply them.
+await grantRightsFor(info.kubeconfig, config, 'tend-bench');
 const tend = new TendProcess(['run', '--config', config]);
 const client = await connectClient({ address: info.temporalAddress, namespace: 'default', taskQueue });
 

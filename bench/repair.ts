@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify as toYaml } from 'yaml';
 import { currentSandbox } from '../src/sandbox/sandbox.ts';
+import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { runOnce } from '../src/activities/repair.ts';
 import { listQuery, REPAIR_QUEUE_WORKFLOW_ID } from '../src/repair/messages.ts';
 import type { RepairQueueEntry } from '../src/repair/entry.ts';
@@ -47,7 +48,9 @@ await writeFile(config, toYaml({
     max_concurrent_repairs: CONCURRENCY,
     repair_procedures: [{ machine_types: ['bench'], repair_operations: [{ operation: 'fix', repair_steps: [{ repair_command: repairCommand, watch_seconds: 60 }], health_check_command: healthCommand }] }],
   },
-}));
+}));// The rights `tend rbac` generates for this configuration, as an operator would apply them.
+await grantRightsFor(info.kubeconfig, config, 'tend-bench');
+
 const addresses = Array.from({ length: N }, (_, i) => `198.18.${Math.floor(i / 250)}.${(i % 250) + 1}`);
 const file = join(dir, 'requests.txt');
 await writeFile(file, addresses.map((a) => `fix bench ${a}`).join('\n') + '\n');

@@ -22,6 +22,7 @@ import { stringify as toYaml } from 'yaml';
 import { kubeClients, loadKubeConfig } from '../src/kube/client.ts';
 import { strategicMergePatch } from '../src/kube/api.ts';
 import { down, up } from '../src/sandbox/sandbox.ts';
+import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -137,7 +138,9 @@ await writeFile(config, toYaml({
     maxConcurrentReplacements: MAX,
     breaker: { maxTaintedNodes: '100%' },
   },
-}));
+}));// The rights `tend rbac` generates for this configuration, as an operator would apply them.
+await grantRightsFor(info.kubeconfig, config, 'tend-bench');
+
 const cli = join(repo, 'src/starters/cli.ts');
 const run = (part: string): ChildProcess => {
   const child = spawn(process.execPath, [cli, part, '--config', config], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: 'warn' } });

@@ -26,6 +26,9 @@ import { kubeClients, loadKubeConfig, type KubeClients } from '../src/kube/clien
 import { startInformer } from '../src/kube/informer.ts';
 import { log } from '../src/log.ts';
 import { currentSandbox } from '../src/sandbox/sandbox.ts';
+import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
+import { ReadinessStore } from '../src/weeder/record.ts';
+import { tendNamespace } from '../src/config/weeder.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: opts } = parseArgs({ options: {
@@ -161,7 +164,9 @@ async function main() {
     temporal: { address: info!.temporalAddress, taskQueue },
     kubernetes: { kubeconfig: info!.tendKubeconfig },
     weeder: { watchDuration: WATCH, namespaces: [tendArm.ns], servicesAndDependantSelectors: seedSelectors(tendArm.etcd, tendArm.api) },
-  }));
+  }));  // The rights `tend rbac` generates for this configuration, as an operator would apply them.
+  await grantRightsFor(info!.kubeconfig, tendConfig, 'tend-bench');
+
   const dwdConfig = join(dir, 'dwd-weeder.yaml');
   await writeFile(dwdConfig, toYaml({ watchDuration: WATCH, servicesAndDependantSelectors: seedSelectors('etcd-main-client', 'kube-apiserver') }));
   const node = process.execPath;
@@ -189,8 +194,9 @@ async function main() {
   const obs = new Observer(kube, arms.map((a) => a.ns));
 
   await waitFor('every arm\'s control plane ready', async () => (await Promise.all(arms.map(controlPlaneReady))).every(Boolean), 180_000, 500);
+  const readiness = new ReadinessStore(kube, tendNamespace({}));
   await waitFor('tend to record etcd ready', async () =>
-    (await kube.core.readNamespacedService({ namespace: tendArm.ns, name: tendArm.etcd })).metadata?.annotations?.['weeder.tend.dev/last-readiness'] === 'ready', 120_000, 500);
+    (await readiness.read(tendArm.ns, tendArm.etcd))?.readiness === 'ready', 120_000, 500);
   await sleep(6000); // let the first-seen windows (tend and dependency-watchdog) close
 
   // ---- cascade ----

@@ -114,3 +114,35 @@ export async function readyNodeCount(kubeconfig: string): Promise<number> {
   const nodes = await core.listNode({ labelSelector: 'sim.tend.dev/node=true' });
   return nodes.items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
 }
+
+/**
+ * Grants tend's ServiceAccount the rights `tend rbac` generates for one more
+ * configuration file (a test's, a benchmark's), as an operator would apply
+ * them with an administrator's kubeconfig. The objects are named
+ * `<name>-*` and labelled `rbac.tend.dev/generated=<name>`, apart from the
+ * sandbox's own generated rights, so a `tend sandbox up` (which prunes what
+ * its tend.yaml no longer needs) leaves them alone. A configuration that does
+ * not validate gets nothing (tend refuses it anyway); a Role in a namespace
+ * that does not exist is left out, as `kubectl apply` would fail on it.
+ */
+export async function grantRightsFor(kubeconfig: string, configFile: string, name: string): Promise<number> {
+  const { ConfigError } = await import('../config/errors.ts');
+  const { parseConfig } = await import('../config/load.ts');
+  const { GENERATED_LABEL, rbacObjects } = await import('../rbac/generate.ts');
+  let config;
+  try {
+    config = parseConfig(await readFile(configFile, 'utf8'), configFile);
+  } catch (err) {
+    if (err instanceof ConfigError) return 0;
+    throw err;
+  }
+  const kube = kubeClients(loadKubeConfig({ kubeconfig }));
+  const exists = new Map<string, Promise<boolean>>();
+  const present = (ns: string) => exists.get(ns) ?? exists.set(ns, kube.core.readNamespace({ name: ns }).then(() => true, () => false)).get(ns)!;
+  const objects: k8s.KubernetesObject[] = [];
+  for (const o of rbacObjects(config, { name })) {
+    if (o.metadata.namespace && !(await present(o.metadata.namespace))) continue;
+    objects.push({ ...o, metadata: { ...o.metadata, labels: { ...o.metadata.labels, [GENERATED_LABEL]: name } } });
+  }
+  return applyObjects(kubeconfig, objects);
+}

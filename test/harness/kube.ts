@@ -2,12 +2,8 @@
 // test sandbox, throwaway namespaces, and small object builders.
 import * as k8s from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { kubeClients, loadKubeConfig, type KubeClients } from '../../src/kube/client.ts';
-import { ConfigError } from '../../src/config/errors.ts';
-import { parseConfig } from '../../src/config/load.ts';
-import { GENERATED_LABEL, rbacObjects } from '../../src/rbac/generate.ts';
-import { applyObjects } from '../../src/sandbox/bootstrap.ts';
+import { grantRightsFor } from '../../src/sandbox/bootstrap.ts';
 import { sandbox } from './hooks.ts';
 
 export function admin(): KubeClients {
@@ -65,30 +61,10 @@ export function isReady(pod: k8s.V1Pod): boolean {
 
 /**
  * Grants tend's ServiceAccount the rights `tend rbac` generates for this
- * configuration file (the same generator), as an operator would apply them
- * with an administrator's kubeconfig: the tend processes of a test then run
- * under exactly the rights that configuration ships with. A configuration
- * that does not validate gets nothing (tend refuses it anyway); a Role in a
- * namespace that does not exist is left out, as `kubectl apply` would fail on it.
- * The objects are named `tend-test-*` and labelled apart from the sandbox's own
- * generated rights, so a `tend sandbox up` during a test (which prunes the
- * rights its own tend.yaml no longer needs) leaves them alone.
+ * configuration file (the same generator): the tend processes of a test then
+ * run under exactly the rights that configuration ships with. Named and
+ * labelled `tend-test`, apart from the sandbox's own (see grantRightsFor).
  */
 export async function grantConfiguredRights(configFile: string, kubeconfig = sandbox().kubeconfig): Promise<void> {
-  let config;
-  try {
-    config = parseConfig(await readFile(configFile, 'utf8'), configFile);
-  } catch (err) {
-    if (err instanceof ConfigError) return;
-    throw err;
-  }
-  const kube = kubeClients(loadKubeConfig({ kubeconfig }));
-  const exists = new Map<string, Promise<boolean>>();
-  const present = (name: string) => exists.get(name) ?? exists.set(name, kube.core.readNamespace({ name }).then(() => true, () => false)).get(name)!;
-  const objects = [];
-  for (const o of rbacObjects(config, { name: 'tend-test' })) {
-    if (o.metadata.namespace && !(await present(o.metadata.namespace))) continue;
-    objects.push({ ...o, metadata: { ...o.metadata, labels: { ...o.metadata.labels, [GENERATED_LABEL]: 'test' } } });
-  }
-  await applyObjects(kubeconfig, objects);
+  await grantRightsFor(kubeconfig, configFile, 'tend-test');
 }
