@@ -12,10 +12,24 @@ export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', impo
 
 let runtimeInstalled = false;
 
+const sdkLevels = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
+
+/**
+ * The SDK's own log lines (worker, workflow and activity loggers) go through
+ * tend's logger: one JSON stream, with credentials masked like every other line.
+ */
+function sdkLogger(): DefaultLogger {
+  const wanted = process.env.TEND_LOG_LEVEL?.toUpperCase();
+  const level = wanted && wanted in sdkLevels ? (wanted as keyof typeof sdkLevels) : 'WARN';
+  return new DefaultLogger(level, ({ level: l, message, meta }) => {
+    log[sdkLevels[l]]({ ...meta, source: 'temporal-sdk' }, message);
+  });
+}
+
 /** Signals are handled by the tend process itself, which shuts every part down in order. */
 export function installRuntime() {
   if (runtimeInstalled) return;
-  Runtime.install({ shutdownSignals: [], logger: new DefaultLogger((process.env.TEND_LOG_LEVEL?.toUpperCase() as 'INFO') ?? 'WARN') });
+  Runtime.install({ shutdownSignals: [], logger: sdkLogger() });
   runtimeInstalled = true;
 }
 
