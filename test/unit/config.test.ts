@@ -5,18 +5,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, type ConfigProblem } from '../../src/config/errors.ts';
 import { describeConfig, loadConfig, parseConfig, parseConfigMapRef } from '../../src/config/load.ts';
+import { configError } from '../harness/config-error.ts';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/config/${name}`, import.meta.url));
 
-function configError(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  return assert.fail('expected a ConfigError');
-}
 
 async function configErrorAsync(promise: Promise<unknown>): Promise<ConfigError> {
   try {

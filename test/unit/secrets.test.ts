@@ -7,25 +7,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { ConfigError } from '../../src/config/errors.ts';
 import { describeConfig, parseConfig } from '../../src/config/load.ts';
 import { redact, registerSecret } from '../../src/log.ts';
 import { connectClient, UnreachableError } from '../../src/temporal/connection.ts';
+import { configError } from '../harness/config-error.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 const PEM = '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgabcdefghijklmnop\nqrstuvwxyzABCDEFGHIJKLMN\n-----END PRIVATE KEY-----';
 const JWT = 'eyJhbGciOiJSUzI1NiIsImtpZCI6IjEifQ.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50In0.c2lnbmF0dXJlLXNpZ25hdHVyZQ';
 
-function configError(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  return assert.fail('expected a ConfigError');
-}
 
 describe('secrets: redact', () => {
   it('masks a registered value wherever it appears, also inside a JSON string', () => {
