@@ -72,6 +72,12 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     }
     return config;
   };
+  /**
+   * For clearing conditions only: a taintReplacement section, even a disabled
+   * one. Clearing is how a node workflow cleans up after the feature is turned
+   * off; it writes nothing new, and only on pods the section still manages.
+   */
+  const sectionForCleanup = (): TaintReplacementConfig => config ?? refuse('taint replacement is not configured on this worker (no taintReplacement section)');
   const nodeName = (node: unknown): string => {
     if (typeof node !== 'string' || dns1123SubdomainProblem(node)) return refuse(`${JSON.stringify(node)} is not a node name`);
     return node;
@@ -224,9 +230,9 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
      * stay). A pod that is gone, or replaced by a namesake, is skipped.
      */
     async writeTaintConditions(input: { node: string; writes: ConditionWrite[] }): Promise<{ written: number; gone: number }> {
-      const c = configured();
       const node = nodeName(input?.node);
       const writes = Array.isArray(input.writes) ? input.writes : refuse('writes must be a list');
+      const c = writes.some((w) => w?.detected || w?.replacing) ? configured() : sectionForCleanup();
       let written = 0;
       let gone = 0;
       // Every pod is checked before any is written: a refusal changes nothing.

@@ -22,7 +22,9 @@ function sdkLogger(): DefaultLogger {
   const wanted = process.env.TEND_LOG_LEVEL?.toUpperCase();
   const level = wanted && wanted in sdkLevels ? (wanted as keyof typeof sdkLevels) : 'WARN';
   return new DefaultLogger(level, ({ level: l, message, meta }) => {
-    log[sdkLevels[l]]({ ...meta, source: 'temporal-sdk' }, message);
+    // An Error under `error` goes to pino's `err`, whose serializer keeps its type, message and stack.
+    const { error, ...rest } = meta ?? {};
+    log[sdkLevels[l]]({ ...rest, ...(error instanceof Error ? { err: error } : error !== undefined ? { error } : {}), source: 'temporal-sdk' }, message);
   });
 }
 

@@ -105,7 +105,7 @@ describe('repair queue survives a killed worker (e2e)', function () {
     assert.deepEqual(lines.map((l) => l[0]), ['start', 'end', 'start', 'end'], `never two at once: ${JSON.stringify(lines)}`);
     assert.ok(BigInt(lines[2]![1]!) >= BigInt(lines[1]![1]!), 'the retry started after the killed run ended');
     assert.equal(lines[2]![4], '2', 'TEND_REPAIR_ATTEMPT of the retry');
-    assert.match(tend.output, /a previous run of this entry \(its worker died\) is still running; waiting for it to end/);
+    assert.match(tend.logs, /a previous run of this entry \(its worker died\) is still running; waiting for it to end/);
   });
 
   it('SIGTERM lets a running command finish (the shutdown grace time); a delete kills the command\'s whole group', async () => {

@@ -107,7 +107,7 @@ describe('security: forged requests to the weeder, taint, App and check workflow
     await grantConfiguredRights(config);
     tend = new TendProcess(['run', '--config', config]);
     temporal = new Client({ connection: await Connection.connect({ address: sandbox().temporalAddress }) });
-    await waitFor('tend to start', () => /worker started/.test(tend.output) && /weeder watching/.test(tend.output), { timeoutMs: 60_000 });
+    await waitFor('tend to start', () => /worker started/.test(tend.logs) && /weeder watching/.test(tend.logs), { timeoutMs: 60_000 });
     await waitFor('the victims to crash-loop', async () => {
       const pods = [...await podsOf(k, ns, 'role=victim'), ...await podsOf(k, outside, 'role in (victim,api)')];
       return pods.length === 3 && pods.every(crashLooping);
@@ -162,11 +162,11 @@ describe('security: forged requests to the weeder, taint, App and check workflow
       await cli(['workflow', 'signal', '--workflow-id', id, '--name', name, '--input', input]);
     }
     await waitFor('the worker to log the ignored signals', () =>
-      /extend signal ignored: its payload must be an object/.test(tend.output) &&
-      /extend signal ignored: seconds must be a number above 0 \(got "forever"\)/.test(tend.output) &&
-      /extend signal ignored: seconds must be a number above 0 \(got -5\)/.test(tend.output) &&
-      /arm signal ignored: its payload must be an object/.test(tend.output) &&
-      /stop signal ignored: reason must be a string/.test(tend.output));
+      /extend signal ignored: its payload must be an object/.test(tend.logs) &&
+      /extend signal ignored: seconds must be a number above 0 \(got "forever"\)/.test(tend.logs) &&
+      /extend signal ignored: seconds must be a number above 0 \(got -5\)/.test(tend.logs) &&
+      /arm signal ignored: its payload must be an object/.test(tend.logs) &&
+      /stop signal ignored: reason must be a string/.test(tend.logs));
     const after = await handle.query<WindowSnapshot>('window');
     assert.equal(after.deadline, opened.deadline, 'junk extended the window');
     assert.equal(after.transitions, opened.transitions);

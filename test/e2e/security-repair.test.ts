@@ -160,10 +160,10 @@ describe('repair queue: forged requests through Temporal (e2e)', function () {
     await signal(`repair/${e.index}`, 'set-enabled', { command: touch() });
     await signal(`repair/${e.index}`, 'reset-backoff', { command: touch() });
     await waitFor('the refusals logged', () =>
-      tend.output.includes('entry-report needs {index, fields} or {index, removed: true}') &&
-      tend.output.includes('Unrecognized keys: "address", "operation"') &&
-      tend.output.includes('set-enabled takes true or false') &&
-      tend.output.includes('reset-backoff takes no input'), { timeoutMs: 20_000 }).catch((err: Error) => {
+      tend.logs.includes('entry-report needs {index, fields} or {index, removed: true}') &&
+      tend.logs.includes('Unrecognized keys: "address", "operation"') &&
+      tend.logs.includes('set-enabled takes true or false') &&
+      tend.logs.includes('reset-backoff takes no input'), { timeoutMs: 20_000 }).catch((err: Error) => {
       throw new Error(`${err.message}\n${tend.output.slice(-3000)}`);
     });
     assert.deepEqual(await entries(world), before, 'the queue changed');
@@ -193,7 +193,7 @@ describe('repair queue: forged requests through Temporal (e2e)', function () {
     assert.equal((await rq(world, ['enable'])).code, 0);
     const done = await waitFor('failed', async () => (await entry(world, e.index))?.status === 'failed', { timeoutMs: 30_000 });
     assert.ok(done);
-    await waitFor('the reason logged', () => tend.output.includes('operation "heal" of machine type "sim" is not configured'), { timeoutMs: 10_000 })
+    await waitFor('the reason logged', () => tend.logs.includes('operation "heal" of machine type "sim" is not configured'), { timeoutMs: 10_000 })
       .catch((err: Error) => {
         throw new Error(`${err.message}\n${tend.output.slice(-3000)}`);
       });

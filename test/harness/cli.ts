@@ -30,6 +30,31 @@ export function runTend(args: string[], opts: { env?: NodeJS.ProcessEnv; timeout
   });
 }
 
+const LOG_ENVELOPE = new Set(['level', 'time', 'pid', 'hostname', 'msg']);
+
+function flatten(value: unknown, prefix: string, out: string[]): void {
+  if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) flatten(v, prefix ? `${prefix}.${k}` : k, out);
+  } else {
+    out.push(`${prefix}=${String(value)}`);
+  }
+}
+
+/** JSON log lines (pino's, the SDK's forwarded ones) decoded to `msg field=value ...`; other lines kept. */
+export function decodeLogLines(output: string): string {
+  return output.split('\n').map((line) => {
+    if (!line.startsWith('{')) return line;
+    try {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      const fields: string[] = [];
+      for (const [k, v] of Object.entries(entry)) if (!LOG_ENVELOPE.has(k)) flatten(v, k, fields);
+      return [String(entry.msg ?? ''), ...fields].join(' ');
+    } catch {
+      return line;
+    }
+  }).join('\n');
+}
+
 /** A long-running tend process (worker, watcher, run); its output is kept for assertions. */
 /** Every TendProcess started, so that a failing test shows what they printed (see hooks.ts). */
 const started: TendProcess[] = [];
@@ -48,6 +73,15 @@ export class TendProcess {
     this.child.stderr!.on('data', (d) => (this.output += d));
     this.child.once('exit', () => (this.exitedAt = Date.now()));
     started.push(this);
+  }
+
+  /**
+   * The output as a person reads it: each JSON log line as its message and
+   * its fields' values (strings as they are, not JSON-escaped), other lines
+   * as printed. For assertions on what tend logged.
+   */
+  get logs(): string {
+    return decodeLogLines(this.output);
   }
 
   get exited(): boolean {
