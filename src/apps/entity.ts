@@ -38,6 +38,8 @@ export interface AppEntityData {
   /** Highest generation the watcher reported that no reconcile has seen yet. */
   pendingGeneration: number;
   deleted: boolean;
+  /** appDeleted signals received so far (absent in state carried from older runs: 0). */
+  deletions?: number;
   /** A wait's outcome arrived: the status needs writing. */
   statusStale: boolean;
   /** Rounds of waiting without the App settling, for the back-off of long waits. */
@@ -80,6 +82,12 @@ export class AppEntity {
 
   markDeleted(): void {
     this.data.deleted = true;
+    this.data.deletions = (this.data.deletions ?? 0) + 1;
+  }
+
+  /** How many appDeleted signals have arrived: taken when a reconcile starts, handed back to reconciled(). */
+  get deletions(): number {
+    return this.data.deletions ?? 0;
   }
 
   get gone(): boolean {
@@ -87,7 +95,12 @@ export class AppEntity {
   }
 
   /** Records a reconcile; `seq` is the command it applied, if any. */
-  reconciled(result: ReconcileResult, seq?: number): void {
+  /**
+   * A reconcile's result. `deletionsBefore` is `deletions` when that reconcile
+   * started: an appDeleted that arrived while it ran (its result may predate
+   * the deletion) is not answered by it.
+   */
+  reconciled(result: ReconcileResult, seq?: number, deletionsBefore?: number): void {
     this.data.last = result;
     this.data.statusStale = false;
     if (seq !== undefined) {
@@ -95,8 +108,9 @@ export class AppEntity {
       this.data.appliedSeq = seq;
     }
     // An appDeleted for an App that still exists (a deleted and recreated
-    // App, or a stray signal) is answered by the reconcile that found it.
-    if (!result.gone) this.data.deleted = false;
+    // App, or a stray signal) is answered by the reconcile that found it,
+    // if that reconcile started after the signal.
+    if (!result.gone && (deletionsBefore === undefined || deletionsBefore === this.deletions)) this.data.deleted = false;
     if (result.gone) {
       this.data.commands = [];
       this.data.appliedSeq = this.data.nextSeq - 1;

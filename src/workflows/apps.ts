@@ -135,10 +135,11 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
     const step = decideNext(e, waitInFlight);
     if (step.kind === 'end') break;
     if (step.kind === 'reconcile') {
+      const deletionsBefore = entity.deletions;
       const res = await reconcileApp({
         namespace: e.namespace, name: e.name, command: step.command?.command, lastSeen: e.last?.lastSeen, uid: e.last?.uid,
       });
-      entity.reconciled(res, step.command?.seq);
+      entity.reconciled(res, step.command?.seq, deletionsBefore);
       continue;
     }
     if (step.kind === 'wait' && e.last?.lastSeen) {

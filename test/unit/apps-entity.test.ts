@@ -82,6 +82,17 @@ describe('apps: entity state and decideNext', () => {
     assert.deepEqual(decideNext(e.data, false), { kind: 'idle' });
   });
 
+  it('appDeleted that arrives while a reconcile runs is not dropped by that reconcile\'s result', () => {
+    const e = new AppEntity({ namespace: 'n', name: 'a' });
+    e.reconciled(result());
+    const before = e.deletions;
+    e.markDeleted(); // the signal lands while the reconcile (which still found the App) is in flight
+    e.reconciled(result(), undefined, before);
+    assert.deepEqual(decideNext(e.data, false), { kind: 'reconcile' });
+    e.reconciled(result(), undefined, e.deletions);
+    assert.deepEqual(decideNext(e.data, false), { kind: 'idle' });
+  });
+
   it('waits back off while the App does not settle: 2 min doubling to 30 min', () => {
     assert.deepEqual([0, 1, 2, 3, 4, 9].map(waitTimeoutSeconds), [120, 240, 480, 960, 1800, 1800]);
   });
