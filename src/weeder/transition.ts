@@ -49,7 +49,7 @@ export function decideTransition(recorded: Observed | undefined, now: Observed, 
   return { open: wentAwayAndBack, arm: false, ...record };
 }
 
-/** The annotations on a Service that hold what tend last recorded for it. */
+/** The annotations on a Service where earlier versions recorded its readiness (read once, to migrate; never written). */
 export const LAST_READINESS_ANNOTATION = 'weeder.tend.dev/last-readiness';
 export const READY_ENDPOINTS_ANNOTATION = 'weeder.tend.dev/ready-endpoints';
 
@@ -58,8 +58,4 @@ export function parseRecorded(annotations: Record<string, string> | undefined): 
   if (readiness !== 'ready' && readiness !== 'not-ready') return undefined;
   const endpoints = (annotations?.[READY_ENDPOINTS_ANNOTATION] ?? '').split(',').filter((e) => e !== '').sort();
   return { readiness, endpoints };
-}
-
-export function recordAnnotations(o: Observed): Record<string, string> {
-  return { [LAST_READINESS_ANNOTATION]: o.readiness, [READY_ENDPOINTS_ANNOTATION]: o.endpoints.join(',') };
 }
