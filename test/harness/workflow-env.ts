@@ -1,0 +1,75 @@
+// Workflow tests: tend's real workflow code on a real Temporal dev server (the
+// `temporal` binary from the binary cache; its time-skipping server cannot be
+// had here), with stub activities. Durations in these tests are short instead
+// of skipped.
+//
+// The workflow code is bundled once per test run and shared by every worker.
+import { randomUUID } from 'node:crypto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
+import { ensureBinaries } from '../../src/sandbox/binaries.ts';
+import { TendCapability, TendTarget } from '../../src/search-attributes.ts';
+import { workflowsPath } from '../../src/workers/worker.ts';
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+let runtimeInstalled = false;
+
+/** The workflow code as the worker bundles it, built once per process. */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
+  return bundle;
+}
+
+export interface WorkflowEnvOptions {
+  /**
+   * Dev server dynamic config values, as `key=JSON` (e.g.
+   * `limit.historyCount.suggestContinueAsNew=200`).
+   */
+  dynamicConfig?: string[];
+}
+
+/**
+ * A dev server of its own for a test file (in-memory database, random port),
+ * with tend's search attributes registered.
+ */
+export async function startWorkflowEnv(opts: WorkflowEnvOptions = {}): Promise<TestWorkflowEnvironment> {
+  if (!runtimeInstalled) {
+    runtimeInstalled = true;
+    try {
+      Runtime.install({ logger: new DefaultLogger('WARN') });
+    } catch {
+      // Installed already (another harness in this process did it).
+    }
+  }
+  const bin = (await ensureBinaries()).temporal;
+  return TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: 'existing-path', path: bin },
+      searchAttributes: [TendCapability, TendTarget],
+      extraArgs: ['--log-level', 'error', ...(opts.dynamicConfig ?? []).flatMap((v) => ['--dynamic-config-value', v])],
+    },
+  });
+}
+
+/** A unique task queue for one test, so that its workers never see another test's tasks. */
+export const taskQueue = (name: string) => `${name}-${randomUUID().slice(0, 8)}`;
+
+/**
+ * Runs fn while a worker with the given stub activities polls taskQueue. The
+ * worker is shut down (and its errors surfaced) when fn settles.
+ */
+export async function withWorker<T>(
+  env: TestWorkflowEnvironment, queue: string, activities: object, fn: (client: Client) => Promise<T>,
+): Promise<T> {
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue: queue,
+    workflowBundle: await workflowBundle(),
+    activities,
+    // Short tests: no long sticky waits between them.
+    stickyQueueScheduleToStartTimeout: '2s',
+  });
+  return worker.runUntil(fn(env.client));
+}
