@@ -1,0 +1,122 @@
+// The informer's merge rules, on their own: what a watch event or a relist
+// does to the cache and what the handlers are told.
+import assert from 'node:assert/strict';
+import { mergeRelist, namespacedPath, VersionedStore } from '../../src/kube/informer.ts';
+
+interface Obj { metadata: { namespace?: string; name: string; resourceVersion: string }; tag: string }
+const o = (name: string, rv: string, tag = `${name}@${rv}`, namespace = 'ns'): Obj => ({ metadata: { namespace, name, resourceVersion: rv }, tag });
+const tags = (xs: Obj[]) => xs.map((x) => x.tag).sort();
+
+describe('informer: a relist merged by resourceVersion', () => {
+  const cases: [string, Obj[], Obj[], string, { objects: string[]; upserts: string[]; deletes: string[] }][] = [
+    ['adds what the watch missed', [o('a', '5')], [o('a', '5'), o('b', '7')], '8',
+      { objects: ['a@5', 'b@7'], upserts: ['b@7'], deletes: [] }],
+    ['a newer listed version replaces the cached one (a missed update)', [o('a', '5')], [o('a', '9')], '9',
+      { objects: ['a@9'], upserts: ['a@9'], deletes: [] }],
+    ['an older listed version never overwrites a newer watched one', [o('a', '9')], [o('a', '5')], '6',
+      { objects: ['a@9'], upserts: [], deletes: [] }],
+    ['the same version is not delivered again', [o('a', '5')], [o('a', '5')], '5',
+      { objects: ['a@5'], upserts: [], deletes: [] }],
+    ['a cached object missing from the list was deleted (a missed delete)', [o('a', '5'), o('b', '6')], [o('a', '5')], '10',
+      { objects: ['a@5'], upserts: [], deletes: ['b@6'] }],
+    ['a cached object newer than the list is kept (the watch saw it after the list was taken)', [o('a', '5'), o('b', '12')], [o('a', '5')], '10',
+      { objects: ['a@5', 'b@12'], upserts: [], deletes: [] }],
+    ['a recreated object (same name, newer version) replaces the old one', [o('a', '5', 'old')], [o('a', '11', 'new')], '11',
+      { objects: ['new'], upserts: ['new'], deletes: [] }],
+    ['an empty list deletes everything not newer than it', [o('a', '5'), o('b', '20')], [], '10',
+      { objects: ['b@20'], upserts: [], deletes: ['a@5'] }],
+  ];
+  for (const [name, cached, listed, listVersion, want] of cases) {
+    it(name, () => {
+      const r = mergeRelist(cached, listed, listVersion);
+      assert.deepEqual({ objects: tags(r.objects), upserts: tags(r.upserts), deletes: tags(r.deletes) }, want);
+    });
+  }
+});
+
+describe('informer: watch events against the cache', () => {
+  it('delivers an add, a newer update, and not an older or repeated one', () => {
+    const s = new VersionedStore<Obj>();
+    assert.equal(s.upsert(o('a', '5')), true);
+    assert.equal(s.upsert(o('a', '5')), false);
+    assert.equal(s.upsert(o('a', '4')), false);
+    assert.equal(s.upsert(o('a', '6')), true);
+    assert.equal(s.get('a', 'ns')?.tag, 'a@6');
+  });
+
+  it('treats versions it cannot compare as newer (resourceVersion is opaque by contract)', () => {
+    const s = new VersionedStore<Obj>();
+    s.upsert(o('a', 'x1'));
+    assert.equal(s.upsert(o('a', 'x0')), true);
+  });
+
+  it('delivers a delete once, and not one of an object replaced by a newer one meanwhile', () => {
+    const s = new VersionedStore<Obj>();
+    s.upsert(o('a', '5'));
+    assert.equal(s.remove(o('a', '6'))?.tag, 'a@6');
+    assert.equal(s.remove(o('a', '6')), undefined);
+    s.upsert(o('b', '9', 'recreated'));
+    assert.equal(s.remove(o('b', '7', 'old')), undefined);
+    assert.equal(s.get('b', 'ns')?.tag, 'recreated');
+  });
+
+  it('never brings back an object whose deletion the watch delivered while a list was in flight', () => {
+    const s = new VersionedStore<Obj>();
+    s.upsert(o('a', '5'));
+    s.listStarted(undefined); // the list snapshot is taken at 6, before the delete
+    s.remove(o('a', '7'));
+    const r = s.relisted(undefined, [o('a', '5')], '6');
+    assert.deepEqual(r, { upserts: [], deletes: [] });
+    assert.equal(s.get('a', 'ns'), undefined);
+  });
+
+  it('lets an object recreated after such a deletion in', () => {
+    const s = new VersionedStore<Obj>();
+    s.upsert(o('a', '5'));
+    s.listStarted(undefined);
+    s.remove(o('a', '7'));
+    s.relisted(undefined, [], '6');
+    assert.equal(s.upsert(o('a', '8', 'recreated')), true);
+  });
+
+  it('forgets deletions once no list is in flight (nothing left to guard against)', () => {
+    const s = new VersionedStore<Obj>();
+    s.upsert(o('a', '5'));
+    s.listStarted('ns');
+    s.remove(o('a', '7'));
+    s.listFailed('ns');
+    // A list taken from now on cannot predate the deletion, so an older version listed is a real object again.
+    s.listStarted('ns');
+    assert.deepEqual(tags(s.relisted('ns', [o('a', '5')], '9').upserts), ['a@5']);
+  });
+
+  it('relists one namespace without touching the others', () => {
+    const s = new VersionedStore<Obj>();
+    s.upsert(o('a', '5', 'a-in-x', 'x'));
+    s.upsert(o('b', '6', 'b-in-y', 'y'));
+    s.listStarted('x');
+    const r = s.relisted('x', [], '10');
+    assert.deepEqual(tags(r.deletes), ['a-in-x']);
+    assert.deepEqual(tags(s.list()), ['b-in-y']);
+    assert.deepEqual(tags(s.list('y')), ['b-in-y']);
+    assert.deepEqual(s.list('x'), []);
+  });
+
+  it('keeps cluster-scoped objects under their name', () => {
+    const s = new VersionedStore<Obj>();
+    s.upsert({ metadata: { name: 'node-1', resourceVersion: '3' }, tag: 'node' });
+    assert.equal(s.get('node-1')?.tag, 'node');
+  });
+});
+
+describe('informer: namespaced paths', () => {
+  const cases: [string, string][] = [
+    ['/api/v1/pods', '/api/v1/namespaces/ns/pods'],
+    ['/apis/discovery.k8s.io/v1/endpointslices', '/apis/discovery.k8s.io/v1/namespaces/ns/endpointslices'],
+    ['/apis/tend.dev/v1alpha1/apps', '/apis/tend.dev/v1alpha1/namespaces/ns/apps'],
+  ];
+  for (const [path, want] of cases) it(`${path} -> ${want}`, () => assert.equal(namespacedPath(path, 'ns'), want));
+  it('refuses a path that is already namespaced, naming it', () => {
+    assert.throws(() => namespacedPath('/api/v1/namespaces/x/pods', 'ns'), /\/api\/v1\/namespaces\/x\/pods.*cluster-wide collection path/);
+  });
+});
