@@ -20,8 +20,37 @@ export function isNotFound(err: unknown): boolean {
   return statusOf(err) === 404;
 }
 
+/** 409: a conflict, a failed precondition among them (see isPreconditionFailed). */
 export function isConflict(err: unknown): boolean {
   return statusOf(err) === 409;
+}
+
+/**
+ * A failed UID or resourceVersion precondition: kube-apiserver answers 409
+ * with "Precondition failed: ..." (412 is accepted too, for other servers).
+ */
+export function isPreconditionFailed(err: unknown): boolean {
+  const code = statusOf(err);
+  return code === 412 || (code === 409 && /precondition failed/i.test(errorMessage(err)));
+}
+
+/** 429: an eviction refused by a PodDisruptionBudget, or the API server's own throttling. */
+export function isTooManyRequests(err: unknown): boolean {
+  return statusOf(err) === 429;
+}
+
+/** 403: RBAC, or an admission webhook that refused the request. */
+export function isForbidden(err: unknown): boolean {
+  return statusOf(err) === 403;
+}
+
+/**
+ * The eviction API's 500 for a pod covered by more than one
+ * PodDisruptionBudget: it refuses rather than choose, and will refuse again
+ * until the budgets change.
+ */
+export function isMultiplePodDisruptionBudgets(err: unknown): boolean {
+  return statusOf(err) === 500 && /more than one PodDisruptionBudget/i.test(errorMessage(err));
 }
 
 /** The API server's own words for a failed request, for logs. */
