@@ -114,6 +114,33 @@ describe('sandbox (real control plane, simulated kubelet)', function () {
     assert.ok(recovered.status!.containerStatuses![0]!.restartCount >= 4, 'it was the same pod, restarted, not a new one');
   });
 
+  it('deletes a namespace whose pods depend on a Service in it, within a bounded time', async () => {
+    // The Service and its slices go with the namespace while the pods are in
+    // their grace period: that must not cancel their kill.
+    const doomed = await tempNamespace(kube, 'doomed');
+    await kube.core.createNamespacedService({ namespace: doomed, body: service(doomed, 'upstream', { app: 'upstream' }) });
+    await kube.apps.createNamespacedDeployment({ namespace: doomed, body: deployment({ namespace: doomed, name: 'upstream', replicas: 1 }) });
+    await kube.apps.createNamespacedDeployment({
+      namespace: doomed,
+      body: deployment({ namespace: doomed, name: 'dependant', replicas: 3, annotations: { 'sim.tend.dev/depends-on': 'upstream' } }),
+    });
+    await waitFor('upstream and 3 dependants Ready', async () => {
+      const p = await podsOf(kube, doomed, 'app in (upstream,dependant)');
+      return p.length === 4 && p.every(isReady);
+    }, { timeoutMs: 60_000 });
+    await kube.core.deleteNamespace({ name: doomed });
+    // Pods are killed after at most 1 kubelet second (scaled); the namespace
+    // controller then finishes within seconds. Minutes means pods were stuck.
+    await waitFor(`namespace ${doomed} gone`, async () => {
+      try {
+        await kube.core.readNamespace({ name: doomed });
+        return false;
+      } catch (err) {
+        return statusOf(err) === 404;
+      }
+    }, { timeoutMs: 60_000, intervalMs: 500 });
+  });
+
   it('gets the real node.kubernetes.io/unreachable taint when a node\'s heartbeats stop, and loses it when they resume', async () => {
     const node = `sim-${sandbox().settings.nodes}`;
     const taintOf = async () => (await kube.core.readNode({ name: node })).spec?.taints?.find((t) => t.key === 'node.kubernetes.io/unreachable');

@@ -53,6 +53,12 @@ interface Tracked {
   /** Kubelet conditions as last reported, for their lastTransitionTime. */
   conditions: PodCondition[];
   timer?: NodeJS.Timeout;
+  /**
+   * The kill at the end of the grace period, apart from `timer`: a reconcile
+   * during the grace period (the pod updated, a Service it depends on gone
+   * with its namespace) clears `timer`, and must not cancel the kill.
+   */
+  killTimer?: NodeJS.Timeout;
   retry?: NodeJS.Timeout;
   /** The last status the API server accepted, as JSON and as the resourceVersion it made. */
   written?: string;
@@ -293,7 +299,7 @@ export class PodRunner {
     t.deleting = true;
     const grace = t.pod.metadata?.deletionGracePeriodSeconds ?? 30;
     const delay = scaledMs(Math.min(grace, MAX_KILL_SECONDS), this.opts.timing.timeScale);
-    t.timer = setTimeout(() => void this.kill(t), delay);
+    t.killTimer = setTimeout(() => void this.kill(t), delay);
   }
 
   private async kill(t: Tracked): Promise<void> {
@@ -337,8 +343,10 @@ export class PodRunner {
 
 function clearTimers(t: Tracked): void {
   clearTimeout(t.timer);
+  clearTimeout(t.killTimer);
   clearTimeout(t.retry);
   t.timer = undefined;
+  t.killTimer = undefined;
   t.retry = undefined;
 }
 
