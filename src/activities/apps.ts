@@ -28,6 +28,8 @@ export interface ReconcileAppInput {
   lastSeen?: LastSeen;
   /** The App's UID as last seen, so that its workloads can be found once it is gone. */
   uid?: string;
+  /** The highest generation the watcher saw STOPPED that no reconcile has accounted for (see decideRevisions). */
+  stopSeen?: number;
 }
 
 export interface WaitForAppInput {
@@ -112,7 +114,7 @@ export function createAppActivities(kube: KubeClients, apps?: AppsConfig) {
         for (const d of await listWorkloads(kube, namespace, name)) if (ownedBy(d, uid)) await deleteWorkload(kube, d);
         return { gone: true, settled: true, workloads: [] };
       }
-      const revs = decideRevisions(app, input.command, input.lastSeen);
+      const revs = decideRevisions(app, input.command, input.lastSeen, input.stopSeen);
       if (revisionsChange(app, revs)) {
         try {
           app = (await kube.custom.patchNamespacedCustomObject({
@@ -159,6 +161,8 @@ export function createAppActivities(kube: KubeClients, apps?: AppsConfig) {
         workloads: workloads.workloads.filter((d) => ownedBy(d, app.metadata.uid)).map((d) => d.metadata!.name!),
         ...(workloads.problem && { problem: workloads.problem }),
         ...(revs.reason && { reason: revs.reason }),
+        // A stop tend wrote itself moved the generation: that STOPPED version is reflected too.
+        ...(stopsThrough(revs, app) !== undefined && { stopsThrough: stopsThrough(revs, app) }),
       };
     },
 
@@ -190,9 +194,16 @@ export function createAppActivities(kube: KubeClients, apps?: AppsConfig) {
   };
 }
 
+function stopsThrough(revs: RevisionDecision, written: App): number | undefined {
+  const after = revs.desiredState === 'STOPPED' ? written.metadata.generation ?? 0 : undefined;
+  if (revs.stopsThrough === undefined) return after;
+  return Math.max(revs.stopsThrough, after ?? 0);
+}
+
 function eventNote(revs: RevisionDecision): string {
   const why = {
     'stop': 'stopped through tend',
+    'stop-seen-by-watcher': 'spec.desiredState was set to STOPPED (seen by the watcher), then back to STARTED',
     'rolling-restart': 'rolling restart: the same workloads roll their pods',
     'stopped-outside-tend': 'spec.desiredState set to STOPPED',
     'stop-and-start-seen-as-result': 'a stop + start seen only as its result (generation moved, processes unchanged)',

@@ -7,6 +7,8 @@ import type { ActualState, DesiredState } from './types.ts';
 export interface QueuedCommand {
   seq: number;
   command: AppCommand;
+  /** The start of a restart names its stop: when the stop fails, the start is not applied. */
+  after?: number;
 }
 
 /** What one reconcile found and did (the reconcileApp activity's result). */
@@ -22,6 +24,8 @@ export interface ReconcileResult {
   problem?: string;
   /** Why the revisions moved in this reconcile, if they did. */
   reason?: string;
+  /** Every stop up to this generation is reflected in the revisions (see RevisionDecision). */
+  stopsThrough?: number;
 }
 
 export type WaitOutcome = 'settled' | 'changed' | 'gone' | 'timeout';
@@ -45,10 +49,29 @@ export interface AppEntityData {
   /** Rounds of waiting without the App settling, for the back-off of long waits. */
   waitRounds: number;
   last?: ReconcileResult;
+  /** Highest generation the watcher saw with spec.desiredState STOPPED (absent in older state: 0). */
+  stoppedGeneration?: number;
+  /** Stops up to this generation are reflected in the revisions (absent in older state: 0). */
+  stopsHandled?: number;
+  /** Commands that could not be applied, by seq, with the reason: read by the update waiting on each. */
+  failures?: Record<string, string>;
+  /** The last reconcile gave up (its retries exhausted): retried after a back-off, or at once on new input. */
+  backoff?: Backoff;
+  /** The last failure, for an operator (`state` query, the workflow's details); kept after recovery. */
+  lastError?: { message: string; at: string; recovered: boolean };
+}
+
+export interface Backoff {
+  rounds: number;
+  /** A command, a deletion or a newer generation arrived since the failure: no need to wait out the back-off. */
+  newInput: boolean;
+  /** The back-off is over: the next reconcile may run. */
+  over: boolean;
 }
 
 export type NextStep =
-  | { kind: 'reconcile'; command?: QueuedCommand }
+  | { kind: 'reconcile'; command?: QueuedCommand; stopSeen?: number }
+  | { kind: 'backoff'; seconds: number }
   | { kind: 'wait'; timeoutSeconds: number }
   | { kind: 'idle' }
   | { kind: 'end' };
@@ -63,26 +86,83 @@ export class AppEntity {
     };
   }
 
-  enqueue(command: AppCommand): number {
+  enqueue(command: AppCommand, after?: number): number {
     const seq = this.data.nextSeq++;
-    this.data.commands.push({ seq, command });
+    this.data.commands.push({ seq, command, ...(after !== undefined && { after }) });
     this.data.waitRounds = 0;
+    this.newInput();
     return seq;
   }
 
-  observe(generation: number, uid?: string): void {
+  /**
+   * What the watcher saw: the App at `generation`, and the highest generation
+   * it saw with desiredState STOPPED (a stop a later start may hide from the reconcile).
+   */
+  observe(generation: number, uid?: string, stoppedGeneration?: number): void {
+    if (!Number.isSafeInteger(generation) || generation < 0) return;
     // A new App under the old name (deleted and created again while the
     // watcher was away): what was seen of the old one says nothing about it.
     if (uid && this.data.last?.uid && uid !== this.data.last.uid) {
       this.data.last = undefined;
       this.data.pendingGeneration = generation;
+      this.data.stoppedGeneration = 0;
+      this.data.stopsHandled = 0;
     }
-    if (generation > this.data.pendingGeneration) this.data.pendingGeneration = generation;
+    if (generation > this.data.pendingGeneration) {
+      this.data.pendingGeneration = generation;
+      this.newInput();
+    }
+    if (stoppedGeneration !== undefined && Number.isSafeInteger(stoppedGeneration) && stoppedGeneration > 0
+      && stoppedGeneration <= generation && stoppedGeneration > (this.data.stoppedGeneration ?? 0)) {
+      this.data.stoppedGeneration = stoppedGeneration;
+      this.newInput();
+    }
   }
 
   markDeleted(): void {
     this.data.deleted = true;
     this.data.deletions = (this.data.deletions ?? 0) + 1;
+    this.newInput();
+  }
+
+  private newInput(): void {
+    if (this.data.backoff) this.data.backoff.newInput = true;
+  }
+
+  /** A stop the watcher saw that no reconcile has accounted for yet. */
+  get pendingStop(): number | undefined {
+    const stopped = this.data.stoppedGeneration ?? 0;
+    return stopped > (this.data.stopsHandled ?? 0) ? stopped : undefined;
+  }
+
+  /**
+   * A reconcile gave up (its retries exhausted) with `message`. Its command,
+   * if any, fails (with the start of the same restart); the App is reconciled
+   * again after a back-off, or as soon as new input arrives.
+   */
+  reconcileFailed(message: string, seq: number | undefined, at: string): void {
+    this.data.lastError = { message, at, recovered: false };
+    this.data.backoff = { rounds: (this.data.backoff?.rounds ?? 0) + 1, newInput: false, over: false };
+    if (seq === undefined) return;
+    const failures = (this.data.failures ??= {});
+    // Answers no update reads any more (a restart that timed out) are not kept for ever.
+    for (const old of Object.keys(failures).map(Number).sort((a, b) => a - b).slice(0, -20)) delete failures[old];
+    failures[seq] = message;
+    const dropped = this.data.commands.filter((c) => c.seq === seq || c.after === seq);
+    for (const c of dropped) if (c.seq !== seq) failures[c.seq] = `not applied: the stop before it failed: ${message}`;
+    this.data.commands = this.data.commands.filter((c) => !dropped.includes(c));
+    this.data.appliedSeq = Math.max(this.data.appliedSeq, ...dropped.map((c) => c.seq));
+  }
+
+  backoffOver(): void {
+    if (this.data.backoff) this.data.backoff.over = true;
+  }
+
+  /** Why command `seq` failed, if it did; the entry is dropped once read. */
+  takeFailure(seq: number): string | undefined {
+    const message = this.data.failures?.[seq];
+    if (message !== undefined) delete this.data.failures![seq];
+    return message;
   }
 
   /** How many appDeleted signals have arrived: taken when a reconcile starts, handed back to reconciled(). */
@@ -94,15 +174,20 @@ export class AppEntity {
     return this.data.last?.gone ?? false;
   }
 
-  /** Records a reconcile; `seq` is the command it applied, if any. */
   /**
-   * A reconcile's result. `deletionsBefore` is `deletions` when that reconcile
-   * started: an appDeleted that arrived while it ran (its result may predate
-   * the deletion) is not answered by it.
+   * A reconcile's result; `seq` is the command it applied, if any.
+   * `deletionsBefore` is `deletions` when that reconcile started: an
+   * appDeleted that arrived while it ran (its result may predate the
+   * deletion) is not answered by it. `stopSeen` is the stop it was given.
    */
-  reconciled(result: ReconcileResult, seq?: number, deletionsBefore?: number): void {
+  reconciled(result: ReconcileResult, seq?: number, deletionsBefore?: number, stopSeen?: number): void {
     this.data.last = result;
     this.data.statusStale = false;
+    this.data.backoff = undefined;
+    if (this.data.lastError) this.data.lastError.recovered = true;
+    // The stop passed in was decided on (bumped, or found reflected already), and so was
+    // every stop up to what the reconcile read as STOPPED or inferred.
+    this.data.stopsHandled = Math.max(this.data.stopsHandled ?? 0, stopSeen ?? 0, result.stopsThrough ?? 0);
     if (seq !== undefined) {
       this.data.commands = this.data.commands.filter((c) => c.seq !== seq);
       this.data.appliedSeq = seq;
@@ -130,13 +215,38 @@ export class AppEntity {
 
   /** Work the loop has to do (as opposed to waiting for it). */
   get hasInput(): boolean {
-    return this.data.deleted || this.data.commands.length > 0 || this.needsObservation;
+    return this.data.deleted || this.data.commands.length > 0 || this.needsObservation || this.data.backoff?.over === true;
   }
 
   private get needsObservation(): boolean {
     const seen = this.data.last?.lastSeen?.generation;
-    return this.data.last === undefined || (seen !== undefined && this.data.pendingGeneration > seen);
+    return this.data.last === undefined || (seen !== undefined && this.data.pendingGeneration > seen) || this.pendingStop !== undefined;
   }
+}
+
+/** After a reconcile gave up: 1 min, doubling to 30 min. */
+export function backoffSeconds(rounds: number): number {
+  return Math.min(60 * 2 ** Math.max(0, Math.min(rounds - 1, 5)), 1800);
+}
+
+/** The history facts continue-as-new is decided from. */
+export interface HistoryFacts {
+  suggested: boolean;
+  length: number;
+  limit: number;
+  /** Every update handler has returned: none would be cut off. */
+  handlersFinished: boolean;
+}
+
+/**
+ * Whether the entity continues-as-new now: when Temporal suggests it or the
+ * history passed the limit, whatever the entity waits on (a wait for pods is
+ * cancelled and started again in the new run; pending observations, commands
+ * and deletions are carried in its state), once no update is being answered.
+ * Updates are bounded (a restart by its timeout), so this comes soon.
+ */
+export function continueAsNewDue(h: HistoryFacts): boolean {
+  return (h.suggested || h.length > h.limit) && h.handlersFinished;
 }
 
 /** Longest a single wait runs before the status is written again: 2 min, doubling to 30 min while the App does not settle. */
@@ -151,11 +261,17 @@ export function waitTimeoutSeconds(rounds: number): number {
  */
 export function decideNext(e: AppEntityData, waitInFlight: boolean): NextStep {
   if (e.last?.gone) return { kind: 'end' };
-  if (e.deleted) return { kind: 'reconcile' };
+  if (e.backoff && !e.backoff.over && !e.backoff.newInput) return { kind: 'backoff', seconds: backoffSeconds(e.backoff.rounds) };
+  const stopped = e.stoppedGeneration ?? 0;
+  const stop = stopped > (e.stopsHandled ?? 0) ? { stopSeen: stopped } : {};
+  if (e.deleted) return { kind: 'reconcile', ...stop };
   const [command] = e.commands;
-  if (command) return { kind: 'reconcile', command };
+  if (command) return { kind: 'reconcile', command, ...stop };
   const seen = e.last?.lastSeen?.generation;
-  if (!e.last || (seen !== undefined && e.pendingGeneration > seen) || e.statusStale) return { kind: 'reconcile' };
+  // After a back-off (or new input), a reconcile is tried again even when what failed was only a command.
+  if (!e.last || (seen !== undefined && e.pendingGeneration > seen) || e.statusStale || stop.stopSeen !== undefined || e.backoff) {
+    return { kind: 'reconcile', ...stop };
+  }
   if (!e.last.settled && !e.last.problem && !waitInFlight) return { kind: 'wait', timeoutSeconds: waitTimeoutSeconds(e.waitRounds) };
   return { kind: 'idle' };
 }

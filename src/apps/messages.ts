@@ -9,6 +9,12 @@ export interface AppChanged {
   generation: number;
   /** The App's UID: an App deleted and created again under the same name is a new App. */
   uid?: string;
+  /**
+   * The highest generation the watcher saw with spec.desiredState STOPPED, not
+   * yet reconciled when seen: a stop that a start right after it may hide
+   * from the reconcile, which reads only the App's latest version.
+   */
+  stoppedGeneration?: number;
 }
 export const appChangedSignal = defineSignal<[AppChanged]>('appChanged');
 

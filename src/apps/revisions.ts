@@ -21,7 +21,13 @@ export interface RevisionDecision {
   lastStopRev: number;
   desiredState: DesiredState;
   /** Why the revisions move, when they do. */
-  reason?: 'stop' | 'rolling-restart' | 'stopped-outside-tend' | 'stop-and-start-seen-as-result';
+  reason?: 'stop' | 'rolling-restart' | 'stopped-outside-tend' | 'stop-seen-by-watcher' | 'stop-and-start-seen-as-result';
+  /**
+   * Every STARTED -> STOPPED transition up to this generation is reflected in
+   * the revisions once this decision is written (bumped now, or earlier), so
+   * a report of one of them that arrives later must not bump again.
+   */
+  stopsThrough?: number;
 }
 
 export function revOf(app: App, key: string): number {
@@ -33,44 +39,72 @@ export function processesHash(app: App): string {
   return shortHash(stableJson(app.spec.processes ?? []));
 }
 
-export function decideRevisions(app: App, command: AppCommand | undefined, lastSeen: LastSeen | undefined): RevisionDecision {
+/**
+ * The revisions for the App as read. `stopSeen` is the highest generation the
+ * watcher saw with spec.desiredState STOPPED that no reconcile has accounted
+ * for yet: a stop made outside tend that the reconcile may no longer see,
+ * because a start (perhaps with other changes) followed it before the read.
+ */
+export function decideRevisions(app: App, command: AppCommand | undefined, lastSeen: LastSeen | undefined, stopSeen?: number): RevisionDecision {
   const appRev = revOf(app, APP_REV);
   const lastStopRev = revOf(app, LAST_STOP_APP_REV);
   const desired = app.spec.desiredState;
-  const keep: RevisionDecision = { appRev, lastStopRev, desiredState: desired };
-  const stop = (reason: RevisionDecision['reason']): RevisionDecision => ({ appRev: appRev + 1, lastStopRev: lastStopRev + 1, desiredState: 'STOPPED', reason });
-  // tend is the only writer of app-rev: one above what it last saw means this
-  // very reconcile already bumped it (an activity retried after its patch
-  // landed), so it must not bump twice.
-  const alreadyBumped = lastSeen !== undefined && appRev > lastSeen.appRev;
-  const observed = app.status?.observedDesiredState ?? lastSeen?.desiredState;
   const generation = app.metadata.generation ?? 0;
+  // Read STOPPED: any stop up to this generation is (now) reflected.
+  const keep: RevisionDecision = { appRev, lastStopRev, desiredState: desired, ...(desired === 'STOPPED' && { stopsThrough: generation }) };
+  const stop = (reason: RevisionDecision['reason'], stopsThrough: number): RevisionDecision =>
+    ({ appRev: appRev + 1, lastStopRev: lastStopRev + 1, desiredState: 'STOPPED', reason, stopsThrough });
+  // tend is the only writer of app-rev: above what it last saw (or last wrote
+  // to status, for a workflow that has seen nothing yet) means this very
+  // reconcile already bumped it (an activity retried after its patch
+  // landed), so it must not bump twice.
+  const statusRev = Number(app.status?.revision);
+  const written = lastSeen?.appRev ?? (app.status?.revision !== undefined && Number.isSafeInteger(statusRev) ? statusRev : undefined);
+  const alreadyBumped = written !== undefined && appRev > written;
+  const observed = app.status?.observedDesiredState ?? lastSeen?.desiredState;
+  const seenStop = stopSeen !== undefined && stopSeen > 0 && stopSeen <= generation ? stopSeen : undefined;
 
   // A stop made with kubectl: the webhook's rule, STOPPED while last observed STARTED.
   if (desired === 'STOPPED' && observed === 'STARTED' && !alreadyBumped) {
     return command?.kind === 'start' || command?.kind === 'rolling'
-      ? { ...stop('stopped-outside-tend'), desiredState: 'STARTED' }
-      : stop('stopped-outside-tend');
+      ? { ...stop('stopped-outside-tend', generation), desiredState: 'STARTED' }
+      : stop('stopped-outside-tend', generation);
   }
-  // A stop + start made with kubectl between two observations: only the
-  // result is seen. The generation moved by two or more while the processes
-  // are as they were and the App is STARTED as before: desiredState went away
-  // and came back. (Processes edited and edited back look the same: they roll too.)
+  // A stop the watcher saw, followed by a start before this read (with other
+  // spec changes or not): the webhook's rule applied to the STOPPED version
+  // the watcher saw. Already reflected when the App was last observed stopped
+  // (its start makes new workloads anyway) or when this reconcile bumped.
+  if (desired === 'STARTED' && seenStop !== undefined) {
+    const base = applyCommand();
+    if (observed === 'STARTED' && !alreadyBumped) {
+      return { ...stop('stop-seen-by-watcher', seenStop), desiredState: base.desiredState };
+    }
+    return { ...base, stopsThrough: Math.max(base.stopsThrough ?? 0, seenStop) };
+  }
+  // A stop + start made with kubectl between two observations, the watcher
+  // not seeing the STOPPED version (down, or relisting): only the result is
+  // seen. The generation moved by two or more while the processes are as
+  // they were and the App is STARTED as before: desiredState went away and
+  // came back. (Processes edited and edited back look the same: they roll too.)
   if (desired === 'STARTED' && lastSeen && lastSeen.desiredState === 'STARTED' && generation >= lastSeen.generation + 2
     && processesHash(app) === lastSeen.processesHash && !alreadyBumped) {
-    return { ...stop('stop-and-start-seen-as-result'), desiredState: 'STARTED' };
+    return { ...stop('stop-and-start-seen-as-result', generation - 1), desiredState: 'STARTED' };
   }
-  switch (command?.kind) {
-    case 'stop':
-      return desired === 'STARTED' && !alreadyBumped ? stop('stop') : { ...keep, desiredState: 'STOPPED' };
-    case 'start':
-      return { ...keep, desiredState: 'STARTED' };
-    case 'rolling':
-      // A stopped App has nothing to roll: starting it runs new pods anyway.
-      if (desired === 'STARTED' && !alreadyBumped) return { ...keep, appRev: appRev + 1, reason: 'rolling-restart' };
-      return { ...keep, desiredState: 'STARTED' };
-    default:
-      return keep;
+  return applyCommand();
+
+  function applyCommand(): RevisionDecision {
+    switch (command?.kind) {
+      case 'stop':
+        return desired === 'STARTED' && !alreadyBumped ? stop('stop', generation) : { ...keep, desiredState: 'STOPPED', stopsThrough: generation };
+      case 'start':
+        return { ...keep, desiredState: 'STARTED' };
+      case 'rolling':
+        // A stopped App has nothing to roll: starting it runs new pods anyway.
+        if (desired === 'STARTED' && !alreadyBumped) return { ...keep, appRev: appRev + 1, reason: 'rolling-restart' };
+        return { ...keep, desiredState: 'STARTED' };
+      default:
+        return keep;
+    }
   }
 }
 

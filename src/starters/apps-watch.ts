@@ -10,12 +10,12 @@ import { startInformer, type RunningInformer } from '../kube/informer.ts';
 import { log, type Logger } from '../log.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { appChangedSignal, appDeletedSignal, type AppChanged } from '../apps/messages.ts';
-import { APP_GROUP, APP_PLURAL, APP_VERSION, appKey, appWorkflowId, type App } from '../apps/types.ts';
-import { decideWatch } from '../apps/watch.ts';
+import { APP_GROUP, APP_PLURAL, APP_VERSION, appKey, appWorkflowId, parseAppKey, type App } from '../apps/types.ts';
+import { decideWatch, mergeReport, missedDeletions, type AppWorkflowRef, type Reported } from '../apps/watch.ts';
 import type { appWorkflow } from '../workflows/apps.ts';
 import type { CapabilityWatch } from './watcher.ts';
 
-/** A fresh list this often: a watch that stalls silently costs at most this much. */
+/** A fresh list (and a look for missed deletions) this often: a watch that stalls silently costs at most this much. */
 const RESYNC_MS = 60_000;
 
 /** Options every start of an App workflow uses, from the watcher or the CLI. */
@@ -36,7 +36,7 @@ export function appsWatch(config: AppsConfig): CapabilityWatch {
   return async ({ client, kc, temporal, signal }) => {
     const kube = kubeClients(kc);
     const alog = log.child({ capability: 'apps' });
-    const notifier = new AppNotifier(client, temporal.taskQueue, alog);
+    const notifier = new AppNotifier(temporalSignaller(client, temporal.taskQueue), alog);
     const ref = { group: APP_GROUP, version: APP_VERSION, plural: APP_PLURAL };
     const scopes: (string | undefined)[] = config.namespaces ?? [undefined];
     const list = (namespace: string | undefined) => (namespace
@@ -48,77 +48,207 @@ export function appsWatch(config: AppsConfig): CapabilityWatch {
       list: () => list(namespace) as never,
       log: alog,
       onUpsert: (app) => notifier.upsert(app),
-      onDelete: (app) => notifier.deleted(app),
+      onDelete: (app) => notifier.deleted(app.metadata.namespace, app.metadata.name),
     }));
-    const resync = setInterval(() => {
-      void Promise.all(scopes.map(list)).then(
-        (lists) => lists.flatMap((l) => l.items).forEach((app) => notifier.upsert(app)),
-        (err: unknown) => alog.warn({ err: errorMessage(err) }, 'App resync failed'),
-      );
+    // A fresh list, then the App workflows still running: a watch that stalls
+    // silently costs at most RESYNC_MS, and a deletion missed (the watcher was
+    // down, or its signal could not be delivered) is signalled again.
+    const resync = async () => {
+      try {
+        const apps = (await Promise.all(scopes.map(list))).flatMap((l) => l.items);
+        for (const app of apps) notifier.upsert(app);
+        const running = await runningAppWorkflows(client, temporal.taskQueue);
+        for (const w of missedDeletions(apps, running, config.namespaces)) {
+          alog.info({ app: appKey(w.namespace, w.name) }, 'App gone but its workflow runs: signalling the deletion');
+          notifier.deleted(w.namespace, w.name);
+        }
+      } catch (err) {
+        alog.warn({ err: errorMessage(err) }, 'App resync failed');
+      }
+    };
+    let resyncing: Promise<void> = Promise.all(informers.map((i) => i.synced)).then(resync);
+    const timer = setInterval(() => {
+      resyncing = resyncing.then(resync);
     }, RESYNC_MS);
     alog.info({ namespaces: config.namespaces ?? 'all' }, 'watching Apps');
     await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
-    clearInterval(resync);
+    clearInterval(timer);
     await Promise.all(informers.map((i) => i.stop()));
+    notifier.stop();
     await notifier.idle();
   };
 }
 
-class AppNotifier {
-  /** Generation already reported per App UID: informer repeats cost no signal. */
-  private readonly signalled = new Map<string, number>();
-  private readonly inFlight = new Set<Promise<void>>();
-  private readonly client: Client;
-  private readonly taskQueue: string;
-  private readonly log: Logger;
+/** App workflows of this task queue still running, by the App they name (their ids are `app/<namespace>/<name>`). */
+async function runningAppWorkflows(client: Client, taskQueue: string): Promise<AppWorkflowRef[]> {
+  const refs: AppWorkflowRef[] = [];
+  const query = `TendCapability="apps" AND ExecutionStatus="Running" AND TaskQueue=${JSON.stringify(taskQueue)}`;
+  for await (const w of client.workflow.list({ query })) {
+    const m = /^app\/(.+)$/.exec(w.workflowId);
+    const key = m && parseAppKey(m[1]!);
+    if (key) refs.push(key);
+  }
+  return refs;
+}
 
-  constructor(client: Client, taskQueue: string, log: Logger) {
-    this.client = client;
-    this.taskQueue = taskQueue;
+/** How the notifier reaches an App's workflow. */
+export interface AppSignaller {
+  /** Signal-with-start appChanged. */
+  changed(namespace: string, name: string, report: AppChanged): Promise<void>;
+  /** Signal appDeleted; 'no-workflow' when none runs (nothing to tell). */
+  deleted(namespace: string, name: string): Promise<'delivered' | 'no-workflow'>;
+}
+
+export function temporalSignaller(client: Client, taskQueue: string): AppSignaller {
+  return {
+    async changed(namespace, name, report) {
+      await client.workflow.signalWithStart<typeof appWorkflow, [AppChanged]>('appWorkflow', {
+        ...appWorkflowStartOptions(namespace, name, taskQueue),
+        signal: appChangedSignal,
+        signalArgs: [report],
+      });
+    },
+    async deleted(namespace, name) {
+      try {
+        await client.workflow.getHandle(appWorkflowId(namespace, name)).signal(appDeletedSignal);
+        return 'delivered';
+      } catch (err) {
+        // No workflow (or one already ended): nothing ran for it; the garbage collector takes its owned workloads.
+        if (err instanceof WorkflowNotFoundError) return 'no-workflow';
+        throw err;
+      }
+    },
+  };
+}
+
+type Op = { kind: 'changed'; uid: string; report: Reported } | { kind: 'deleted' };
+
+export interface NotifierOptions {
+  /** First delay before sending again after a failure; doubles up to maxRetryMs. */
+  retryMs?: number;
+  maxRetryMs?: number;
+}
+
+/**
+ * Sends each App's changes and deletion to its workflow, in order, one at a
+ * time per App, retrying each until it is delivered (or, for a deletion, no
+ * workflow runs) or the watcher stops: Temporal restarting loses nothing. A
+ * change waiting to be sent absorbs newer ones of the same App (the highest
+ * generation, and the highest seen STOPPED).
+ */
+export class AppNotifier {
+  /** What was delivered, per App (namespace/name) and its UID: informer repeats cost no signal. */
+  private readonly reported = new Map<string, { uid: string; report: Reported }>();
+  /** What waits to be sent, per App (namespace/name), in order. */
+  private readonly queues = new Map<string, Op[]>();
+  private readonly senders = new Map<string, Promise<void>>();
+  /** The op being sent, per App. */
+  private readonly sending = new Map<string, Op>();
+  private readonly stopping = new AbortController();
+  private readonly send: AppSignaller;
+  private readonly log: Logger;
+  private readonly retryMs: number;
+  private readonly maxRetryMs: number;
+
+  constructor(send: AppSignaller, log: Logger, opts: NotifierOptions = {}) {
+    this.send = send;
     this.log = log;
+    this.retryMs = opts.retryMs ?? 1000;
+    this.maxRetryMs = opts.maxRetryMs ?? 30_000;
   }
 
   upsert(app: App): void {
     const uid = app.metadata.uid ?? '';
-    const action = decideWatch(app, this.signalled.get(uid));
+    const key = appKey(app.metadata.namespace, app.metadata.name);
+    const queue = this.queues.get(key) ?? [];
+    let known = this.delivered(key, uid);
+    for (const op of [this.sending.get(key), ...queue]) if (op?.kind === 'changed' && op.uid === uid) known = mergeReport(known, op.report);
+    const action = decideWatch(app, known);
     if (action.kind !== 'changed') return;
-    const { namespace, name } = app.metadata;
-    this.track((async () => {
-      try {
-        await this.client.workflow.signalWithStart<typeof appWorkflow, [AppChanged]>('appWorkflow', {
-          ...appWorkflowStartOptions(namespace, name, this.taskQueue),
-          signal: appChangedSignal,
-          signalArgs: [{ generation: action.generation, ...(uid && { uid }) }],
-        });
-        this.signalled.set(uid, Math.max(action.generation, this.signalled.get(uid) ?? 0));
-        this.log.info({ app: appKey(namespace, name), generation: action.generation }, 'App changed: signalled its workflow');
-      } catch (err) {
-        // Not recorded as signalled: the next event or resync tries again.
-        this.log.warn({ app: appKey(namespace, name), err: errorMessage(err) }, 'could not signal the App workflow');
-      }
-    })());
+    const report = { generation: action.generation, stoppedGeneration: action.stoppedGeneration ?? 0 };
+    const last = queue.at(-1);
+    if (last?.kind === 'changed' && last.uid === uid) last.report = mergeReport(last.report, report);
+    else queue.push({ kind: 'changed', uid, report });
+    this.enqueue(key, queue);
   }
 
-  deleted(app: App): void {
-    const { namespace, name, uid } = app.metadata;
-    this.signalled.delete(uid ?? '');
-    this.track((async () => {
-      try {
-        await this.client.workflow.getHandle(appWorkflowId(namespace, name)).signal(appDeletedSignal);
-        this.log.info({ app: appKey(namespace, name) }, 'App deleted: signalled its workflow');
-      } catch (err) {
-        // No workflow: nothing ran for it; the garbage collector takes its owned workloads.
-        if (!(err instanceof WorkflowNotFoundError)) this.log.warn({ app: appKey(namespace, name), err: errorMessage(err) }, 'could not signal App deletion');
-      }
-    })());
+  deleted(namespace: string, name: string): void {
+    const key = appKey(namespace, name);
+    const queue = this.queues.get(key) ?? [];
+    if (queue.at(-1)?.kind !== 'deleted') queue.push({ kind: 'deleted' });
+    this.enqueue(key, queue);
   }
 
-  private track(p: Promise<void>): void {
-    this.inFlight.add(p);
-    void p.finally(() => this.inFlight.delete(p));
+  /** Sends nothing more; what is not delivered is found again by the next watcher's list and resync. */
+  stop(): void {
+    this.stopping.abort();
   }
 
   async idle(): Promise<void> {
-    await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.senders.values()]);
   }
+
+  private enqueue(key: string, queue: Op[]): void {
+    this.queues.set(key, queue);
+    if (this.senders.has(key) || this.stopping.signal.aborted) return;
+    const sender = this.drain(key).finally(() => this.senders.delete(key));
+    this.senders.set(key, sender);
+  }
+
+  private async drain(key: string): Promise<void> {
+    const { namespace, name } = parseAppKey(key)!;
+    let failures = 0;
+    for (;;) {
+      const queue = this.queues.get(key);
+      const op = queue?.shift();
+      if (!op || this.stopping.signal.aborted) {
+        this.queues.delete(key);
+        return;
+      }
+      this.sending.set(key, op);
+      try {
+        if (op.kind === 'changed') {
+          const { generation, stoppedGeneration } = op.report;
+          await this.send.changed(namespace, name, { generation, ...(op.uid && { uid: op.uid }), ...(stoppedGeneration > 0 && { stoppedGeneration }) });
+          this.reported.set(key, { uid: op.uid, report: mergeReport(this.delivered(key, op.uid), op.report) });
+          this.log.info({ app: key, generation, ...(stoppedGeneration > 0 && { stoppedGeneration }) }, 'App changed: signalled its workflow');
+        } else {
+          const outcome = await this.send.deleted(namespace, name);
+          this.reported.delete(key);
+          if (outcome === 'delivered') this.log.info({ app: key }, 'App deleted: signalled its workflow');
+        }
+        failures = 0;
+      } catch (err) {
+        // Put back, merged with what came for the same App meanwhile, and tried again.
+        const rest = this.queues.get(key) ?? [];
+        const next = rest[0];
+        if (op.kind === 'changed' && next?.kind === 'changed' && next.uid === op.uid) rest[0] = { ...op, report: mergeReport(op.report, next.report) };
+        else rest.unshift(op);
+        this.queues.set(key, rest);
+        const delay = Math.min(this.retryMs * 2 ** failures++, this.maxRetryMs);
+        this.log.warn({ app: key, op: op.kind, err: errorMessage(err), retryInMs: delay }, 'could not signal the App workflow; trying again');
+        await abortableSleep(delay, this.stopping.signal);
+      } finally {
+        this.sending.delete(key);
+      }
+    }
+  }
+
+  private delivered(key: string, uid: string): Reported | undefined {
+    const r = this.reported.get(key);
+    return r?.uid === uid ? r.report : undefined;
+  }
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
 }

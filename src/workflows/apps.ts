@@ -4,26 +4,30 @@
 // fast the two follow each other. Decisions are in src/apps; this file only
 // sequences them.
 import {
-  allHandlersFinished, ApplicationFailure, condition, continueAsNew, proxyActivities, proxyLocalActivities, setHandler, workflowInfo,
+  allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log, proxyActivities,
+  proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
-import { AppEntity, decideNext, type AppEntityData, type WaitOutcome } from '../apps/entity.ts';
+import { AppEntity, continueAsNewDue, decideNext, type AppEntityData, type WaitOutcome } from '../apps/entity.ts';
 import {
   appChangedSignal, appDeletedSignal, appStateQuery, restartUpdate, startUpdate, stopUpdate,
   type AppCommandResult, type RestartRequest,
 } from '../apps/messages.ts';
 import type { AppCommand } from '../apps/revisions.ts';
 
+// Retries are bounded: a reconcile that still fails after them is recorded
+// (the `state` query, the workflow's details in the Web UI), its command is
+// answered as failed, and the App is reconciled again after a back-off.
 const { reconcileApp } = proxyActivities<Activities>({
   // A reconcile is a handful of API calls; a short limit lets a lost worker's attempt be retried soon.
   startToCloseTimeout: '15s',
-  retry: { initialInterval: '1s', maximumInterval: '30s' },
+  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10 },
 });
 const { waitForApp } = proxyActivities<Activities>({
   // A wait runs for minutes; the heartbeat timeout notices a lost worker quickly.
   startToCloseTimeout: '35m',
   heartbeatTimeout: '10s',
-  retry: { initialInterval: '1s', maximumInterval: '30s' },
+  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5 },
 });
 
 export interface AppWorkflowInput {
@@ -42,12 +46,26 @@ const { appInScope } = proxyLocalActivities<Activities>({
   retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 5 },
 });
 
+/** The message of an activity failure: its cause's, which says what went wrong. */
+function failureMessage(err: unknown): string {
+  const cause = (err as { cause?: unknown }).cause;
+  const inner = cause instanceof Error ? cause : err;
+  return inner instanceof Error ? inner.message : String(inner);
+}
+
+function isRefusal(err: unknown): ApplicationFailure | undefined {
+  // An activity's failure arrives as its cause; a local activity's may arrive as the ApplicationFailure itself.
+  const cause = err instanceof ApplicationFailure ? err : (err as { cause?: unknown }).cause;
+  return cause instanceof ApplicationFailure && cause.type === 'AppsRefused' ? cause : undefined;
+}
+
 export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
   const carried = input?.state;
   const entity = new AppEntity(carried && carried.namespace === input?.namespace && carried.name === input?.name
     ? carried : { namespace: input?.namespace, name: input?.name });
   const e = entity.data;
   const label = `${input?.namespace}/${input?.name}`;
+  const historyLimit = input?.historyLimit ?? HISTORY_LIMIT;
 
   const result = (ok: boolean, message: string): AppCommandResult => ({
     ok, message, workloads: e.last?.workloads ?? [],
@@ -59,6 +77,8 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
   // Whether the worker's configuration covers this App: unknown until the
   // local activity below answers; a refusal's text otherwise.
   let scope: 'unknown' | 'ok' | { refused: string } = 'unknown';
+  // The workflow was cancelled (the Web UI, `temporal workflow cancel`): updates still waiting are answered.
+  let cancelled = false;
   /** An update waits for the answer, and fails with the refusal's reason. */
   const inScope = async () => {
     await condition(() => scope !== 'unknown');
@@ -66,18 +86,27 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
   };
   const refuseWhenGone = () => {
     if (typeof scope === 'object') throw new Error(scope.refused);
+    if (cancelled) throw new Error(`the workflow of App ${label} has been cancelled`);
     if (e.deleted || entity.gone) throw new Error(`App ${label} has been deleted`);
+  };
+  const notApplied = (seq: number): AppCommandResult | undefined => {
+    const failure = entity.takeFailure(seq);
+    if (failure !== undefined) return result(false, `not applied: ${failure}`);
+    if (cancelled && e.appliedSeq < seq) return result(false, `not applied: the workflow of App ${label} was cancelled`);
+    return undefined;
   };
   const apply = async (command: AppCommand): Promise<AppCommandResult> => {
     await inScope();
     const seq = entity.enqueue(command);
-    await condition(() => e.appliedSeq >= seq);
+    await condition(() => e.appliedSeq >= seq || cancelled);
+    const failed = notApplied(seq);
+    if (failed) return failed;
     if (entity.gone) return result(false, `App ${label} is gone`);
     if (e.last?.problem) return result(false, `applied, but the App's spec is refused: ${e.last.problem}`);
     return result(true, `${command.kind} applied`);
   };
 
-  setHandler(appChangedSignal, ({ generation, uid }) => entity.observe(generation, uid));
+  setHandler(appChangedSignal, (changed) => entity.observe(changed?.generation, changed?.uid, changed?.stoppedGeneration));
   setHandler(appDeletedSignal, () => entity.markDeleted());
   setHandler(appStateQuery, () => e);
   setHandler(startUpdate, () => apply({ kind: 'start' }), { validator: refuseWhenGone });
@@ -86,16 +115,20 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
     await inScope();
     const timeoutSeconds = req?.timeoutSeconds ?? 300;
     let seq: number;
-    if (req?.strategy === 'rolling') seq = entity.enqueue({ kind: 'rolling' });
+    const seqs: number[] = [];
+    if (req?.strategy === 'rolling') seqs.push(seq = entity.enqueue({ kind: 'rolling' }));
     else {
-      entity.enqueue({ kind: 'stop' });
-      seq = entity.enqueue({ kind: 'start' });
+      const stop = entity.enqueue({ kind: 'stop' });
+      seqs.push(stop, seq = entity.enqueue({ kind: 'start' }, stop));
     }
-    const done = () => entity.gone || (e.appliedSeq >= seq && (e.settledSeq >= seq || !!e.last?.problem));
+    const failed = () => seqs.some((s) => e.failures?.[s] !== undefined);
+    const done = () => cancelled || failed() || entity.gone || (e.appliedSeq >= seq && (e.settledSeq >= seq || !!e.last?.problem));
     if (!(await condition(done, timeoutSeconds * 1000))) {
       return result(false, `timed out after ${timeoutSeconds}s waiting for ${label} to run on new, ready pods; `
         + `the restart goes on: see \`tend app status ${label}\``);
     }
+    const answers = seqs.map((s) => notApplied(s)).filter((r) => r !== undefined);
+    if (answers[0]) return answers[0];
     if (entity.gone) return result(false, `App ${label} is gone`);
     if (e.last?.problem) return result(false, `the App's spec is refused: ${e.last.problem}`);
     return result(true, `${label} runs on new, ready pods`);
@@ -120,46 +153,96 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
     await appInScope({ namespace: input?.namespace, name: input?.name });
     scope = 'ok';
   } catch (err) {
-    // A local activity's failure may arrive as the ApplicationFailure itself, or as its cause.
-    const cause = err instanceof ApplicationFailure ? err : (err as { cause?: unknown }).cause;
-    if (!(cause instanceof ApplicationFailure && cause.type === 'AppsRefused')) throw err;
-    scope = { refused: cause.message };
+    const refusal = isRefusal(err);
+    if (!refusal) return await cancelledOr(err);
+    scope = { refused: refusal.message };
     await condition(allHandlersFinished);
-    throw ApplicationFailure.nonRetryable(cause.message, 'AppsRefused');
+    throw ApplicationFailure.nonRetryable(refusal.message, 'AppsRefused');
   }
 
+  const continueAsNewNow = () => continueAsNewDue({
+    suggested: workflowInfo().continueAsNewSuggested, length: workflowInfo().historyLength, limit: historyLimit,
+    handlersFinished: allHandlersFinished(),
+  });
+  const recordFailure = (message: string, seq: number | undefined) => {
+    entity.reconcileFailed(message, seq, new Date(Date.now()).toISOString());
+    log.warn('App reconcile gave up after its retries; retried after a back-off', { app: label, error: message });
+    setCurrentDetails(`reconciling App ${label} failed at ${e.lastError!.at}: ${message}; retried after a back-off, or at once on a new command or change`);
+  };
+
   // At most one wait at a time; a newer command does not cancel it (that
-  // would cost heartbeats): its write to the App makes the wait return.
-  let waitInFlight = false;
-  for (;;) {
-    const step = decideNext(e, waitInFlight);
-    if (step.kind === 'end') break;
-    if (step.kind === 'reconcile') {
-      const deletionsBefore = entity.deletions;
-      const res = await reconcileApp({
-        namespace: e.namespace, name: e.name, command: step.command?.command, lastSeen: e.last?.lastSeen, uid: e.last?.uid,
-      });
-      entity.reconciled(res, step.command?.seq, deletionsBefore);
-      continue;
+  // would cost heartbeats): its write to the App makes the wait return. It
+  // runs in a scope of its own, so that continue-as-new can cancel it.
+  let wait: CancellationScope | undefined;
+  try {
+    for (;;) {
+      if (continueAsNewNow()) {
+        // Whatever it waits on: a wait for pods is started again by the new
+        // run; observations, commands left by a restart that timed out, a
+        // deletion and a back-off are carried in the state.
+        wait?.cancel();
+        await continueAsNew<typeof appWorkflow>({ namespace: e.namespace, name: e.name, state: e, historyLimit: input?.historyLimit });
+      }
+      const step = decideNext(e, wait !== undefined);
+      if (step.kind === 'end') break;
+      if (step.kind === 'reconcile') {
+        const deletionsBefore = entity.deletions;
+        try {
+          const res = await reconcileApp({
+            namespace: e.namespace, name: e.name, command: step.command?.command, lastSeen: e.last?.lastSeen, uid: e.last?.uid,
+            ...(step.stopSeen !== undefined && { stopSeen: step.stopSeen }),
+          });
+          const failedBefore = e.lastError && !e.lastError.recovered;
+          entity.reconciled(res, step.command?.seq, deletionsBefore, step.stopSeen);
+          if (failedBefore) setCurrentDetails(`recovered; the last failure (${e.lastError!.at}): ${e.lastError!.message}`);
+        } catch (err) {
+          if (isCancellation(err) || isRefusal(err)) throw err;
+          recordFailure(failureMessage(err), step.command?.seq);
+        }
+        continue;
+      }
+      if (step.kind === 'backoff') {
+        await condition(() => e.backoff?.newInput === true || continueAsNewNow(), step.seconds * 1000);
+        if (!continueAsNewNow()) entity.backoffOver();
+        continue;
+      }
+      if (step.kind === 'wait' && e.last?.lastSeen) {
+        const { generation, appRev } = e.last.lastSeen;
+        const scope = new CancellationScope();
+        wait = scope;
+        const finished = (outcome: WaitOutcome) => {
+          if (wait === scope) wait = undefined;
+          entity.waited(outcome);
+        };
+        void scope.run(() => waitForApp({ namespace: e.namespace, name: e.name, generation, appRev, timeoutSeconds: step.timeoutSeconds }))
+          .then(finished, (err: unknown) => {
+            if (isCancellation(err)) {
+              if (wait === scope) wait = undefined;
+              return;
+            }
+            finished('timeout');
+            recordFailure(`waiting for the App's workloads: ${failureMessage(err)}`, undefined);
+          });
+      }
+      // Idle (or waiting): sleep until there is something to do. No timer: an idle App costs nothing.
+      await condition(() => entity.hasInput || (!wait && e.statusStale) || continueAsNewNow());
     }
-    if (step.kind === 'wait' && e.last?.lastSeen) {
-      waitInFlight = true;
-      const { generation, appRev } = e.last.lastSeen;
-      const finished = (outcome: WaitOutcome) => {
-        waitInFlight = false;
-        entity.waited(outcome);
-      };
-      void waitForApp({ namespace: e.namespace, name: e.name, generation, appRev, timeoutSeconds: step.timeoutSeconds })
-        .then(finished, () => finished('timeout'));
-    }
-    // Idle (or waiting): sleep until there is something to do. No timer: an idle App costs nothing.
-    if (!waitInFlight && !entity.hasInput && (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (input?.historyLimit ?? HISTORY_LIMIT))) {
-      await condition(allHandlersFinished);
-      if (!entity.hasInput) await continueAsNew<typeof appWorkflow>({ namespace: e.namespace, name: e.name, state: e, historyLimit: input?.historyLimit });
-    }
-    await condition(() => entity.hasInput || (!waitInFlight && e.statusStale));
+  } catch (err) {
+    return await cancelledOr(err);
   }
   await condition(allHandlersFinished);
   return `App ${label} deleted; its workloads deleted`;
-}
 
+  /**
+   * Ends the workflow with `err`. A cancellation answers the updates still
+   * waiting (not applied) first: nothing is held by this workflow, so
+   * nothing else needs undoing; the watcher starts it again on the App's next change.
+   */
+  async function cancelledOr(err: unknown): Promise<never> {
+    if (isCancellation(err)) {
+      cancelled = true;
+      await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+    }
+    throw err;
+  }
+}

@@ -1,6 +1,6 @@
 // The entity workflow's state and decideNext: commands in order, observations, waits, the end.
 import assert from 'node:assert/strict';
-import { AppEntity, decideNext, waitTimeoutSeconds, type ReconcileResult } from '../../src/apps/entity.ts';
+import { AppEntity, backoffSeconds, continueAsNewDue, decideNext, waitTimeoutSeconds, type ReconcileResult } from '../../src/apps/entity.ts';
 import { decideWatch } from '../../src/apps/watch.ts';
 import type { App } from '../../src/apps/types.ts';
 
@@ -106,6 +106,116 @@ describe('apps: entity state and decideNext', () => {
   });
 });
 
+describe('apps: a stop the watcher saw, accounted for once', () => {
+  it('a reported stop is passed to the next reconcile, and to none after it', () => {
+    const e = new AppEntity({ namespace: 'n', name: 'a' });
+    e.reconciled(result({ generation: 1 }));
+    e.observe(2, 'u', 2); // STOPPED at 2
+    e.observe(3, 'u'); // STARTED again at 3, before any reconcile
+    const step = decideNext(e.data, false);
+    assert.deepEqual(step, { kind: 'reconcile', stopSeen: 2 });
+    e.reconciled(result({ generation: 3, reason: 'stop-seen-by-watcher', stopsThrough: 2 }), undefined, e.deletions, 2);
+    assert.deepEqual(decideNext(e.data, false), { kind: 'idle' });
+    e.observe(3, 'u', 2); // a repeat of the same report (a resync)
+    assert.deepEqual(decideNext(e.data, false), { kind: 'idle' });
+  });
+
+  it('a stop reported after a reconcile already read the start (a late signal) is still reconciled', () => {
+    const e = new AppEntity({ namespace: 'n', name: 'a' });
+    e.reconciled(result({ generation: 1 }));
+    e.observe(3, 'u');
+    e.reconciled(result({ generation: 3 }));
+    assert.deepEqual(decideNext(e.data, false), { kind: 'idle' });
+    e.observe(3, 'u', 2);
+    assert.deepEqual(decideNext(e.data, false), { kind: 'reconcile', stopSeen: 2 });
+  });
+
+  it('a stop the reconcile read as STOPPED (or inferred) is not passed again when its report comes late', () => {
+    const e = new AppEntity({ namespace: 'n', name: 'a' });
+    e.reconciled(result({ generation: 2, stopsThrough: 2 }));
+    e.observe(2, 'u', 2);
+    assert.deepEqual(decideNext(e.data, false), { kind: 'idle' });
+    const inferred = new AppEntity({ namespace: 'n', name: 'a' });
+    inferred.reconciled(result({ generation: 3, reason: 'stop-and-start-seen-as-result', stopsThrough: 2 }));
+    inferred.observe(3, 'u', 2);
+    assert.deepEqual(decideNext(inferred.data, false), { kind: 'idle' });
+  });
+
+  it('a reported stop goes with a command\'s reconcile too, and with a deletion\'s', () => {
+    const e = new AppEntity({ namespace: 'n', name: 'a' });
+    e.reconciled(result({ generation: 1 }));
+    e.observe(2, 'u', 2);
+    const seq = e.enqueue({ kind: 'rolling' });
+    assert.deepEqual(decideNext(e.data, false), { kind: 'reconcile', command: { seq, command: { kind: 'rolling' } }, stopSeen: 2 });
+  });
+
+  it('a new App under the old name forgets the old one\'s stops', () => {
+    const e = new AppEntity({ namespace: 'n', name: 'a' });
+    e.reconciled(result({ generation: 9, uid: 'old', stopsThrough: 9 }));
+    e.observe(1, 'new', 1);
+    assert.deepEqual(decideNext(e.data, false), { kind: 'reconcile', stopSeen: 1 });
+  });
+
+  it('a reported stop above the reported generation is ignored', () => {
+    const e = new AppEntity({ namespace: 'n', name: 'a' });
+    e.reconciled(result({ generation: 1 }));
+    e.observe(1, 'u', 5);
+    assert.deepEqual(decideNext(e.data, false), { kind: 'idle' });
+  });
+});
+
+describe('apps: a reconcile that gives up', () => {
+  it('fails its command (and the start of the same restart), records the error, backs off, and goes on', () => {
+    const e = new AppEntity({ namespace: 'n', name: 'a' });
+    e.reconciled(result());
+    const stop = e.enqueue({ kind: 'stop' });
+    const start = e.enqueue({ kind: 'start' }, stop);
+    e.reconcileFailed('403 forbidden', stop, '2025-01-01T00:00:00.000Z');
+    assert.match(e.takeFailure(stop)!, /403/);
+    assert.match(e.takeFailure(start)!, /stop before it failed/);
+    assert.equal(e.takeFailure(start), undefined, 'read once');
+    assert.equal(e.data.commands.length, 0);
+    assert.equal(e.data.appliedSeq, start);
+    assert.deepEqual(e.data.lastError, { message: '403 forbidden', at: '2025-01-01T00:00:00.000Z', recovered: false });
+    assert.deepEqual(decideNext(e.data, false), { kind: 'backoff', seconds: 60 });
+    e.backoffOver();
+    assert.deepEqual(decideNext(e.data, false).kind, 'reconcile', 'the App is reconciled again after the back-off');
+    e.reconcileFailed('403 forbidden', undefined, '2025-01-01T00:01:00.000Z');
+    assert.deepEqual(decideNext(e.data, false), { kind: 'backoff', seconds: 120 });
+    e.reconciled(result());
+    assert.equal(e.data.backoff, undefined);
+    assert.equal(e.data.lastError?.recovered, true, 'the failure stays visible, marked recovered');
+    assert.deepEqual(decideNext(e.data, false), { kind: 'idle' });
+  });
+
+  it('a new command, change or deletion ends the back-off at once', () => {
+    for (const input of [(e: AppEntity) => e.enqueue({ kind: 'start' }), (e: AppEntity) => e.observe(7), (e: AppEntity) => e.markDeleted()]) {
+      const e = new AppEntity({ namespace: 'n', name: 'a' });
+      e.reconciled(result());
+      e.reconcileFailed('boom', undefined, 't');
+      assert.equal(decideNext(e.data, false).kind, 'backoff');
+      input(e);
+      assert.equal(decideNext(e.data, false).kind, 'reconcile');
+    }
+  });
+
+  it('back-off: 1 min doubling to 30 min', () => {
+    assert.deepEqual([1, 2, 3, 4, 5, 6, 20].map(backoffSeconds), [60, 120, 240, 480, 960, 1800, 1800]);
+  });
+});
+
+describe('apps: continueAsNewDue', () => {
+  const facts = { suggested: false, length: 10, limit: 2000, handlersFinished: true };
+  it('when Temporal suggests it or the history passed the limit, whatever is pending', () => {
+    assert.equal(continueAsNewDue(facts), false);
+    assert.equal(continueAsNewDue({ ...facts, suggested: true }), true);
+    assert.equal(continueAsNewDue({ ...facts, length: 2001 }), true);
+  });
+  it('not while an update is being answered (it would be cut off)', () => {
+    assert.equal(continueAsNewDue({ ...facts, suggested: true, handlersFinished: false }), false);
+  });
+});
+
 describe('apps: decideWatch', () => {
   const app = (generation: number, observed?: number, deleting = false): App => ({
     apiVersion: 'tend.dev/v1alpha1', kind: 'App',
@@ -121,5 +231,7 @@ describe('apps: decideWatch', () => {
     ['a newer generation after a signalled one is signalled', app(4, 2), 3, 'changed'],
     ['an App being deleted is left to the delete event', app(3, 2, true), undefined, 'none'],
   ];
-  for (const [name, a, last, want] of cases) it(name, () => assert.equal(decideWatch(a, last).kind, want));
+  for (const [name, a, last, want] of cases) {
+    it(name, () => assert.equal(decideWatch(a, last === undefined ? undefined : { generation: last, stoppedGeneration: 0 }).kind, want));
+  }
 });

@@ -25,7 +25,9 @@ interface Case {
   app: App;
   command?: AppCommand;
   lastSeen?: LastSeen;
-  want: { appRev: number; lastStopRev: number; desiredState: DesiredState; reason?: string };
+  /** The highest generation the watcher saw STOPPED, not yet accounted for. */
+  stopSeen?: number;
+  want: { appRev: number; lastStopRev: number; desiredState: DesiredState; reason?: string; stopsThrough?: number };
 }
 
 const cases: Case[] = [
@@ -57,6 +59,40 @@ const cases: Case[] = [
     want: { appRev: 3, lastStopRev: 1, desiredState: 'STARTED' } },
   { name: 'generation +1 with the same processes changes nothing', app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 6 }), lastSeen: seen(),
     want: { appRev: 3, lastStopRev: 1, desiredState: 'STARTED' } },
+  // The watcher saw generation 6 STOPPED; the reconcile reads 7, STARTED again (status last written at 5, STARTED).
+  { name: 'stop seen by the watcher, start read: bumps both once, stays STARTED', stopSeen: 6,
+    app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 7 }), lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STARTED', reason: 'stop-seen-by-watcher', stopsThrough: 6 } },
+  { name: 'stop seen by the watcher, start with other instances read: bumps both once (no inference could tell)', stopSeen: 6,
+    app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 7, instances: 3 }), lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STARTED', reason: 'stop-seen-by-watcher', stopsThrough: 6 } },
+  { name: 'stop seen by the watcher and two more generations: one bump, not one per rule', stopSeen: 6,
+    app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 8 }), lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STARTED', reason: 'stop-seen-by-watcher', stopsThrough: 6 } },
+  { name: 'stop seen by the watcher reported after a reconcile read the start (late signal): still bumps', stopSeen: 6,
+    app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 7, instances: 3 }),
+    lastSeen: seen({ generation: 7, processesHash: processesHash(app({ desired: 'STARTED', instances: 3 })) }),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STARTED', reason: 'stop-seen-by-watcher', stopsThrough: 6 } },
+  { name: 'stop seen by the watcher, retried after the bump landed: no second bump, the stop accounted', stopSeen: 6,
+    app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 4, lastStop: 2, generation: 7 }), lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STARTED', stopsThrough: 6 } },
+  { name: 'stop seen by the watcher while tend last saw the App STOPPED: the start makes new workloads, no bump', stopSeen: 8,
+    app: app({ desired: 'STARTED', observed: 'STOPPED', appRev: 4, lastStop: 2, generation: 9 }), lastSeen: seen({ desiredState: 'STOPPED', appRev: 4, generation: 6 }),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STARTED', stopsThrough: 8 } },
+  { name: 'stop seen by the watcher and read STOPPED: the webhook rule, one bump', stopSeen: 6,
+    app: app({ desired: 'STOPPED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 6 }), lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STOPPED', reason: 'stopped-outside-tend', stopsThrough: 6 } },
+  { name: 'stop seen by the watcher, then a rolling restart command: one bump of both rolls the pods', stopSeen: 6, command: { kind: 'rolling' },
+    app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 7 }), lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STARTED', reason: 'stop-seen-by-watcher', stopsThrough: 6 } },
+  { name: 'a reported stop beyond the App\'s generation (forged) is ignored', stopSeen: 99,
+    app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 6 }), lastSeen: seen(),
+    want: { appRev: 3, lastStopRev: 1, desiredState: 'STARTED' } },
+  { name: 'inferred stop + start accounts for the generations before the one read', app: app({ desired: 'STARTED', observed: 'STARTED', appRev: 3, lastStop: 1, generation: 7 }), lastSeen: seen(),
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STARTED', reason: 'stop-and-start-seen-as-result', stopsThrough: 6 } },
+  { name: 'a kubectl stop retried after its patch landed, by a workflow that saw nothing yet: status.revision says it bumped',
+    app: { ...app({ desired: 'STOPPED', observed: 'STARTED', appRev: 4, lastStop: 2 }), status: { observedDesiredState: 'STARTED', revision: '3' } },
+    want: { appRev: 4, lastStopRev: 2, desiredState: 'STOPPED', stopsThrough: 5 } },
   { name: 'garbage annotations count as 0', app: { ...app({ desired: 'STARTED' }), metadata: { name: 'a', namespace: 'n', generation: 1, annotations: { [APP_REV]: 'x', [LAST_STOP_APP_REV]: '-2' } } },
     want: { appRev: 0, lastStopRev: 0, desiredState: 'STARTED' } },
 ];
@@ -64,8 +100,11 @@ const cases: Case[] = [
 describe('apps: decideRevisions', () => {
   for (const c of cases) {
     it(c.name, () => {
-      const d = decideRevisions(c.app, c.command, c.lastSeen);
-      assert.deepEqual({ appRev: d.appRev, lastStopRev: d.lastStopRev, desiredState: d.desiredState, ...(d.reason && { reason: d.reason }) }, c.want);
+      const d = decideRevisions(c.app, c.command, c.lastSeen, c.stopSeen);
+      const got = { appRev: d.appRev, lastStopRev: d.lastStopRev, desiredState: d.desiredState, ...(d.reason && { reason: d.reason }) };
+      const { stopsThrough, ...want } = c.want;
+      assert.deepEqual(got, want);
+      if (stopsThrough !== undefined) assert.equal(d.stopsThrough, stopsThrough, 'stopsThrough');
     });
   }
 
