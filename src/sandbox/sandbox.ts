@@ -26,6 +26,12 @@ export interface SandboxSettings {
   minRequestTimeoutSeconds: number;
   /** kube-controller-manager --node-monitor-grace-period in seconds. */
   nodeMonitorGraceSeconds: number;
+  /**
+   * kube-apiserver writes an audit log (logs/audit.log, see auditPolicy): tend's
+   * own writes and the controllers' EndpointSlice and ReplicaSet status writes,
+   * with their request bodies. Off unless asked for (the fault run turns it on).
+   */
+  auditLog?: boolean;
   ports: {
     etcdClient: number;
     etcdPeer: number;
@@ -147,6 +153,10 @@ function components(info: SandboxInfo, bin: Binaries, pki: Pki): Component[] {
         `--service-account-key-file=${pki.saPub}`, `--service-account-signing-key-file=${pki.saKey}`,
         '--service-cluster-ip-range=10.96.0.0/16', '--authorization-mode=RBAC', '--allow-privileged=true',
         `--min-request-timeout=${s.minRequestTimeoutSeconds}`, '--profiling=false', '--v=1',
+        ...(s.auditLog ? [
+          `--audit-policy-file=${auditPolicyFile(info)}`, `--audit-log-path=${auditLogFile(info)}`,
+          '--audit-log-format=json', '--audit-log-mode=blocking', '--audit-log-maxsize=500', '--audit-log-maxbackup=1',
+        ] : []),
       ],
       ready: tlsGet(p.apiserver, '/readyz', true),
       timeoutMs: 90_000,
@@ -192,6 +202,36 @@ function components(info: SandboxInfo, bin: Binaries, pki: Pki): Component[] {
   ];
 }
 
+/** The identity tend runs as on the sandbox (deploy/kubernetes's ServiceAccount). */
+export const TEND_USER = 'system:serviceaccount:tend-system:tend';
+
+export const auditLogFile = (info: SandboxInfo) => join(info.stateDir, 'logs', 'audit.log');
+const auditPolicyFile = (info: SandboxInfo) => join(info.stateDir, 'audit-policy.yaml');
+
+/**
+ * What the audit log records, with request bodies (level Request), once the
+ * request completed: every write by tend (but Events), and the writes from
+ * which readiness can be told apart in time (EndpointSlices, ReplicaSet status),
+ * and ReplicaSet creations (each one a roll of a Deployment's pods).
+ */
+export const auditPolicy = {
+  apiVersion: 'audit.k8s.io/v1',
+  kind: 'Policy',
+  omitStages: ['RequestReceived', 'ResponseStarted', 'Panic'],
+  rules: [
+    { level: 'None', resources: [{ group: '', resources: ['events'] }, { group: 'events.k8s.io', resources: ['events'] }] },
+    { level: 'Request', users: [TEND_USER], verbs: ['create', 'update', 'patch', 'delete', 'deletecollection'] },
+    { level: 'Request', verbs: ['create', 'update', 'patch', 'delete'], resources: [{ group: 'discovery.k8s.io', resources: ['endpointslices'] }] },
+    { level: 'Request', verbs: ['update', 'patch'], resources: [{ group: 'apps', resources: ['replicasets/status'] }] },
+    { level: 'Metadata', verbs: ['create'], resources: [{ group: 'apps', resources: ['replicasets'] }] },
+    { level: 'None' },
+  ],
+};
+
+async function writeAuditPolicy(info: SandboxInfo): Promise<void> {
+  if (info.settings.auditLog) await writeFile(auditPolicyFile(info), toYaml(auditPolicy));
+}
+
 const pidFile = (info: SandboxInfo, name: string) => join(info.stateDir, 'run', `${name}.pid`);
 const logFile = (info: SandboxInfo, name: string) => join(info.stateDir, 'logs', `${name}.log`);
 
@@ -234,6 +274,7 @@ export async function up(opts: UpOptions = {}): Promise<SandboxInfo> {
   const bin = await ensureBinaries(say);
   const pki = await ensurePki(join(stateDir, 'pki'));
   await writeAdminKubeconfig(info, pki);
+  await writeAuditPolicy(info);
   const all = components(info, bin, pki);
   const byName = new Map(all.map((c) => [c.name, c]));
   // What this call started, so that a failure stops exactly that and leaves
@@ -260,6 +301,47 @@ export async function up(opts: UpOptions = {}): Promise<SandboxInfo> {
   }
   say(`sandbox ready in ${stateDir}`);
   return info;
+}
+
+export type ComponentName = 'temporal' | 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kubelet';
+
+/**
+ * Stops one component of a running sandbox (SIGTERM, or SIGKILL with `kill`),
+ * waits `downMs`, and starts it again with the sandbox's settings as they are
+ * now; resolves once it serves. Its data stays (Temporal's database file,
+ * etcd's folder): this is a restart, not a reset.
+ */
+export async function restartComponent(
+  dir: string, name: ComponentName, opts: { kill?: boolean; downMs?: number; progress?: (m: string) => void } = {},
+): Promise<void> {
+  const stateDir = resolve(dir);
+  const settings = await readSettings(stateDir);
+  if (!settings) throw new SandboxError(`no sandbox in ${stateDir}`);
+  const info = sandboxInfo(stateDir, settings);
+  const pf = pidFile(info, name);
+  const rec = await readRecord(pf);
+  if (rec) await stopProcess(rec, pf, opts.kill ? 0 : 10_000);
+  if (opts.downMs) await sleep(opts.downMs);
+  const pki = await ensurePki(join(stateDir, 'pki'));
+  await writeAuditPolicy(info);
+  const c = components(info, await ensureBinaries(), pki).find((x) => x.name === name)!;
+  await startComponent(info, c, opts.progress ?? (() => {}));
+}
+
+/**
+ * Turns the audit log on in a sandbox (recorded in its settings): a running
+ * kube-apiserver started without it is restarted with it. Returns the log's path.
+ */
+export async function enableAuditLog(dir: string, progress?: (m: string) => void): Promise<string> {
+  const stateDir = resolve(dir);
+  const settings = await readSettings(stateDir);
+  if (!settings) throw new SandboxError(`no sandbox in ${stateDir}`);
+  const info = sandboxInfo(stateDir, { ...settings, auditLog: true });
+  const rec = await readRecord(pidFile(info, 'kube-apiserver'));
+  const logging = rec?.args.some((a) => a.startsWith('--audit-log-path=')) ?? false;
+  if (!settings.auditLog) await writeFile(join(stateDir, 'sandbox.json'), JSON.stringify(info.settings, null, 2));
+  if (!logging && (await isRunning(rec))) await restartComponent(stateDir, 'kube-apiserver', { progress });
+  return auditLogFile(info);
 }
 
 /** Starts a component unless it runs already; returns its record if this call started it. */
