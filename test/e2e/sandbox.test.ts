@@ -114,6 +114,50 @@ describe('sandbox (real control plane, simulated kubelet)', function () {
     assert.ok(recovered.status!.containerStatuses![0]!.restartCount >= 4, 'it was the same pod, restarted, not a new one');
   });
 
+  it('crash-loops an init container told to, or while its upstream has no ready endpoint, as a kubelet reports it', async () => {
+    const scale = sandbox().settings.timeScale;
+    const withInit = (name: string, annotations: Record<string, string>) => {
+      const d = deployment({ namespace: ns, name, replicas: 1, annotations });
+      d.spec!.template.spec!.initContainers = [{ name: 'wait-for-db', image: 'registry.example/wait:1' }];
+      return d;
+    };
+    await kube.core.createNamespacedService({ namespace: ns, body: service(ns, 'db', { app: 'db' }) });
+    await kube.apps.createNamespacedDeployment({ namespace: ns, body: deployment({ namespace: ns, name: 'db', replicas: 0 }) });
+    await kube.apps.createNamespacedDeployment({
+      namespace: ns, body: withInit('waits', { 'sim.tend.dev/depends-on': 'db', 'sim.tend.dev/init-depends-on': 'wait-for-db' }),
+    });
+    await kube.apps.createNamespacedDeployment({ namespace: ns, body: withInit('broken', { 'sim.tend.dev/fail-init': 'wait-for-db' }) });
+
+    const initLooping = (p: k8s.V1Pod | undefined) => {
+      const cs = p?.status?.initContainerStatuses?.[0];
+      return cs?.state?.waiting?.reason === 'CrashLoopBackOff' && cs.restartCount >= 2 ? p : undefined;
+    };
+    for (const app of ['waits', 'broken']) {
+      const pod = await waitFor(`${app}: its init container in CrashLoopBackOff, restarted twice`, async () =>
+        initLooping((await podsOf(kube, ns, `app=${app}`))[0]), { timeoutMs: 120_000 * scale + 30_000, intervalMs: 100 });
+      const init = pod.status!.initContainerStatuses![0]!;
+      assert.equal(init.name, 'wait-for-db');
+      assert.equal(init.lastState?.terminated?.exitCode, 1);
+      assert.match(init.state!.waiting!.message ?? '', /back-off \S+ restarting failed container=wait-for-db/);
+      assert.equal(pod.status!.phase, 'Pending');
+      const initialized = pod.status!.conditions!.find((c) => c.type === 'Initialized');
+      assert.deepEqual([initialized?.status, initialized?.reason], ['False', 'ContainersNotInitialized']);
+      assert.equal(pod.status!.containerStatuses![0]!.state?.waiting?.reason, 'PodInitializing');
+    }
+
+    // The upstream comes up: the waiting init container completes on its next run and the app starts.
+    await kube.apps.patchNamespacedDeploymentScale(
+      { namespace: ns, name: 'db', body: [{ op: 'replace', path: '/spec/replicas', value: 1 }] },
+    );
+    const ready = await waitFor('waits: initialised and Ready once db is ready', async () => {
+      const [p] = await podsOf(kube, ns, 'app=waits');
+      return p && isReady(p) && p;
+    }, { timeoutMs: 320_000 * scale + 30_000 });
+    assert.equal(ready.status!.initContainerStatuses![0]!.state?.terminated?.exitCode, 0);
+    const [broken] = await podsOf(kube, ns, 'app=broken');
+    assert.equal(broken!.status!.phase, 'Pending', 'fail-init keeps failing whatever the Services do');
+  });
+
   it('deletes a namespace whose pods depend on a Service in it, within a bounded time', async () => {
     // The Service and its slices go with the namespace while the pods are in
     // their grace period: that must not cancel their kill.

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
+import { podStatus } from '../../src/sandbox/kubelet/pod-status.ts';
 import {
   advance,
   containerReady,
@@ -226,5 +227,86 @@ describe('simulated container lifecycle', () => {
   it('scales every kubelet duration', () => {
     const fast = kubeletTiming(0.1);
     assert.deepEqual(fast, { timeScale: 0.1, createMs: 50, initRunMs: 100, syncMs: 100, backoff: { initialMs: 1_000, maxMs: 30_000 } });
+  });
+});
+
+describe('simulated init containers that crash-loop', () => {
+  const spec = { initContainers: [{ name: 'wait', image: 'busybox' }], containers: [{ name: 'web', image: 'nginx' }] };
+  const failing: PodInputs = { healthy: true, crashAfterMs: 1000, failingInits: ['wait'] };
+  const ctx = (now: number) => ({ now, hostIP: '10.0.0.1', podIP: '10.244.1.2', readinessGates: [], previous: [] });
+
+  it('restarts a failing init container on the kubelet schedule and holds the app containers back', () => {
+    // Starts at 0.5 s, exits 1 at 1.5 s, restarted at once at 2.5 s (the first crash), exits at 3.5 s,
+    // then back-off 10 s from that exit.
+    let p = run(newPodSim(pod(spec), 0, timing), () => failing, 5_000);
+    const init = app(p, 'wait');
+    assert.equal(init.restartCount, 1);
+    assert.deepEqual(init.state, {
+      kind: 'waiting', reason: 'CrashLoopBackOff', startAt: 13_500,
+      message: 'back-off 10s restarting failed container=wait pod=web-1_app(u-1)',
+    });
+    assert.deepEqual([init.lastState?.exitCode, init.lastState?.reason, init.lastState?.finishedAt], [1, 'Error', 3_500]);
+    assert.deepEqual(app(p).state, { kind: 'waiting', reason: 'PodInitializing' });
+    assert.equal(podPhase(p), 'Pending');
+    p = run(p, () => failing, 60_000, 5_000);
+    assert.ok(app(p, 'wait').restartCount >= 3, 'it keeps crash-looping');
+    assert.equal(app(p).state.kind, 'waiting');
+  });
+
+  it('reports what a kubelet reports: CrashLoopBackOff in initContainerStatuses, Pending, Initialized=False', () => {
+    const p = run(newPodSim(pod(spec), 0, timing), () => failing, 5_000);
+    const s = podStatus(p, failing, ctx(5_000));
+    assert.equal(s.phase, 'Pending');
+    const [init] = s.initContainerStatuses!;
+    assert.equal(init!.name, 'wait');
+    assert.equal(init!.state.waiting?.reason, 'CrashLoopBackOff');
+    assert.match(init!.state.waiting?.message ?? '', /^back-off 10s restarting failed container=wait pod=/);
+    assert.equal(init!.restartCount, 1);
+    assert.equal(init!.ready, false);
+    assert.deepEqual([init!.lastState.terminated?.exitCode, init!.lastState.terminated?.reason], [1, 'Error']);
+    assert.equal(s.containerStatuses[0]!.state.waiting?.reason, 'PodInitializing');
+    assert.equal(s.containerStatuses[0]!.restartCount, 0);
+    const initialized = s.conditions.find((c) => c.type === 'Initialized');
+    assert.deepEqual([initialized?.status, initialized?.reason, initialized?.message],
+      ['False', 'ContainersNotInitialized', 'containers with incomplete status: [wait]']);
+    assert.equal(s.conditions.find((c) => c.type === 'Ready')?.status, 'False');
+  });
+
+  it('completes on the first run after it stops failing (not before its back-off ends), and the app starts', () => {
+    let p = run(newPodSim(pod(spec), 0, timing), () => failing, 5_000);
+    p = run(p, () => healthy, 13_000, 5_000);
+    assert.equal(app(p, 'wait').state.kind, 'waiting', 'still in back-off');
+    p = run(p, () => healthy, 16_000, 13_000);
+    const done = app(p, 'wait').state;
+    assert.ok(done.kind === 'terminated');
+    assert.deepEqual([done.exitCode, done.startedAt, done.finishedAt], [0, 13_500, 14_500]);
+    assert.equal(app(p).state.kind, 'running');
+    assert.equal(podPhase(p), 'Running');
+  });
+
+  it('fails the pod when a failing init container may not restart (restartPolicy Never)', () => {
+    const p = run(newPodSim(pod({ ...spec, restartPolicy: 'Never' }), 0, timing), () => failing, 10_000);
+    const s = app(p, 'wait').state;
+    assert.ok(s.kind === 'terminated');
+    assert.deepEqual([s.exitCode, s.syncAt, app(p, 'wait').restartCount], [1, undefined, 0]);
+    assert.equal(podPhase(p), 'Failed');
+  });
+
+  it('fails a running init container that starts failing before it completes', () => {
+    const quick: PodInputs = { ...failing, crashAfterMs: 200 };
+    let p = run(newPodSim(pod(spec), 0, timing), () => healthy, 1_000);
+    assert.equal(app(p, 'wait').state.kind, 'running');
+    p = run(p, (t) => (t >= 1_000 ? quick : healthy), 1_300, 1_000);
+    const s = app(p, 'wait').state;
+    assert.ok(s.kind === 'terminated');
+    assert.deepEqual([s.exitCode, s.finishedAt], [1, 1_200]);
+  });
+
+  it('leaves the init containers it does not name alone', () => {
+    const two = { initContainers: [{ name: 'first', image: 'busybox' }, { name: 'wait', image: 'busybox' }], containers: [{ name: 'web', image: 'nginx' }] };
+    const p = run(newPodSim(pod(two), 0, timing), () => failing, 5_000);
+    const first = app(p, 'first').state;
+    assert.ok(first.kind === 'terminated' && first.exitCode === 0);
+    assert.equal(app(p, 'wait').restartCount, 1);
   });
 });

@@ -11,9 +11,13 @@
 // pod's annotations instead (see annotations.ts): a container whose pod is
 // "unhealthy" (a Service it depends on is not ready, or it is told to fail)
 // runs ~1 s and exits 1; otherwise it runs until killed, or exits 0 after
-// exit-after-seconds in a run-to-completion pod. Restarts follow the kubelet's
-// back-off (backoff.ts), including its quirk that the first crash restarts at
-// once and only later ones wait.
+// exit-after-seconds in a run-to-completion pod. An init container runs ~1 s
+// and completes, unless it is one of the inputs' failing init containers: then
+// it exits 1 after crash-after-seconds and is restarted (restartPolicy Always
+// or OnFailure; with Never the pod fails), holding the app containers in
+// PodInitializing. Restarts follow the kubelet's back-off (backoff.ts),
+// including its quirk that the first crash restarts at once and only later
+// ones wait.
 import { createHash } from 'node:crypto';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { containerBackoffPolicy, inBackoffSince, nextBackoff } from './backoff.ts';
@@ -73,6 +77,8 @@ export interface PodInputs {
   healthy: boolean;
   crashAfterMs: number;
   exitAfterMs?: number;
+  /** Init containers (by name) that exit 1 when they run now, instead of completing. */
+  failingInits?: readonly string[];
 }
 
 /** The kubelet's own pace, scaled. */
@@ -162,7 +168,7 @@ export function advance(pod: PodSim, inputs: PodInputs, now: number, timing: Tim
     containers[due.index] = fire(p, containers[due.index], due.at, inputs, timing);
     p = cascade({ ...p, containers }, due.at);
   }
-  return applyInputs(p, inputs, now);
+  return applyInputs(p, inputs, now, timing);
 }
 
 /** When `advance` next has something to do (a transition or a container turning ready); undefined: never. */
@@ -260,7 +266,10 @@ function start(p: PodSim, c: ContainerSim, t: number, inputs: PodInputs, timing:
     containerID: containerID(p.uid, c.name, restartCount),
     readyAt: t + c.readinessDelayMs,
   };
-  if (c.role === 'init') state.exitAt = t + timing.initRunMs;
+  if (c.role === 'init') {
+    if (initFails(c, inputs)) state.crashAt = t + inputs.crashAfterMs;
+    else state.exitAt = t + timing.initRunMs;
+  }
   if (c.role === 'app') {
     if (!inputs.healthy) state.crashAt = t + inputs.crashAfterMs;
     if (inputs.exitAfterMs !== undefined && p.restartPolicy !== 'Always') state.exitAt = t + inputs.exitAfterMs;
@@ -270,8 +279,10 @@ function start(p: PodSim, c: ContainerSim, t: number, inputs: PodInputs, timing:
 
 function terminate(p: PodSim, c: ContainerSim, t: number, exitCode: number, reason: string, timing: Timing): ContainerSim {
   if (c.state.kind !== 'running') return c;
+  // The kubelet restarts a failed init container unless the pod's policy is Never.
   const restarts =
-    c.role === 'app' && (p.restartPolicy === 'Always' || (p.restartPolicy === 'OnFailure' && exitCode !== 0));
+    (c.role === 'app' && (p.restartPolicy === 'Always' || (p.restartPolicy === 'OnFailure' && exitCode !== 0))) ||
+    (c.role === 'init' && exitCode !== 0 && p.restartPolicy !== 'Never');
   return {
     ...c,
     state: {
@@ -336,14 +347,34 @@ export function initialised(p: PodSim): boolean {
   return p.containers.every((c) => c.role === 'app' || initDone(c));
 }
 
+function initFails(c: ContainerSim, inputs: PodInputs): boolean {
+  return c.role === 'init' && (inputs.failingInits?.includes(c.name) ?? false);
+}
+
 /**
  * A running app container of an unhealthy pod is doomed: it exits after
  * crashAfter (what an app does when its upstream vanishes). If the pod heals
- * before that, the container survives.
+ * before that, the container survives. Likewise a running init container that
+ * starts failing exits 1 after crashAfter, unless it completes first; one that
+ * stops failing completes after its usual run.
  */
-function applyInputs(p: PodSim, inputs: PodInputs, now: number): PodSim {
+function applyInputs(p: PodSim, inputs: PodInputs, now: number, timing: Timing): PodSim {
   let changed = false;
   const containers = p.containers.map((c) => {
+    if (c.role === 'init' && c.state.kind === 'running') {
+      const fails = initFails(c, inputs);
+      if (fails && c.state.crashAt === undefined) {
+        changed = true;
+        return withState(c, { ...c.state, crashAt: now + inputs.crashAfterMs });
+      }
+      if (!fails && c.state.crashAt !== undefined) {
+        changed = true;
+        const state = { ...c.state, exitAt: c.state.exitAt ?? Math.max(now, c.state.startedAt + timing.initRunMs) };
+        delete state.crashAt;
+        return withState(c, state);
+      }
+      return c;
+    }
     if (c.role !== 'app' || c.state.kind !== 'running') return c;
     if (!inputs.healthy && c.state.crashAt === undefined) {
       changed = true;
@@ -389,6 +420,10 @@ export function podPhase(p: PodSim): PodPhase {
   const apps = p.containers.filter((c) => c.role === 'app');
   if (p.killed) {
     return apps.every((c) => c.state.kind === 'terminated' && c.state.exitCode === 0) ? 'Succeeded' : 'Failed';
+  }
+  // An init container that failed for good (restartPolicy Never): the pod failed.
+  if (p.containers.some((c) => c.role === 'init' && c.state.kind === 'terminated' && c.state.exitCode !== 0 && c.state.syncAt === undefined)) {
+    return 'Failed';
   }
   if (!initialised(p)) return 'Pending';
   let running = 0;

@@ -13,7 +13,7 @@ import type { KubeClients } from '../../kube/client.ts';
 import { statusOf } from '../../kube/client.ts';
 import type { Logger } from '../../log.ts';
 import { adoptPodSim } from './adopt.ts';
-import { podBehaviour } from './annotations.ts';
+import { FAIL_INIT_ANNOTATION, failingInits, INIT_DEPENDS_ON_ANNOTATION, podBehaviour, unknownInitNames } from './annotations.ts';
 import { errorMessage, isConflict, isNotFound, olderVersion, strategicMergePatch } from '../../kube/api.ts';
 import { FIELD_MANAGER } from './annotations.ts';
 import type { ServiceReadiness } from './endpoints.ts';
@@ -200,6 +200,11 @@ export class PodRunner {
       t.sim = newPodSim(pod, now, this.opts.timing);
       this.log.info({ pod: t.key, podIP: t.podIP }, 'pod admitted');
     }
+    const unknown = unknownInitNames(podBehaviour(pod.metadata), pod.spec?.initContainers ?? []);
+    if (unknown.length > 0) {
+      this.log.warn({ pod: t.key, containers: unknown },
+        `${FAIL_INIT_ANNOTATION} / ${INIT_DEPENDS_ON_ANNOTATION} name containers that are no init container of the pod (sidecars excluded): ignored`);
+    }
     return true;
   }
 
@@ -221,8 +226,10 @@ export class PodRunner {
   private inputsOf(pod: V1Pod): PodInputs {
     const b = podBehaviour(pod.metadata);
     const scale = this.opts.timing.timeScale;
+    const servicesReady = b.dependsOn.every((s) => this.opts.readiness.isReady(s));
     return {
-      healthy: !b.fail && b.dependsOn.every((s) => this.opts.readiness.isReady(s)),
+      healthy: !b.fail && servicesReady,
+      failingInits: failingInits(b, servicesReady),
       crashAfterMs: scaledMs(b.crashAfterSeconds, scale),
       exitAfterMs: b.exitAfterSeconds === undefined ? undefined : scaledMs(b.exitAfterSeconds, scale),
     };
