@@ -97,13 +97,14 @@ say(`tend talks to kube-apiserver through https://127.0.0.1:${proxyPort}; its lo
 const random = rng(seed);
 const records: RoundRecord[] = [];
 for (const capability of capabilities) {
-  const plan = faultPlan(rounds, kinds, random);
   const scenario = scenarioFor(capability);
+  const mine = kinds.filter((k) => scenario.watcher || k !== 'kill-watcher');
+  const plan = faultPlan(rounds, mine.length ? mine : kinds, random);
   say(`${capability}: setting up`);
   let tend: Tend | undefined;
   try {
     const config = await scenario.setup(world);
-    tend = new Tend(config, dir, capability);
+    tend = new Tend(config, dir, capability, scenario.watcher);
     tend.start();
     await waitFor('the worker to start', () => tend!.workerStarted(), { timeoutMs: 120_000 });
     for (let i = 0; i < rounds; i++) {
@@ -122,7 +123,7 @@ for (const capability of capabilities) {
       record.fault = await fault.done(0).catch(() => undefined);
       fault.cancel();
       // A part that died by itself (not the fault's kill, which starts it again) is a finding too.
-      for (const part of [tend.worker, tend.watcher]) {
+      for (const part of tend.parts) {
         if (!part.running) {
           record.notes.push(`tend ${part.part} was not running at the end of the round (see ${part.log}); started again`);
           part.start();

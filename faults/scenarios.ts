@@ -19,7 +19,7 @@ import { appObject, createApp, getApp, patchAppSpec, settled, webProcess } from 
 import { backoffRemainingMs, crashLooping } from '../test/harness/weeder.ts';
 import { deployment, isReady, service } from '../test/harness/kube.ts';
 import type { Write } from './audit.ts';
-import { checkApps, checkRepair, checkTaint, checkWeeder, replicaSetStatuses, serviceReadiness, type Violation } from './invariants.ts';
+import { checkApps, checkRepair, checkTaint, checkWeeder, peakInFlight, replicaSetStatuses, serviceReadiness, type Violation } from './invariants.ts';
 import type { WriteMatch } from './proxy.ts';
 import type { Capability } from './report.ts';
 import { retry, writeTendConfig, type Fault, type World } from './world.ts';
@@ -35,6 +35,8 @@ export interface Scenario {
   writes: WriteMatch[];
   /** How long after the round's action begins the fault may strike. */
   windowMs: number;
+  /** Whether the capability has a watcher (the repair queue has none: `tend watcher` has nothing to do). */
+  watcher: boolean;
   /** Creates what the rounds need; returns tend's configuration file. */
   setup(w: World): Promise<string>;
   round(w: World, fault: Fault, random: () => number): Promise<RoundResult>;
@@ -76,6 +78,7 @@ export class WeederScenario implements Scenario {
   readonly capability = 'weeder' as const;
   readonly writes: WriteMatch[] = [{ description: 'pod deletion', method: 'DELETE', path: /^\/api\/v1\/namespaces\/[^/]+\/pods\/[^/]+$/ }];
   readonly windowMs = 20_000;
+  readonly watcher = true;
   private ns = '';
   private readonly watch = 10;
 
@@ -131,6 +134,7 @@ export class WeederScenario implements Scenario {
     await sleep(500);
     const writes = await w.audit.since(mark);
     const deletes = tendsIn(writes, this.ns).filter((x) => x.resource === 'pods' && x.verb === 'delete');
+    notes.push(`${due.length} api pods crash-looping when db came back; tend deleted pods ${deletes.filter((x) => x.code < 300).length} time(s)`);
     if (recovered.size) notes.push(`${recovered.size} api pod(s) restarted by themselves before being weeded: ${[...recovered.keys()].join(', ')}`);
     const violations = checkWeeder({
       service: `${this.ns}/db`,
@@ -178,6 +182,7 @@ export class TaintScenario implements Scenario {
     { description: 'pod condition write', method: 'PATCH', path: /^\/api\/v1\/namespaces\/[^/]+\/pods\/[^/]+\/status$/ },
   ];
   readonly windowMs = 12_000;
+  readonly watcher = true;
   private ns = '';
   private readonly limit = 1;
   private readonly replacementTime = 2;
@@ -251,7 +256,9 @@ export class TaintScenario implements Scenario {
       limit: this.limit, replacementTimeMs: this.replacementTime * 1000, due, notDue,
       writes: writes.filter((x) => x.user === TEND_USER), replicaSets: replicaSetStatuses(writes, this.ns), leftConditions: left,
     }));
-    notes.push(`due: ${due.join(', ')} on ${dueNode}; untainted in time: ${notDue.join(', ') || '-'}`);
+    const evictions = writes.filter((x) => x.user === TEND_USER && x.subresource === 'eviction' && x.code < 300);
+    const peak = peakInFlight(evictions, replicaSetStatuses(writes, this.ns)).peak;
+    notes.push(`due: ${due.join(', ')} on ${dueNode}; untainted in time: ${notDue.join(', ') || '-'}; ${evictions.length} eviction(s), at most ${peak} in flight`);
     return { violations, notes };
   }
 
@@ -276,6 +283,7 @@ export class RepairScenario implements Scenario {
     { description: 'pod deletion (drain)', method: 'DELETE', path: /^\/api\/v1\/namespaces\/[^/]+\/pods\/[^/]+$/ },
   ];
   readonly windowMs = 15_000;
+  readonly watcher = false;
   private ns = '';
   private config = '';
   private dir = '';
@@ -384,6 +392,7 @@ export class AppsScenario implements Scenario {
     { description: 'App status write', method: 'PATCH', path: /^\/apis\/tend\.dev\/v1alpha1\/namespaces\/[^/]+\/apps\/[^/]+\/status$/ },
   ];
   readonly windowMs = 15_000;
+  readonly watcher = true;
   private ns = '';
   private readonly restarts = 2;
 
@@ -425,6 +434,7 @@ export class AppsScenario implements Scenario {
     const writes = (await w.audit.since(mark)).filter((x) => x.namespace === this.ns);
     const oldIds = new Set(before.map((p) => p.metadata!.uid!));
     const oldPodsLeft = live(await this.pods(w)).filter((p) => oldIds.has(p.metadata!.uid!)).map((p) => p.metadata!.name!);
+    notes.push(`${writes.filter((x) => x.resource === 'replicasets' && x.verb === 'create' && x.code < 300).length} ReplicaSet(s) created (rolls)`);
     return {
       violations: checkApps({ app: `${this.ns}/web`, restarts: this.restarts, processes: 1, writes, settled: ok, oldPodsLeft }),
       notes,

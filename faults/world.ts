@@ -95,14 +95,20 @@ class Part {
 export class Tend {
   readonly worker: Part;
   readonly watcher: Part;
-  constructor(config: string, dir: string, capability: string) {
+  readonly withWatcher: boolean;
+  constructor(config: string, dir: string, capability: string, withWatcher: boolean) {
     this.worker = new Part('worker', config, join(dir, `${capability}-worker.log`));
     this.watcher = new Part('watcher', config, join(dir, `${capability}-watcher.log`));
+    this.withWatcher = withWatcher;
+  }
+
+  /** The parts this capability runs. */
+  get parts(): Part[] {
+    return this.withWatcher ? [this.worker, this.watcher] : [this.worker];
   }
 
   start() {
-    this.worker.start();
-    this.watcher.start();
+    for (const p of this.parts) p.start();
   }
 
   async stop() {
