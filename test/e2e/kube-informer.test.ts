@@ -73,7 +73,7 @@ describe('informer (one watch mechanism) against the API server', function () {
     });
     await informer.synced;
     const mine = (xs: string[]) => xs.filter((x) => namespaces.some((ns) => x.startsWith(`${ns}/`))).sort();
-    assert.deepEqual(mine(seen.names(informer.list())), [`${a}/before`, `${b}/before`]);
+    assert.deepEqual(mine(seen.names(informer.list())), [`${a}/before`, `${b}/before`].sort());
     assert.equal(informer.get('before', a)?.metadata?.namespace, a);
     assert.equal(informer.get('before', c), undefined);
 
