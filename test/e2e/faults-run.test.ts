@@ -1,0 +1,61 @@
+// The fault run itself, tiny: one round per capability on the test sandbox
+// (which it reuses, turning on kube-apiserver's audit log), through the real
+// `npm run faults` entry point. It must drive every round to its end, inject
+// its fault, and produce the table and the JSON report; an invariant it finds
+// violated makes it exit 1, which this test accepts (the checkers themselves
+// are proved on planted violations in test/unit/faults-invariants.test.ts).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { repoRoot } from '../harness/env.ts';
+import { sandbox } from '../harness/hooks.ts';
+import type { RoundRecord } from '../../faults/report.ts';
+import { CAPABILITIES, FAULT_KINDS } from '../../faults/report.ts';
+
+function run(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(repoRoot, 'faults/run.ts'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      process.stderr.write(`      ${String(d).trimEnd().replace(/\n/g, '\n      ')}\n`);
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the fault run did not end within ${timeoutMs / 1000} s\n${stderr.slice(-3000)}`));
+    }, timeoutMs);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('fault run (e2e): one round per capability', function () {
+  this.timeout(30 * 60_000);
+
+  it('drives every capability\'s round with a fault and reports the table and every round', async () => {
+    const report = join(await mkdtemp(join(tmpdir(), 'tend-faults-')), 'report.json');
+    const r = await run(['--rounds', '1', '--seed', '16', '--state-dir', sandbox().stateDir, '--report', report], 28 * 60_000);
+    assert.ok(r.code === 0 || r.code === 1, `exit ${r.code} (0: no violation, 1: violations; anything else is the run failing)\n${r.stderr.slice(-3000)}`);
+    assert.match(r.stderr, /seed 16 \(repeat with --seed 16\)/);
+    assert.match(r.stdout, /CAPABILITY\s+ROUNDS\s+FAULTS INJECTED\s+VIOLATIONS/);
+    for (const c of CAPABILITIES) assert.match(r.stdout, new RegExp(`^${c}\\s+1\\s+`, 'm'), `a row for ${c}`);
+    const json = JSON.parse(await readFile(report, 'utf8')) as { seed: number; records: RoundRecord[] };
+    assert.equal(json.seed, 16);
+    assert.deepEqual(json.records.map((x) => x.capability), [...CAPABILITIES]);
+    for (const rec of json.records) {
+      assert.equal(rec.error, undefined, `${rec.capability}: the round ran to its end`);
+      assert.ok(rec.fault && FAULT_KINDS.includes(rec.fault.kind), `${rec.capability}: a fault was planned and recorded`);
+      assert.ok(rec.notes.length > 0, `${rec.capability}: the round says what tend did`);
+    }
+    const violations = json.records.reduce((n, x) => n + x.violations.length, 0);
+    assert.equal(r.code, violations ? 1 : 0, 'the exit code says whether an invariant was violated');
+    if (violations) assert.match(r.stdout, /VIOLATIONS\n- /);
+    else assert.match(r.stdout, /no violations/);
+  });
+});
