@@ -7,7 +7,8 @@ import type * as k8s from '@kubernetes/client-node';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { KubeClients } from '../kube/client.ts';
-import { errorMessage, isConflict, isNotFound, mergePatch } from '../kube/api.ts';
+import { mergePatch } from '../kube/api.ts';
+import { deleteDeploymentIfSameUid, errorMessage, isConflict, isNotFound } from '../kube/writes.ts';
 import { statusOf } from '../kube/client.ts';
 import { recordEvent } from '../kube/events.ts';
 import type { ReconcileResult, WaitOutcome } from '../apps/entity.ts';
@@ -57,15 +58,8 @@ async function listWorkloads(kube: KubeClients, namespace: string, name: string)
 }
 
 async function deleteWorkload(kube: KubeClients, d: k8s.V1Deployment): Promise<void> {
-  try {
-    await kube.apps.deleteNamespacedDeployment({
-      namespace: d.metadata!.namespace!, name: d.metadata!.name!,
-      body: { preconditions: { uid: d.metadata!.uid }, propagationPolicy: 'Background' },
-    });
-  } catch (err) {
-    // Gone already, or replaced by another object of that name: either way not ours to delete.
-    if (!isNotFound(err) && !isConflict(err)) throw err;
-  }
+  // Gone already, or replaced by another object of that name: either way not ours to delete.
+  await deleteDeploymentIfSameUid(kube, { namespace: d.metadata!.namespace!, name: d.metadata!.name!, uid: d.metadata!.uid! });
 }
 
 function invalid(err: unknown): boolean {

@@ -6,7 +6,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { AppsConfig } from '../config/apps.ts';
 import { errorMessage } from '../kube/api.ts';
 import { kubeClients } from '../kube/client.ts';
-import { startInformer, type RunningInformer } from '../kube/informer.ts';
+import { startInformer } from '../kube/informer.ts';
 import { log, type Logger } from '../log.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { appChangedSignal, appDeletedSignal, type AppChanged } from '../apps/messages.ts';
@@ -38,42 +38,45 @@ export function appsWatch(config: AppsConfig): CapabilityWatch {
     const alog = log.child({ capability: 'apps' });
     const notifier = new AppNotifier(temporalSignaller(client, temporal.taskQueue), alog);
     const ref = { group: APP_GROUP, version: APP_VERSION, plural: APP_PLURAL };
-    const scopes: (string | undefined)[] = config.namespaces ?? [undefined];
-    const list = (namespace: string | undefined) => (namespace
-      ? kube.custom.listNamespacedCustomObject({ ...ref, namespace })
-      : kube.custom.listClusterCustomObject(ref)) as Promise<{ items: App[]; metadata: { resourceVersion?: string } }>;
-    const informers: RunningInformer<App>[] = scopes.map((namespace) => startInformer<App>({
+    // Deletions the informer cannot see: Apps deleted while the watcher was
+    // down (the first list does not have them), or whose signal was not
+    // delivered before the watcher stopped. Their workflows still run.
+    let checking: Promise<void> = Promise.resolve();
+    const checkMissedDeletions = (apps: App[]) => {
+      checking = checking.then(async () => {
+        try {
+          const running = await runningAppWorkflows(client, temporal.taskQueue);
+          for (const w of missedDeletions(apps, running, config.namespaces)) {
+            alog.info({ app: appKey(w.namespace, w.name) }, 'App gone but its workflow runs: signalling the deletion');
+            notifier.deleted(w.namespace, w.name);
+          }
+        } catch (err) {
+          alog.warn({ err: errorMessage(err) }, 'could not list App workflows to find missed deletions; trying again at the next resync');
+        }
+      });
+    };
+    // One list+watch per namespace (or cluster-wide), relisted every
+    // RESYNC_MS and merged by resourceVersion: a watch that stalls silently
+    // costs at most that, and an App deleted during a gap in the watch is
+    // delivered as a deletion by the relist.
+    const informer = startInformer<App>({
       kc,
-      path: namespace ? `/apis/${APP_GROUP}/${APP_VERSION}/namespaces/${namespace}/${APP_PLURAL}` : `/apis/${APP_GROUP}/${APP_VERSION}/${APP_PLURAL}`,
-      list: () => list(namespace) as never,
+      path: `/apis/${APP_GROUP}/${APP_VERSION}/${APP_PLURAL}`,
+      ...(config.namespaces && { namespaces: config.namespaces }),
+      list: (namespace) => (namespace
+        ? kube.custom.listNamespacedCustomObject({ ...ref, namespace })
+        : kube.custom.listClusterCustomObject(ref)) as never,
+      resyncMs: RESYNC_MS,
       log: alog,
       onUpsert: (app) => notifier.upsert(app),
       onDelete: (app) => notifier.deleted(app.metadata.namespace, app.metadata.name),
-    }));
-    // A fresh list, then the App workflows still running: a watch that stalls
-    // silently costs at most RESYNC_MS, and a deletion missed (the watcher was
-    // down, or its signal could not be delivered) is signalled again.
-    const resync = async () => {
-      try {
-        const apps = (await Promise.all(scopes.map(list))).flatMap((l) => l.items);
-        for (const app of apps) notifier.upsert(app);
-        const running = await runningAppWorkflows(client, temporal.taskQueue);
-        for (const w of missedDeletions(apps, running, config.namespaces)) {
-          alog.info({ app: appKey(w.namespace, w.name) }, 'App gone but its workflow runs: signalling the deletion');
-          notifier.deleted(w.namespace, w.name);
-        }
-      } catch (err) {
-        alog.warn({ err: errorMessage(err) }, 'App resync failed');
-      }
-    };
-    let resyncing: Promise<void> = Promise.all(informers.map((i) => i.synced)).then(resync);
-    const timer = setInterval(() => {
-      resyncing = resyncing.then(resync);
-    }, RESYNC_MS);
+      onResync: (all) => checkMissedDeletions(all),
+    });
+    void informer.synced.then(() => checkMissedDeletions(informer.list()));
     alog.info({ namespaces: config.namespaces ?? 'all' }, 'watching Apps');
     await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
-    clearInterval(timer);
-    await Promise.all(informers.map((i) => i.stop()));
+    await informer.stop();
+    await checking;
     notifier.stop();
     await notifier.idle();
   };
