@@ -75,9 +75,11 @@ export interface WeederFacts {
   deletes: Write[];
   /**
    * The round's fault, when it is one that can keep tend from acting for a
-   * while (a killed process, a restarted server, a failed write): a due pod
-   * that recovered by itself after it struck is excused. Any other due pod
-   * had seconds of back-off left when its upstream came back, time enough.
+   * while (a killed worker, a restarted server, a failed write) and it struck:
+   * a due pod that restarted by itself (its back-off over) after the fault
+   * struck, and the fault struck no earlier than 10 s before the upstream came
+   * back, is excused. Any other due pod had seconds of back-off left when its
+   * upstream came back: time enough.
    */
   excuse?: { kind: string; at: number };
 }
@@ -102,7 +104,8 @@ export function checkWeeder(f: WeederFacts): Violation[] {
   }
   for (const p of f.due) {
     if (byName.has(p.name)) continue;
-    if (p.recoveredAt !== undefined && f.excuse && f.excuse.at <= p.recoveredAt) continue;
+    const back = f.readiness.filter((c) => c.ready).at(-1)?.at;
+    if (p.recoveredAt !== undefined && f.excuse && back !== undefined && f.excuse.at >= back - 10_000 && f.excuse.at <= p.recoveredAt) continue;
     out.push({
       invariant: 'weeder: every crash-looping dependant weeded',
       detail: `pod ${p.name} was crash-looping when ${f.service} came back and was never deleted`

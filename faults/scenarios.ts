@@ -142,7 +142,8 @@ export class WeederScenario implements Scenario {
       readiness: serviceReadiness(writes, this.ns, 'db', true),
       initiallyReady: true,
       deletes,
-      excuse: fault.struckAt !== undefined && fault.kind !== 'drop-watches' ? { kind: fault.kind, at: fault.struckAt } : undefined,
+      excuse: fault.struckAt !== undefined && ['kill-worker', 'restart-temporal', 'restart-apiserver', 'api-error'].includes(fault.kind)
+        ? { kind: fault.kind, at: fault.struckAt } : undefined,
     });
     return { violations, notes };
   }

@@ -130,7 +130,7 @@ export class Fault {
   private readonly delayMs: number;
   private readonly match?: WriteMatch;
   private armedAt = 0;
-  /** When it struck (epoch ms), once it has. */
+  /** When it struck (epoch ms), once it has; for an API error, when the write was failed. */
   struckAt?: number;
   private timer?: NodeJS.Timeout;
   private running?: Promise<FaultRecord>;
@@ -190,6 +190,7 @@ export class Fault {
         return record(`${n} open watch connection(s) of tend cut`, n > 0);
       }
       case 'api-error': {
+        this.struckAt = undefined;
         const match = this.match!;
         this.injection = this.w.proxy.failNext(match);
         return record(`armed: the next ${match.description} answered 500`, false);
@@ -208,6 +209,7 @@ export class Fault {
       return { ...r, detail: `${r.detail}; no such write came` };
     }
     const e = fired as { method: string; path: string; at: number };
+    this.struckAt = e.at;
     return { ...r, injected: true, detail: `${e.method} ${e.path} answered 500 at +${((e.at - this.armedAt) / 1000).toFixed(1)} s` };
   }
 

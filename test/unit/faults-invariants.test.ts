@@ -84,13 +84,14 @@ describe('fault run: weeder invariants', () => {
     assert.match(v[0]!.detail, /api-1 deleted at 00:00:05.000 while Service ns\/db had no ready endpoint/);
   });
 
-  it('finds a due pod never weeded; one that restarted by itself is excused only after a fault that can stall tend', () => {
+  it('finds a due pod never weeded; one that restarted by itself is excused only after a fault that can stall tend, struck about when the upstream came back', () => {
     const missed = { ...base, deletes: [del('api-1', s(11))] };
     assert.deepEqual(checkWeeder(missed).map((x) => x.invariant), ['weeder: every crash-looping dependant weeded']);
     const recovered = { ...missed, due: [base.due[0]!, { ...base.due[1]!, recoveredAt: s(20) }] };
     assert.equal(checkWeeder(recovered).length, 1, 'no fault: it had seconds of back-off left, time enough');
     assert.deepEqual(checkWeeder({ ...recovered, excuse: { kind: 'kill-worker', at: s(10.5) } }), []);
     assert.equal(checkWeeder({ ...recovered, excuse: { kind: 'kill-worker', at: s(25) } }).length, 1, 'a fault after it recovered excuses nothing');
+    assert.equal(checkWeeder({ ...recovered, excuse: { kind: 'kill-worker', at: s(-1) } }).length, 1, 'nor one long before the upstream came back');
   });
 
   it('finds a deleted pod that was not a crash-looping dependant', () => {
