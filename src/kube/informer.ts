@@ -245,10 +245,23 @@ export function namespacedPath(path: string, namespace: string): string {
  */
 class StoppableWatch extends k8s.Watch {
   stopped = false;
+  private readonly onEvent: (phase: string, obj: unknown) => void;
+
+  constructor(kc: k8s.KubeConfig, onEvent: (phase: string, obj: unknown) => void) {
+    super(kc);
+    this.onEvent = onEvent;
+  }
 
   override async watch(...args: Parameters<k8s.Watch['watch']>): Promise<AbortController> {
     if (this.stopped) return new AbortController();
-    return super.watch(...args);
+    const [path, params, callback, done] = args;
+    // Every event goes to the informer's store as well as to ListWatch: a
+    // deletion of an object only a resync had seen is one ListWatch's own
+    // cache would not report.
+    return super.watch(path, params, (phase: string, obj: unknown, watchObj?: unknown) => {
+      callback(phase, obj, watchObj);
+      this.onEvent(phase, obj);
+    }, done);
   }
 }
 
@@ -289,7 +302,14 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
       store.listFailed(scope);
       throw err;
     }
-    const { upserts, deletes } = store.relisted(scope, result.items ?? [], result.metadata?.resourceVersion);
+    let items = result.items ?? [];
+    if (scope !== undefined && items.some((o) => o.metadata?.namespace !== scope)) {
+      // A list that ignores its namespace argument: keep the informer to what it watches.
+      opts.log.warn({ path: opts.path, namespace: scope }, 'the list for one namespace returned objects of others; they are ignored (list must honour its namespace argument)');
+      items = items.filter((o) => o.metadata?.namespace === scope);
+      result = { ...result, items };
+    }
+    const { upserts, deletes } = store.relisted(scope, items, result.metadata?.resourceVersion);
     if (!stopped) {
       for (const o of deletes) deliver(() => opts.onDelete(o));
       for (const o of upserts) deliver(() => opts.onUpsert(o));
@@ -305,19 +325,20 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
     let retry: NodeJS.Timeout | undefined;
     let markSynced!: () => void;
     const synced = new Promise<void>((resolve) => (markSynced = resolve));
-    // ListWatch's own list (at start and after a 410) is merged here, before
-    // ListWatch diffs it against its own cache; the events it then emits find
-    // the store up to date and deliver nothing twice.
+    // ListWatch's own list (at start and after a 410) is merged here.
     const list = async () => {
       const result = await relist(scope);
       markSynced();
       return result;
     };
-    const watch = new StoppableWatch(opts.kc);
+    // ListWatch runs the list, watch and reconnect loop; what the handlers
+    // see comes from the list (merged in `list`) and the watch events
+    // themselves, through the store, not from ListWatch's own cache.
+    const watch = new StoppableWatch(opts.kc, (phase, obj) => {
+      if (phase === 'ADDED' || phase === 'MODIFIED') upsert(obj as T);
+      else if (phase === 'DELETED') remove(obj as T);
+    });
     const informer = new k8s.ListWatch<T>(path, watch, list, false, opts.labelSelector, opts.fieldSelector);
-    informer.on('add', upsert);
-    informer.on('update', upsert);
-    informer.on('delete', remove);
     const restartLater = (err: unknown) => {
       if (stopped) return;
       // A failure long after the last one starts the back-off over: the watch
