@@ -346,12 +346,14 @@ export class RepairScenario implements Scenario {
     for (const a of addresses) rmSync(join(this.dir, `${a}.healthy`), { force: true });
     await waitFor('three filler pods ready', async () =>
       live((await w.kube.core.listNamespacedPod({ namespace: this.ns })).items).filter(isReady).length === 3, { timeoutMs: 60_000 });
-    const indexes: string[] = [];
-    for (const a of addresses) {
-      const r = await runTend(['repair-queue', 'add', '--config', this.config, 'fix', 'sim', a], { timeoutMs: 60_000 });
-      if (r.code !== 0) throw new Error(`repair-queue add fix sim ${a}: exit ${r.code}: ${r.stderr.trim()}`);
-      indexes.push((JSON.parse(r.stdout) as RepairQueueEntry).index);
-    }
+    // One `tend repair-queue add-file` for both entries, as an operator would (one CLI start on a busy machine).
+    const requests = join(this.dir, 'requests.txt');
+    writeFileSync(requests, addresses.map((a) => `fix sim ${a}`).join('\n') + '\n');
+    const r = await runTend(['repair-queue', 'add-file', '--config', this.config, requests], { timeoutMs: 120_000 });
+    if (r.code !== 0) throw new Error(`repair-queue add-file: exit ${r.code}: ${r.stderr.trim()}`);
+    const added = /added \d+ entr(?:y|ies): (\d+)\.\.(\d+)/.exec(r.stdout);
+    if (!added) throw new Error(`repair-queue add-file: unexpected output: ${r.stdout.trim()}`);
+    const indexes = Array.from({ length: Number(added[2]) - Number(added[1]) + 1 }, (_, i) => String(Number(added[1]) + i));
     fault.arm();
     let list: RepairQueueEntry[] = [];
     const final = (e?: RepairQueueEntry) => e?.status === 'succeeded' || e?.status === 'failed';
