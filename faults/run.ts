@@ -106,8 +106,9 @@ for (const capability of capabilities) {
     const config = await scenario.setup(world);
     tend = new Tend(config, dir, capability, scenario.watcher);
     tend.start();
-    await waitFor('the worker to start', () => tend!.workerStarted(), { timeoutMs: 120_000 });
     for (let i = 0; i < rounds; i++) {
+      // Each round starts with tend up: a part killed by the last round's fault may still be starting (bundling its workflows).
+      await waitFor('tend\'s worker and watcher to serve', () => tend!.ready(), { timeoutMs: 300_000 });
       const t0 = Date.now();
       const fault = new Fault(world, tend, plan[i]!, random, scenario.windowMs, scenario.writes);
       const record: RoundRecord = { capability, round: i + 1, violations: [], notes: [], durationMs: 0 };

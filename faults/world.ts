@@ -2,7 +2,7 @@
 // audit log on), the proxy tend talks to kube-apiserver through, tend's worker
 // and watcher as two processes that can be killed apart, and the faults.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync } from 'node:fs';
+import { openSync, closeSync, statSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -67,13 +67,37 @@ class Part {
     this.log = log;
   }
 
+  /** Where its log ended when it was last started: what it printed since is this run's. */
+  private logFrom = 0;
+
   start() {
+    this.logFrom = (() => {
+      try {
+        return statSync(this.log).size;
+      } catch {
+        return 0;
+      }
+    })();
     const fd = openSync(this.log, 'a');
     try {
       this.child = spawn(process.execPath, [cli, this.part, '--config', this.config], { stdio: ['ignore', fd, fd] });
     } finally {
       closeSync(fd);
     }
+  }
+
+  /** When the process last started said it serves ('worker started', 'watcher started'), epoch ms; undefined until it has. */
+  async readyAt(): Promise<number | undefined> {
+    const text = (await readFile(this.log, 'utf8').catch(() => '')).slice(this.logFrom);
+    for (const line of text.split('\n')) {
+      if (!line.includes(`"${this.part} started"`)) continue;
+      try {
+        return (JSON.parse(line) as { time: number }).time;
+      } catch {
+        // not a log line of ours
+      }
+    }
+    return undefined;
   }
 
   get running(): boolean {
@@ -115,9 +139,10 @@ export class Tend {
     await Promise.all([this.worker.stop('SIGTERM'), this.watcher.stop('SIGTERM')]);
   }
 
-  /** Whether the worker has said it polls (in this run's log). */
-  async workerStarted(): Promise<boolean> {
-    return (await readFile(this.worker.log, 'utf8').catch(() => '')).includes('worker started');
+  /** Whether every part, as last started, has said it serves. */
+  async ready(): Promise<boolean> {
+    for (const p of this.parts) if ((await p.readyAt()) === undefined) return false;
+    return true;
   }
 }
 
@@ -211,6 +236,17 @@ export class Fault {
     const e = fired as { method: string; path: string; at: number };
     this.struckAt = e.at;
     return { ...r, injected: true, detail: `${e.method} ${e.path} answered 500 at +${((e.at - this.armedAt) / 1000).toFixed(1)} s` };
+  }
+
+  /**
+   * For a killed process: from when it was killed until the new one said it
+   * serves (epoch ms); undefined for other faults, or before it is back.
+   */
+  async outage(): Promise<{ part: 'worker' | 'watcher'; from: number; to: number } | undefined> {
+    if (this.struckAt === undefined || (this.kind !== 'kill-worker' && this.kind !== 'kill-watcher')) return undefined;
+    const part = this.kind === 'kill-worker' ? this.tend.worker : this.tend.watcher;
+    const to = await part.readyAt();
+    return to === undefined ? undefined : { part: part.part, from: this.struckAt, to };
   }
 
   /** Withdraws the fault if it has not struck (the round ended first). */

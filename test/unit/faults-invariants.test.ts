@@ -172,7 +172,7 @@ describe('fault run: repair invariants', () => {
 describe('fault run: apps invariants', () => {
   const roll = (at: number) => write({ user: 'system:serviceaccount:kube-system:deployment-controller', apiGroup: 'apps', resource: 'replicasets', verb: 'create', at, code: 201, name: `web-${at}` });
   const created = (at: number) => write({ apiGroup: 'apps', resource: 'deployments', verb: 'create', at, code: 201, name: `web-${at}` });
-  const base = { app: 'ns/web', restarts: 2, processes: 1, writes: [created(s(1)), roll(s(1.1)), created(s(5)), roll(s(5.1))], settled: true, oldPodsLeft: [] };
+  const base = { app: 'ns/web', restarts: 2, unobservable: 0, processes: 1, writes: [created(s(1)), roll(s(1.1)), created(s(5)), roll(s(5.1))], settled: true, oldPodsLeft: [] };
 
   it('a clean round: each restart rolled the pods once', () => {
     assert.deepEqual(checkApps(base), []);
@@ -184,6 +184,14 @@ describe('fault run: apps invariants', () => {
     const missed = checkApps({ ...base, writes: base.writes.slice(0, 2), oldPodsLeft: [], settled: false });
     assert.deepEqual(missed.map((x) => x.invariant), ['apps: every restart rolls the pods exactly once', 'apps: the App runs again after its restarts']);
     assert.equal(checkApps({ ...base, oldPodsLeft: ['web-old-1'] }).length, 1);
+  });
+
+  it('a restart made entirely while the watcher was down may roll once or not at all, never twice', () => {
+    const one = { ...base, unobservable: 1, writes: base.writes.slice(0, 2) };
+    assert.deepEqual(checkApps(one), []);
+    assert.deepEqual(checkApps({ ...base, unobservable: 1 }), []);
+    assert.equal(checkApps({ ...one, writes: [] }).length, 1, 'the other restart still has to roll');
+    assert.match(checkApps({ ...base, unobservable: 1, writes: [...base.writes, roll(s(7))] })[0]!.detail, /1 made while the watcher was down\) rolled the pods 3 times/);
   });
 });
 
