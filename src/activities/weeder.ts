@@ -1,33 +1,36 @@
-// The weeding itself: for the rest of a window, watch the Service's slices and
-// its dependants, and delete the dependants that wait in CrashLoopBackOff while
-// the Service is ready. Watching (not polling on a timer) keeps a quiet window
-// at one activity and a few heartbeats.
+// The weeder's activities. Watching and deleting are apart, so that every
+// deletion is in the workflow's history before it is issued:
 //
-// The activity returns as soon as it has acted (after a short linger that
-// gathers the other pods of the same burst), so every deletion is in the
-// workflow's history the moment it happens; the workflow starts it again for
-// the rest of the window. A retried attempt (after a worker crash) starts from
-// the UIDs the workflow already recorded.
-//
-// Armed (the Service is not ready; `openOnReady`), the activity watches the
-// same way through the outage and returns as soon as it has seen the Service
-// ready again (and weeded what it found then): the deletions come straight
-// from the slice's watch event, and the workflow learns when the window opened.
+// - `watchDependants` watches the Service's slices and its dependants for the
+//   rest of a window (or, armed, through an outage) and deletes nothing: it
+//   returns the crash-looping dependants it finds while the Service is ready
+//   (candidates), and, armed, when it saw the Service ready. Watching (not
+//   polling on a timer) keeps a quiet window at one activity and a few
+//   heartbeats. An attempt that is lost or cancelled leaves nothing behind.
+// - `weedPods` deletes the candidates the workflow hands it (UID
+//   precondition), after looking at each pod and the Service's slices afresh:
+//   only a configured dependant that still waits in CrashLoopBackOff, with a
+//   controller, while the Service is ready. The workflow schedules it (its
+//   input, naming the pods, is in the history) before any deletion is issued,
+//   so a worker killed between a deletion and its answer loses nothing: the
+//   workflow knows what may have been deleted and a retry, or `checkPods`,
+//   finds out what was.
+// - `checkPods` only reads: what became of pods whose deletion's answer was lost.
 import type { WeederConfig } from '../config/weeder.ts';
 import * as k8s from '@kubernetes/client-node';
 import { Context, CancelledFailure } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { toSelectorString } from '../config/label-selector.ts';
-import { errorMessage, isConflict, isNotFound } from '../kube/api.ts';
+import { deletePodIfSameUid, errorMessage, isNotFound, statusOf } from '../kube/writes.ts';
 import type { KubeClients } from '../kube/client.ts';
 import { recordEvent } from '../kube/events.ts';
 import { startInformer, type RunningInformer } from '../kube/informer.ts';
 import { log } from '../log.ts';
-import { controllerOf, decidePod } from '../weeder/crashloop.ts';
+import { controllerOf, decidePod, isDependant } from '../weeder/crashloop.ts';
 import { SERVICE_NAME_LABEL, serviceReady } from '../weeder/readiness.ts';
 import { mergeNewest } from '../weeder/resync.ts';
 import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
-import type { WeededPod } from '../weeder/window.ts';
+import type { Candidate, PodSeen, WatchOutput, WeedOutcome } from '../weeder/window.ts';
 
 /** The failure type of every weeder refusal (a Service or namespace outside the configuration). */
 export const WEEDER_REFUSED = 'WeederRefused';
@@ -37,26 +40,30 @@ export const WEEDER_REFUSED = 'WeederRefused';
  * configuration, and a Service (or namespace) the configuration does not list
  * is refused, non-retryably, before anything is watched or deleted.
  */
-export interface WeedInput {
+export interface WatchInput {
   namespace: string;
   service: string;
   /** Epoch ms: the window's deadline as the workflow knew it when it scheduled this. */
   until: number;
-  /** Armed: return as soon as the Service is seen ready (after weeding what is there then). */
+  /** Armed: return as soon as the Service is seen ready (with the candidates there are then). */
   openOnReady?: boolean;
-  /** Pod UIDs already weeded or reported in this window. */
+  /** Pod UIDs the window has handled or is handling: never proposed again. */
   handled: string[];
 }
 
-export interface WeedOutput {
-  weeded: WeededPod[];
-  reported: WeededPod[];
-  /** Armed only: when the Service was seen ready (epoch ms). */
-  readyAt?: number;
+/** The pods a workflow asks to be weeded: names and UIDs only; each is checked afresh before anything is done. */
+export interface WeedPodsInput {
+  namespace: string;
+  service: string;
+  pods: Candidate[];
 }
 
-/** How long after its first action the activity gathers more before returning. */
-const LINGER_MS = 300;
+/**
+ * How long after a pod's own event made it a candidate the watch gathers more
+ * before returning (pods of one burst crash together). Candidates found when
+ * the Service turns ready are returned at once: that is the reaction time.
+ */
+const LINGER_MS = 100;
 /** A fresh list of slices and pods this often, in case a watch stalls without an error. */
 const RESYNC_MS = 30_000;
 
@@ -77,55 +84,46 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig)
       return { watchDuration: targetOf(config, input?.namespace, input?.service).watchDuration };
     },
 
-    async weedDependants(input: WeedInput): Promise<WeedOutput> {
+    async watchDependants(input: WatchInput): Promise<WatchOutput> {
       const ctx = Context.current();
       const { namespace, service, podSelectors } = targetOf(config, input?.namespace, input?.service);
       const workflowId = ctx.info.workflowExecution?.workflowId ?? ctx.info.workflowType ?? 'unknown workflow';
       const handled = new Set(Array.isArray(input.handled) ? input.handled.filter((u) => typeof u === 'string') : []);
       const until = typeof input.until === 'number' && Number.isFinite(input.until) ? input.until : Date.now();
-      const found: WeedOutput = { weeded: [], reported: [] };
-      const inflight = new Set<Promise<void>>();
+      const out: WatchOutput = { candidates: [] };
       const wlog = log.child({ workflowId });
-      const target = { workflowId, namespace, service };
       let slicesNow: readonly k8s.V1EndpointSlice[] | undefined;
       const podsNow = new Map<string, k8s.V1Pod>();
 
       let finish!: () => void;
       const finished = new Promise<void>((resolve) => (finish = resolve));
       let linger: NodeJS.Timeout | undefined;
-      // Set once the activity is returning: nothing more is started after that.
+      // Set once the activity is returning: nothing more is proposed after that.
       let done = false;
       let synced = false;
 
-      const act = (pod: k8s.V1Pod) => {
-        if (done) return;
-        const decision = decidePod(pod, {
-          namespace, podSelectors, serviceReady: serviceReady(slicesNow ?? []), handled,
-        });
-        if (decision.action === 'none') return;
+      /** Whether the pod became a candidate. */
+      const consider = (pod: k8s.V1Pod): boolean => {
+        if (done) return false;
+        const decision = decidePod(pod, { namespace, podSelectors, serviceReady: serviceReady(slicesNow ?? []), handled });
+        if (decision.action === 'none') return false;
         const uid = pod.metadata!.uid!;
-        const name = pod.metadata!.name!;
         handled.add(uid);
-        const at = new Date().toISOString();
-        const p = (decision.action === 'delete'
-          ? weed(kube, target, pod, decision.containers, at).then((w) => { if (w) found.weeded.push(w); })
-          : report(kube, target, pod, decision.containers, at).then((r) => { found.reported.push(r); })
-        ).catch((err) => {
-          // Not handled after all: a later event or resync tries again.
-          handled.delete(uid);
-          wlog.warn({ pod: name, err: errorMessage(err) }, 'weeding a pod failed; will retry');
-        }).finally(() => inflight.delete(p));
-        inflight.add(p);
-        linger ??= setTimeout(finish, LINGER_MS);
+        const owner = decision.action === 'delete' ? controllerOf(pod)! : undefined;
+        out.candidates.push({ name: pod.metadata!.name!, uid, containers: decision.containers, ...(owner ? { owner: `${owner.kind}/${owner.name}` } : {}) });
+        return true;
       };
       const evaluate = () => {
-        if (slicesNow === undefined || done) return;
-        for (const pod of podsNow.values()) act(pod);
+        if (slicesNow === undefined || done || !synced) return;
+        let found = false;
+        for (const pod of podsNow.values()) found = consider(pod) || found;
         // Armed: once every watch has listed, the first sight of the Service
-        // ready opens the window; with nothing to weed, say so at once.
-        if (input.openOnReady && synced && found.readyAt === undefined && serviceReady(slicesNow)) {
-          found.readyAt = Date.now();
-          if (!linger) finish();
+        // ready opens the window, returned at once with what there is to weed.
+        if (input.openOnReady && out.readyAt === undefined && serviceReady(slicesNow)) {
+          out.readyAt = Date.now();
+          finish();
+        } else if (found) {
+          finish();
         }
       };
 
@@ -147,13 +145,15 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig)
           list: () => kube.core.listNamespacedPod({ namespace, labelSelector }),
           labelSelector,
           log: wlog,
-          onUpsert: (pod) => { podsNow.set(pod.metadata!.uid!, pod); if (slicesNow) act(pod); },
+          onUpsert: (pod) => {
+            podsNow.set(pod.metadata!.uid!, pod);
+            if (synced && slicesNow && consider(pod)) linger ??= setTimeout(finish, LINGER_MS);
+          },
           onDelete: (pod) => { podsNow.delete(pod.metadata!.uid!); },
         });
         return informer;
       });
-      // The slices informer may deliver its list after the pods': the first
-      // slice event evaluates every pod seen so far.
+      // Judged once every watch has listed: the slices may arrive after the pods.
       void Promise.all([slices.synced, ...pods.map((p) => p.synced)]).then(() => {
         synced = true;
         slicesNow = slices.cache.list(namespace);
@@ -183,10 +183,9 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig)
 
       try {
         await Promise.race([finished, ctx.cancelled]).finally(() => (done = true));
-        await Promise.all(inflight);
-        return found;
+        return out;
       } catch (err) {
-        if (err instanceof CancelledFailure) wlog.info('weeding stopped: the window was stopped or cancelled');
+        if (err instanceof CancelledFailure) wlog.info('weeder watch ended: the window was stopped, cancelled or carried over');
         throw err;
       } finally {
         clearTimeout(deadline);
@@ -196,23 +195,102 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig)
         await Promise.all([slices.stop(), ...pods.map((p) => p.stop())]);
       }
     },
+
+    /**
+     * Weeds the pods the workflow names, each judged afresh: read the pod and
+     * the Service's slices now, delete (UID precondition) a configured
+     * dependant that waits in CrashLoopBackOff while the Service is ready,
+     * report one without a controller. A retried attempt (its predecessor's
+     * answer was lost) counts a pod gone or being deleted as its deletion.
+     */
+    async weedPods(input: WeedPodsInput): Promise<WeedOutcome[]> {
+      const ctx = Context.current();
+      const { namespace, service, podSelectors } = targetOf(config, input?.namespace, input?.service);
+      const workflowId = ctx.info.workflowExecution?.workflowId ?? ctx.info.workflowType ?? 'unknown workflow';
+      const retried = ctx.info.attempt > 1;
+      const asked = candidatesOf(input?.pods);
+      const target = { workflowId, namespace, service };
+      const sliceSelector = `${SERVICE_NAME_LABEL}=${service}`;
+      const [slices, ...found] = await Promise.all([
+        kube.discovery.listNamespacedEndpointSlice({ namespace, labelSelector: sliceSelector }),
+        ...asked.map((c) => readPod(kube, namespace, c.name)),
+      ]);
+      const ready = serviceReady(slices.items);
+      return Promise.all(asked.map(async (c, i): Promise<WeedOutcome> => {
+        const pod = found[i];
+        const at = new Date().toISOString();
+        const gone = !pod || pod.metadata?.uid !== c.uid;
+        if (gone || pod.metadata?.deletionTimestamp) {
+          // A retry: the earlier attempt's deletion, most likely, whose answer was lost.
+          if (retried) return { uid: c.uid, outcome: 'deleted', at, earlier: true };
+          return { uid: c.uid, outcome: 'skipped', reason: gone ? 'gone (or replaced) already' : 'being deleted already' };
+        }
+        const decision = decidePod(pod, { namespace, podSelectors, serviceReady: ready, handled: new Set() });
+        if (decision.action === 'none') {
+          return { uid: c.uid, outcome: 'skipped', reason: !ready ? `Service ${namespace}/${service} is not ready`
+            : !isDependant(pod, namespace, podSelectors) ? 'not a configured dependant' : 'not in CrashLoopBackOff' };
+        }
+        if (decision.action === 'report') {
+          await report(kube, target, pod, decision.containers);
+          return { uid: c.uid, outcome: 'reported', at };
+        }
+        try {
+          const deleted = await weed(kube, target, pod, decision.containers);
+          if (deleted) return { uid: c.uid, outcome: 'deleted', at };
+          if (retried) return { uid: c.uid, outcome: 'deleted', at, earlier: true };
+          return { uid: c.uid, outcome: 'skipped', reason: 'gone (or replaced) when deleted' };
+        } catch (err) {
+          // Refused for good (forbidden, invalid, a webhook's no): recorded, not retried.
+          const code = statusOf(err);
+          if (code !== undefined && code >= 400 && code < 500 && code !== 429) {
+            return { uid: c.uid, outcome: 'failed', reason: `delete refused (${code}): ${errorMessage(err)}`, at };
+          }
+          throw err;
+        }
+      }));
+    },
+
+    /** What became of pods whose deletion's answer was lost: gone, being deleted, or still there. Reads only. */
+    async checkPods(input: WeedPodsInput): Promise<PodSeen[]> {
+      const { namespace } = targetOf(config, input?.namespace, input?.service);
+      const asked = candidatesOf(input?.pods);
+      const found = await Promise.all(asked.map((c) => readPod(kube, namespace, c.name)));
+      return asked.map((c, i): PodSeen => {
+        const pod = found[i];
+        if (!pod || pod.metadata?.uid !== c.uid) return { uid: c.uid, seen: 'gone' };
+        return { uid: c.uid, seen: pod.metadata?.deletionTimestamp ? 'deleting' : 'present' };
+      });
+    },
   };
+}
+
+/** The pods a workflow named, checked for shape (names and UIDs are all that is used). */
+function candidatesOf(pods: unknown): Candidate[] {
+  if (!Array.isArray(pods) || !pods.every((p) => typeof p === 'object' && p !== null &&
+    typeof (p as Candidate).name === 'string' && typeof (p as Candidate).uid === 'string')) {
+    throw ApplicationFailure.nonRetryable('refused: pods must be a list of {name, uid}; nothing was deleted', WEEDER_REFUSED);
+  }
+  return (pods as Candidate[]).map((p) => ({ name: p.name, uid: p.uid, containers: Array.isArray(p.containers) ? p.containers : [] }));
+}
+
+async function readPod(kube: KubeClients, namespace: string, name: string): Promise<k8s.V1Pod | undefined> {
+  try {
+    return await kube.core.readNamespacedPod({ namespace, name });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
 }
 
 interface Acting { workflowId: string; namespace: string; service: string }
 
-async function weed(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers: string[], at: string): Promise<WeededPod | undefined> {
+/** Deletes the pod (UID precondition) and records the Event: false when it was gone or replaced already. */
+async function weed(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers: string[]): Promise<boolean> {
   const { name, uid, namespace } = pod.metadata as { name: string; uid: string; namespace: string };
   const owner = controllerOf(pod)!;
-  try {
-    // The UID precondition: never delete a pod that replaced this one under the same name.
-    await kube.core.deleteNamespacedPod({ name, namespace, body: { preconditions: { uid } } });
-  } catch (err) {
-    if (isNotFound(err) || isConflict(err)) return undefined; // gone already, or a different pod now
-    throw err;
-  }
+  // The UID precondition: never delete a pod that replaced this one under the same name.
+  if ((await deletePodIfSameUid(kube, { namespace, name, uid })).outcome === 'gone') return false;
   log.info({ workflowId: input.workflowId, pod: name, uid, containers }, 'weeded a crash-looping pod');
-  const weeded: WeededPod = { name, uid, containers, owner: `${owner.kind}/${owner.name}`, at };
   await recordEvent(kube, {
     regarding: { apiVersion: owner.apiVersion, kind: owner.kind, namespace, name: owner.name, uid: owner.uid },
     related: { apiVersion: 'v1', kind: 'Pod', namespace, name, uid },
@@ -222,10 +300,10 @@ async function weed(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers
       `became ready (workflow ${input.workflowId})`,
     dedupKey: `${input.workflowId}/${uid}`,
   }).catch((err) => log.warn({ pod: name, err: errorMessage(err) }, 'could not record the WeededPod event'));
-  return weeded;
+  return true;
 }
 
-async function report(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers: string[], at: string): Promise<WeededPod> {
+async function report(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers: string[]): Promise<void> {
   const { name, uid, namespace } = pod.metadata as { name: string; uid: string; namespace: string };
   log.warn({ workflowId: input.workflowId, pod: name, containers }, 'crash-looping pod has no controller: not deleted');
   await recordEvent(kube, {
@@ -237,5 +315,4 @@ async function report(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containe
       `became ready: the pod has no controller to recreate it (workflow ${input.workflowId})`,
     dedupKey: `${input.workflowId}/${uid}/skipped`,
   }).catch((err) => log.warn({ pod: name, err: errorMessage(err) }, 'could not record the WeederSkippedPod event'));
-  return { name, uid, containers, at };
 }

@@ -23,7 +23,7 @@ import { log } from '../log.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { armSignal, extendSignal } from '../weeder/messages.ts';
 import { mergeNewest } from '../weeder/resync.ts';
-import { readyEndpointIds, SERVICE_NAME_LABEL, serviceKeyOf, serviceReady, type SliceLike } from '../weeder/readiness.ts';
+import { readyEndpointIds, SERVICE_NAME_LABEL, serviceKeyOf, serviceReady, serviceUidOf, type SliceLike } from '../weeder/readiness.ts';
 import { READINESS_CONFIGMAP, ReadinessStore } from '../weeder/record.ts';
 import { decideTransition, parseRecorded, type Observed } from '../weeder/transition.ts';
 import { weederWorkflowId, type WeederInput } from '../weeder/window.ts';
@@ -147,7 +147,8 @@ export class ReadinessTracker {
     const selectors = this.config.servicesAndDependantSelectors[name];
     if (!selectors) return;
     const ready = serviceReady(slices);
-    const now: Observed = { readiness: ready ? 'ready' : 'not-ready', endpoints: ready ? readyEndpointIds(slices) : [] };
+    const uid = serviceUidOf(slices);
+    const now: Observed = { readiness: ready ? 'ready' : 'not-ready', endpoints: ready ? readyEndpointIds(slices) : [], ...(uid ? { service: uid } : {}) };
     let recorded = this.recorded.get(key);
     const firstLook = recorded === undefined;
     if (firstLook) {
@@ -165,12 +166,12 @@ export class ReadinessTracker {
       }
     }
     const decision = decideTransition(recorded, now, firstLook);
-    if (decision.open) await this.signal(namespace, name, 'extend', recorded?.readiness === now.readiness ? 'went down and came back while the watcher was away' : `${recorded?.readiness ?? 'unrecorded'} -> ready`);
-    if (decision.arm) await this.signal(namespace, name, 'arm', `${recorded?.readiness ?? 'unrecorded'} -> not-ready`);
+    if (decision.open) await this.signal(namespace, name, 'extend', decision.reason);
+    if (decision.arm) await this.signal(namespace, name, 'arm', decision.reason);
     if (decision.record) {
       await this.store.write(namespace, name, decision.record);
-      if (recorded?.readiness !== now.readiness) {
-        this.log.info({ service: key, from: recorded?.readiness ?? 'unrecorded', to: now.readiness }, 'Service readiness changed');
+      if (recorded?.readiness !== now.readiness || recorded?.service !== now.service) {
+        this.log.info({ service: key, change: decision.reason }, 'Service readiness changed');
       }
     }
     this.recorded.set(key, now);

@@ -1,8 +1,8 @@
 // The weeder workflow's signals and query, shared by the workflow, the
 // watcher and the CLI. Operators send the signals with the temporal CLI (see
 // docs/weeder.md).
-import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { WindowSnapshot } from './window.ts';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { FailedPod, WeededPod, WindowSnapshot } from './window.ts';
 
 export interface ExtendArgs {
   /** How long from now the window lasts at least; the configured watchDuration when absent. */
@@ -27,7 +27,25 @@ export const extendSignal = defineSignal<[ExtendArgs?]>('extend');
  * it is ready again, without waiting for the watcher's transition signal.
  */
 export const armSignal = defineSignal<[ArmArgs?]>('arm');
-/** Ends the window now: no more deletions. */
+/**
+ * Ends the window now: once the workflow has taken it in, no deletion is
+ * started; deletions under way are waited for and recorded.
+ */
 export const stopSignal = defineSignal<[StopArgs?]>('stop');
+
+/** What the stop update answers: the window as it ended. Nothing is deleted after this answer. */
+export interface StopAnswer {
+  stopped: string;
+  weeded: WeededPod[];
+  reported: WeededPod[];
+  failed: FailedPod[];
+}
+
+/**
+ * The stop signal as an update: it answers once every deletion under way has
+ * its outcome, so the answer is the acknowledgement that nothing more is
+ * deleted, and lists every deletion the window made.
+ */
+export const stopUpdate = defineUpdate<StopAnswer, [StopArgs]>('stop');
 /** The window as it stands: deadline, pods weeded and reported so far. */
 export const windowQuery = defineQuery<WindowSnapshot>('window');

@@ -25,7 +25,7 @@ export interface StoredRecord extends Observed {
 }
 
 export function recordValue(o: Observed, at = new Date()): string {
-  return JSON.stringify({ readiness: o.readiness, endpoints: [...o.endpoints].sort(), at: at.toISOString() });
+  return JSON.stringify({ readiness: o.readiness, endpoints: [...o.endpoints].sort(), ...(o.service ? { service: o.service } : {}), at: at.toISOString() });
 }
 
 /** A stored value read back; undefined when it is not one (then the Service counts as unrecorded). */
@@ -35,7 +35,7 @@ export function parseRecordValue(text: string | undefined): Observed | undefined
     const v = JSON.parse(text) as Partial<StoredRecord>;
     if (v.readiness !== 'ready' && v.readiness !== 'not-ready') return undefined;
     const endpoints = Array.isArray(v.endpoints) ? v.endpoints.filter((e): e is string => typeof e === 'string').sort() : [];
-    return { readiness: v.readiness, endpoints };
+    return { readiness: v.readiness, endpoints, ...(typeof v.service === 'string' && v.service ? { service: v.service } : {}) };
   } catch {
     return undefined;
   }

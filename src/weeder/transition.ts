@@ -12,6 +12,9 @@
 //                                  came back while the watcher was away
 //   ready               ready      - (ready -> ready; a restart without a transition)
 //   not ready           not ready  -
+//   a Service with another UID     as if unrecorded: the Service was deleted and applied again,
+//                                  so its dependants may have crash-looped meanwhile (open when
+//                                  ready, arm when not)
 // and in every row: record what is seen when it differs from the record.
 //
 // Besides, whenever the Service is not ready and was not seen so before (a
@@ -24,6 +27,8 @@ export interface Observed {
   readiness: Readiness;
   /** readyEndpointIds(): the pods serving now (empty when not ready). */
   endpoints: string[];
+  /** The Service's UID, from its slices' owner (serviceUidOf); absent when they name none. */
+  service?: string;
 }
 
 export interface TransitionDecision {
@@ -33,6 +38,8 @@ export interface TransitionDecision {
   arm: boolean;
   /** What to record, when it differs from the record. */
   record?: Observed;
+  /** Why, for the signal and the log: `<recorded> -> <now>`. */
+  reason: string;
 }
 
 /**
@@ -40,13 +47,18 @@ export interface TransitionDecision {
  * judged this Service since it started), not remembered from its own last look.
  */
 export function decideTransition(recorded: Observed | undefined, now: Observed, firstLook: boolean): TransitionDecision {
-  const same = recorded !== undefined && recorded.readiness === now.readiness &&
+  const same = recorded !== undefined && recorded.readiness === now.readiness && recorded.service === now.service &&
     recorded.endpoints.length === now.endpoints.length && recorded.endpoints.every((e, i) => e === now.endpoints[i]);
   const record = same ? {} : { record: now };
-  if (now.readiness !== 'ready') return { open: false, arm: firstLook || recorded?.readiness !== 'not-ready', ...record };
-  if (recorded?.readiness !== 'ready') return { open: true, arm: false, ...record };
+  // Another Service under the same name: the one recorded was deleted, so nothing recorded of it holds.
+  const recreated = recorded?.service !== undefined && now.service !== undefined && recorded.service !== now.service;
+  const from = recreated ? 'Service re-created' : recorded?.readiness ?? 'unrecorded';
+  const reason = `${from} -> ${now.readiness}`;
+  if (recreated) return now.readiness === 'ready' ? { open: true, arm: false, reason, ...record } : { open: false, arm: true, reason, ...record };
+  if (now.readiness !== 'ready') return { open: false, arm: firstLook || recorded?.readiness !== 'not-ready', reason, ...record };
+  if (recorded?.readiness !== 'ready') return { open: true, arm: false, reason, ...record };
   const wentAwayAndBack = firstLook && recorded.endpoints.length > 0 && !recorded.endpoints.some((e) => now.endpoints.includes(e));
-  return { open: wentAwayAndBack, arm: false, ...record };
+  return { open: wentAwayAndBack, arm: false, reason: wentAwayAndBack ? 'went down and came back while the watcher was away' : reason, ...record };
 }
 
 /** The annotations on a Service where earlier versions recorded its readiness (read once, to migrate; never written). */

@@ -26,6 +26,59 @@ export interface WeededPod {
   owner?: string;
   /** When the delete was issued (or the pod reported), ISO 8601. */
   at: string;
+  /**
+   * Set when the deleting attempt's own answer was lost (its worker died, or
+   * the window was stopped while it ran) and the deletion was confirmed by a
+   * later look: the pod was gone or being deleted then.
+   */
+  note?: string;
+}
+
+/**
+ * A crash-looping dependant the watching activity found while the Service was
+ * ready: the workflow hands it to a deleting activity (`owner` set) or a
+ * reporting one (no controller), and records it as pending meanwhile.
+ */
+export interface Candidate {
+  name: string;
+  uid: string;
+  containers: string[];
+  /** `Kind/name` of the pod's controller; absent: the pod has none, so it is only reported. */
+  owner?: string;
+}
+
+/** What the watching activity returns. */
+export interface WatchOutput {
+  /** Crash-looping dependants seen while the Service was ready, not among those the workflow handled. */
+  candidates: Candidate[];
+  /** Armed only: when the Service was seen ready (epoch ms). */
+  readyAt?: number;
+}
+
+/**
+ * What the deleting activity did with one candidate, judged on the pod and the
+ * Service's slices as they are when it runs:
+ * - `deleted`: deleted (UID precondition) or, on a retried attempt, found gone
+ *   or being deleted (`earlier`: an earlier attempt's deletion, whose answer was lost);
+ * - `reported`: crash-looping without a controller: an Event, no deletion;
+ * - `skipped`: nothing done, `reason` says why (recovered, Service not ready, gone, replaced);
+ * - `failed`: the API refused the deletion for good (`reason`: its words).
+ */
+export type WeedOutcome =
+  | { uid: string; outcome: 'deleted'; at: string; earlier?: boolean }
+  | { uid: string; outcome: 'reported'; at: string }
+  | { uid: string; outcome: 'skipped'; reason: string }
+  | { uid: string; outcome: 'failed'; reason: string; at: string };
+
+/** What a later look at a pod whose deletion's outcome was lost saw. */
+export type PodSeen = { uid: string; seen: 'gone' | 'deleting' | 'present' };
+
+/** A dependant the window could not delete, and why. */
+export interface FailedPod {
+  name: string;
+  uid: string;
+  reason: string;
+  at: string;
 }
 
 export interface WindowSnapshot {
@@ -44,7 +97,13 @@ export interface WindowSnapshot {
   weeded: WeededPod[];
   /** Crash-looping dependants without a controller: never deleted, reported here. */
   reported: WeededPod[];
+  /** Handed to a deleting activity whose outcome is not back yet (empty across continue-as-new). */
+  pending?: Candidate[];
+  /** Dependants whose deletion the API refused, or whose outcome could not be learnt. */
+  failed?: FailedPod[];
   stopped?: { at: number; reason: string };
+  /** The window could not go on (its watching activity gave up): why. */
+  failure?: { at: number; reason: string };
 }
 
 export interface WeederResult {
@@ -59,7 +118,11 @@ export interface WeederResult {
   transitions: number;
   weeded: WeededPod[];
   reported: WeededPod[];
+  /** Dependants whose deletion the API refused (or whose outcome could not be learnt), with why. */
+  failed: FailedPod[];
   stopped?: string;
+  /** Why the window could not go on, when it could not (the workflow then fails with this reason and this result). */
+  failure?: string;
 }
 
 /**
@@ -77,7 +140,10 @@ export class WindowState {
   transitions = 0;
   weeded: WeededPod[] = [];
   reported: WeededPod[] = [];
+  pending: Candidate[] = [];
+  failed: FailedPod[] = [];
   stopped?: { at: number; reason: string };
+  failure?: { at: number; reason: string };
 
   constructor(carried?: WindowSnapshot) {
     if (carried) {
@@ -88,8 +154,16 @@ export class WindowState {
       this.transitions = carried.transitions;
       this.weeded = [...carried.weeded];
       this.reported = [...carried.reported];
+      this.pending = [...(carried.pending ?? [])];
+      this.failed = [...(carried.failed ?? [])];
       this.stopped = carried.stopped;
+      this.failure = carried.failure;
     }
+  }
+
+  /** Whether the window still acts: not stopped, not failed. */
+  get acting(): boolean {
+    return !this.stopped && !this.failure;
   }
 
   /** A transition (or an operator's extend): the window lasts at least `ms` from now. Never shortens it. */
@@ -124,21 +198,86 @@ export class WindowState {
     this.stopped ??= { at: now, reason };
   }
 
-  /** UIDs already acted on, so that an activity attempt does not act twice. */
-  handledUids(): string[] {
-    return [...this.weeded, ...this.reported].map((p) => p.uid);
+  /** The window cannot go on (a watching activity gave up): nothing more is started. */
+  fail(now: number, reason: string): void {
+    this.failure ??= { at: now, reason };
   }
 
-  record(found: { weeded: WeededPod[]; reported: WeededPod[] }): void {
+  /**
+   * UIDs the window has handled or is handling (weeded, reported, failed,
+   * pending), so that a watching activity does not propose them again.
+   */
+  handledUids(): string[] {
+    return [...this.weeded, ...this.reported, ...this.failed, ...this.pending].map((p) => p.uid);
+  }
+
+  /**
+   * Candidates found by a watching activity: those not handled yet become
+   * pending and are returned, for the workflow to hand to a deleting
+   * activity. Nothing once stopped or failed.
+   */
+  propose(candidates: readonly Candidate[]): Candidate[] {
+    if (!this.acting) return [];
     const known = new Set(this.handledUids());
-    for (const p of found.weeded) if (!known.has(p.uid)) this.weeded.push(p);
-    for (const p of found.reported) if (!known.has(p.uid)) this.reported.push(p);
+    const fresh: Candidate[] = [];
+    for (const c of candidates) {
+      if (known.has(c.uid)) continue;
+      known.add(c.uid);
+      fresh.push(c);
+    }
+    this.pending.push(...fresh);
+    return fresh;
+  }
+
+  /** The deleting activity's outcomes for pending candidates. A skipped one may be proposed again. */
+  settle(outcomes: readonly WeedOutcome[]): void {
+    for (const o of outcomes) {
+      const c = this.takePending(o.uid);
+      if (!c) continue;
+      const pod = { name: c.name, uid: c.uid, containers: c.containers };
+      if (o.outcome === 'deleted') {
+        this.weeded.push({ ...pod, owner: c.owner, at: o.at,
+          ...(o.earlier ? { note: 'deleted by an earlier attempt whose answer was lost (the pod was gone or being deleted when the next attempt looked)' } : {}) });
+      } else if (o.outcome === 'reported') {
+        this.reported.push({ ...pod, at: o.at });
+      } else if (o.outcome === 'failed') {
+        this.failed.push({ name: c.name, uid: c.uid, reason: o.reason, at: o.at });
+      }
+    }
+  }
+
+  /**
+   * The deleting activity ended without an answer (`reason`: it gave up; absent:
+   * it was cancelled, by a stop), so an attempt may have deleted: a later look
+   * at the pods says. Gone or being deleted: recorded as weeded; still there:
+   * not deleted (failed with `reason` when the activity gave up, else dropped).
+   */
+  settleLost(candidates: readonly Candidate[], seen: readonly PodSeen[], reason: string | undefined, now: number): void {
+    const at = new Date(now).toISOString();
+    for (const c of candidates) {
+      if (!this.takePending(c.uid)) continue;
+      const s = seen.find((p) => p.uid === c.uid)?.seen;
+      if (s === 'gone' || s === 'deleting') {
+        this.weeded.push({ name: c.name, uid: c.uid, containers: c.containers, owner: c.owner, at,
+          note: `the deleting activity's answer was lost (${reason ?? 'cancelled'}); the pod was ${s === 'gone' ? 'gone' : 'being deleted'} when looked at again` });
+      } else if (s === undefined) {
+        this.failed.push({ name: c.name, uid: c.uid, at, reason: `outcome unknown: ${reason ?? 'cancelled'}, and the pod could not be looked at again` });
+      } else if (reason !== undefined) {
+        this.failed.push({ name: c.name, uid: c.uid, at, reason });
+      }
+    }
+  }
+
+  private takePending(uid: string): Candidate | undefined {
+    const i = this.pending.findIndex((p) => p.uid === uid);
+    return i < 0 ? undefined : this.pending.splice(i, 1)[0];
   }
 
   snapshot(): WindowSnapshot {
     return {
       openedAt: this.openedAt, deadline: this.deadline, armed: this.armed, firstArmedAt: this.firstArmedAt,
-      transitions: this.transitions, weeded: this.weeded, reported: this.reported, stopped: this.stopped,
+      transitions: this.transitions, weeded: this.weeded, reported: this.reported, pending: this.pending,
+      failed: this.failed, stopped: this.stopped, failure: this.failure,
     };
   }
 
@@ -148,11 +287,13 @@ export class WindowState {
       service: input.service,
       openedAt: this.openedAt === undefined ? undefined : new Date(this.openedAt).toISOString(),
       armedAt: this.firstArmedAt === undefined ? undefined : new Date(this.firstArmedAt).toISOString(),
-      closedAt: new Date(this.stopped?.at ?? now).toISOString(),
+      closedAt: new Date(this.stopped?.at ?? this.failure?.at ?? now).toISOString(),
       transitions: this.transitions,
       weeded: this.weeded,
       reported: this.reported,
+      failed: this.failed,
       stopped: this.stopped?.reason,
+      failure: this.failure?.reason,
     };
   }
 }
@@ -181,7 +322,7 @@ export function windowOpen(state: Pick<WindowSnapshot, 'deadline'>, now: number)
  */
 export function lanesWanted(state: WindowSnapshot, now: number): Map<Lane, number> {
   const wanted = new Map<Lane, number>();
-  if (state.stopped) return wanted;
+  if (state.stopped || state.failure) return wanted;
   if (windowOpen(state, now)) wanted.set('window', state.deadline);
   if (state.armed && now < state.armed.until - MIN_STRETCH_MS) wanted.set('armed', state.armed.until);
   return wanted;
@@ -217,7 +358,9 @@ export function carriedWindow(carried: unknown, now: number): { window?: WindowS
     (c.firstArmedAt === undefined || time(c.firstArmedAt)) &&
     (c.armed === undefined || (typeof c.armed === 'object' && c.armed !== null && time(c.armed.since) && time(c.armed.until))) &&
     typeof c.transitions === 'number' && pods(c.weeded) && pods(c.reported) &&
-    (c.stopped === undefined || (typeof c.stopped === 'object' && c.stopped !== null && typeof c.stopped.reason === 'string'));
+    (c.pending === undefined || pods(c.pending)) && (c.failed === undefined || pods(c.failed)) &&
+    (c.stopped === undefined || (typeof c.stopped === 'object' && c.stopped !== null && typeof c.stopped.reason === 'string')) &&
+    (c.failure === undefined || (typeof c.failure === 'object' && c.failure !== null && typeof c.failure.reason === 'string'));
   if (!ok) return { refused: 'carried is not a window this workflow could have carried over (its shape, or a deadline more than a day ahead)' };
   return { window: c as WindowSnapshot };
 }

@@ -1,28 +1,32 @@
 // One weeder window per Service (`weeder/<namespace>/<service>`): opened by
 // the watcher on a not-ready -> ready transition, extended by the next ones,
-// closed after watchDuration (or by the stop signal). The weeding runs in an
-// activity that watches the dependants for the rest of the window; this
-// workflow only keeps the deadline and the record of what was weeded.
+// closed after watchDuration (or by the stop signal or update). This workflow
+// keeps the deadline and the record, and does every deletion itself, through
+// a short activity: a watching activity finds the crash-looping dependants and
+// returns them, and the workflow hands them to `weedPods`. So each deletion's
+// intent is in the history before the deletion is issued, and its outcome as
+// soon as it is back; a worker killed in between loses nothing (a retry, or
+// `checkPods` after a lost answer, says what became of the pods).
 //
-// The watcher also arms the workflow when the Service goes not ready: an
-// activity then watches the Service and its dependants through the outage and
-// weeds the instant the Service is ready again, without waiting for a round
-// trip through Temporal; the workflow learns of the opening from its result.
+// The watcher also arms the workflow when the Service goes not ready: a
+// watching activity then follows the Service through the outage and returns
+// the instant it is ready again, with the dependants to weed; the workflow
+// learns of the opening from its result.
 //
-// So there are two lanes, each at most one activity at a time: the window's
-// (while the window is open) and the armed one (while the Service is not
-// ready). They run side by side when both are wanted; a lane held up by a lost
-// activity (a worker that died: its heartbeat timeout is up to a minute) never
-// holds up the other. Deleting twice is harmless (UID preconditions, and the
-// record and Events are keyed by pod UID).
+// So there are two watching lanes, each at most one activity at a time: the
+// window's (while the window is open) and the armed one (while the Service is
+// not ready). They run side by side when both are wanted; a lane held up by a
+// lost activity never holds up the other. Watching activities delete nothing,
+// so one is cancelled without waiting (stop, continue-as-new): nothing it
+// might still see can act. Deleting activities are waited for.
 import {
-  allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log, proxyActivities,
-  proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo,
+  allHandlersFinished, ActivityCancellationType, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log,
+  proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
-import { armSignal, extendSignal, stopSignal, windowQuery } from '../weeder/messages.ts';
+import { armSignal, extendSignal, stopSignal, stopUpdate, windowQuery, type StopAnswer } from '../weeder/messages.ts';
 import {
-  ARM_LIMIT_MS, carriedWindow, heartbeatTimeoutMs, lanesWanted, WindowState, type Lane, type WeederInput, type WeederResult,
+  ARM_LIMIT_MS, carriedWindow, heartbeatTimeoutMs, lanesWanted, WindowState, type Candidate, type Lane, type WeederInput, type WeederResult,
 } from '../weeder/window.ts';
 
 // The Service must be one the worker is configured for: asked once per run,
@@ -31,6 +35,24 @@ const { weederSettings } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '10s',
   retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 5 },
 });
+
+// Deleting: one API read and one delete per pod. Retried a few times (a retry
+// counts a pod found gone as the earlier attempt's deletion); a stop cancels it
+// only before it has started. Waited for, always.
+const { weedPods } = proxyActivities<Activities>({
+  // Short, so that an attempt lost with its worker is retried soon.
+  startToCloseTimeout: '15s',
+  retry: { initialInterval: '1s', maximumInterval: '5s', maximumAttempts: 5, nonRetryableErrorTypes: ['WeederRefused'] },
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+});
+// Reads only: what became of pods whose deletion's answer was lost.
+const { checkPods } = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', maximumInterval: '5s', maximumAttempts: 5, nonRetryableErrorTypes: ['WeederRefused'] },
+});
+
+/** How many attempts a watching activity gets (lost workers, timeouts) before the window gives up, with the reason. */
+export const WATCH_ATTEMPTS = 10;
 
 export async function weederWorkflow(input: WeederInput): Promise<WeederResult> {
   // Everything in the input arrived through Temporal: the Service's name is
@@ -45,9 +67,17 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
   // Signals delivered with the start (the watcher's signal-with-start: extend,
   // or arm) wait for their handlers, set here, and set what this run does first.
   const state = new WindowState(carried.window);
-  const running = new Map<Lane, CancellationScope>();
-  let failure: { err: unknown } | undefined;
+  const lanes = new Map<Lane, CancellationScope>();
+  const deleting = new Map<Promise<void>, CancellationScope>();
+  let refused: { err: unknown } | undefined;
   const show = () => setCurrentDetails(details(state));
+
+  /** Ends the window now: no watching, no deletion started from here on; deletions under way are waited for. */
+  const halt = () => {
+    for (const scope of lanes.values()) scope.cancel();
+    // Not started yet: cancelled, never run. Started: its one delete is issued already; its answer is waited for.
+    for (const scope of deleting.values()) scope.cancel();
+  };
 
   // Signals cannot be refused: a payload that is not what the signal takes is
   // ignored (and logged), and nothing follows from it.
@@ -76,51 +106,116 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
       return;
     }
     state.stop(Date.now(), args?.reason || 'stop signal');
-    // The cancellation reaches an activity with its next heartbeat; the window is closed now.
-    for (const scope of running.values()) scope.cancel();
+    halt();
+    show();
   });
+  // The same as an update: it answers once every deletion under way has its
+  // outcome, so nothing is deleted after the answer, and the answer lists all.
+  setHandler(stopUpdate, async (args) => {
+    state.stop(Date.now(), args?.reason || 'stop update');
+    halt();
+    show();
+    await condition(() => deleting.size === 0);
+    return { stopped: state.stopped!.reason, weeded: state.weeded, reported: state.reported, failed: state.failed } satisfies StopAnswer;
+  }, { validator: (args) => {
+    const problem = reasonProblem(args);
+    if (problem) throw new Error(`stop refused: ${problem}`);
+  } });
   setHandler(windowQuery, () => state.snapshot());
   show();
+
+  const weed = (pods: Candidate[]) => {
+    const scope = new CancellationScope();
+    const done: Promise<void> = scope.run(() => weedPods({ ...target, pods })).then(
+      (outcomes) => state.settle(outcomes),
+      // No answer: cancelled (a stop) or given up. An attempt may have deleted: look.
+      async (err: unknown) => {
+        const reason = isCancellation(err) ? undefined : `deleting failed: ${failureMessage(err)}`;
+        try {
+          const seen = await CancellationScope.nonCancellable(() => checkPods({ ...target, pods }));
+          state.settleLost(pods, seen, reason, Date.now());
+        } catch (lookErr) {
+          log.warn(`could not look at pods whose deletion's answer was lost: ${failureMessage(lookErr)}`);
+          state.settleLost(pods, [], reason, Date.now());
+        }
+      },
+    ).finally(() => {
+      deleting.delete(done);
+      show();
+    });
+    deleting.set(done, scope);
+  };
 
   const start = (lane: Lane, until: number) => {
     const scope = new CancellationScope();
     const armedSince = lane === 'armed' ? state.armed?.since : undefined;
-    running.set(lane, scope);
-    void scope.run(() => weedDependants(target, state, until, lane === 'armed')).then(
+    lanes.set(lane, scope);
+    void scope.run(() => watchDependants(target, state, until, lane === 'armed')).then(
       (found) => {
-        state.record(found);
         if (found.readyAt !== undefined) state.readySeen(found.readyAt, armedSince, watchMs);
+        const fresh = state.propose(found.candidates);
+        if (fresh.length > 0) weed(fresh);
       },
       (err: unknown) => {
-        // A stopped window cancelled its own activities; any other cancellation (the
-        // Web UI's cancel) ends the workflow. Deletions already done need no undoing.
-        if (!(isCancellation(err) && state.stopped)) failure ??= { err };
+        // Cancelled by this workflow (stop, continue-as-new, the workflow's own cancellation): nothing to do.
+        if (isCancellation(err)) return;
+        if (isRefusal(err)) {
+          refused ??= { err };
+          return;
+        }
+        // Given up (its attempts spent): the window cannot go on. Why is in the result and the failure.
+        state.fail(Date.now(), `the ${lane === 'armed' ? 'armed' : "window's"} watch of ${target.namespace}/${target.service} gave up: ${failureMessage(err)}`);
+        halt();
       },
     ).finally(() => {
-      running.delete(lane);
+      if (lanes.get(lane) === scope) lanes.delete(lane);
       show();
     });
   };
 
-  for (;;) {
-    if (failure) throw failure.err;
-    // A large history: start nothing more, and carry on in a new run once both lanes are idle.
-    const large = workflowInfo().continueAsNewSuggested;
-    const wanted = lanesWanted(state.snapshot(), Date.now());
-    if (!large) {
-      for (const [lane, until] of wanted) if (!running.has(lane)) start(lane, until);
+  try {
+    for (;;) {
+      if (refused) {
+        halt();
+        await condition(() => deleting.size === 0);
+        throw refused.err;
+      }
+      // A large history: watch no more, let deletions under way answer, and go on in a new run.
+      if (workflowInfo().continueAsNewSuggested) {
+        for (const scope of lanes.values()) scope.cancel();
+        await condition(() => lanes.size === 0 && deleting.size === 0);
+        await condition(allHandlersFinished);
+        return continueAsNew<typeof weederWorkflow>({ ...target, carried: state.snapshot() });
+      }
+      const wanted = lanesWanted(state.snapshot(), Date.now());
+      for (const [lane, until] of wanted) if (!lanes.has(lane)) start(lane, until);
+      if (lanes.size === 0 && deleting.size === 0) {
+        if (wanted.size === 0) break;
+        continue;
+      }
+      // Wake when a lane or a deletion ends, a lane is wanted that is not running, or the history grows large.
+      const running = [...lanes.keys()].join();
+      const inFlight = deleting.size;
+      await condition(() => refused !== undefined || workflowInfo().continueAsNewSuggested ||
+        [...lanes.keys()].join() !== running || deleting.size !== inFlight ||
+        [...lanesWanted(state.snapshot(), Date.now()).keys()].some((l) => !lanes.has(l)));
     }
-    if (running.size === 0) {
-      if (wanted.size === 0) break;
-      await condition(allHandlersFinished);
-      return continueAsNew<typeof weederWorkflow>({ ...target, carried: state.snapshot() });
+  } catch (err) {
+    // The workflow itself cancelled (the Web UI): watch no more, and let the
+    // deletions under way answer before it ends, so that they are in its history.
+    if (isCancellation(err)) {
+      state.stop(Date.now(), 'workflow cancelled');
+      halt();
+      await CancellationScope.nonCancellable(() => condition(() => deleting.size === 0));
     }
-    // Wake when a lane ends, or (a signal) one is wanted that is not running.
-    const lanes = [...running.keys()].join();
-    await condition(() => failure !== undefined || [...running.keys()].join() !== lanes ||
-      (!large && [...lanesWanted(state.snapshot(), Date.now()).keys()].some((l) => !running.has(l))));
+    throw err;
   }
-  return state.result(target, Date.now());
+  await condition(allHandlersFinished);
+  const result = state.result(target, Date.now());
+  if (state.failure) {
+    throw ApplicationFailure.nonRetryable(`weeder window failed: ${state.failure.reason}`, 'WeederFailed', result);
+  }
+  return result;
 }
 
 /** What the Web UI shows as the workflow's current details. */
@@ -130,24 +225,47 @@ function details(state: WindowState): string {
   if (state.deadline > Date.now()) lines.push(`Window open until ${iso(state.deadline)}.`);
   if (state.armed) lines.push(`Service not ready since ${iso(state.armed.since)}: weeds the moment it is ready (armed until ${iso(state.armed.until)}).`);
   if (state.stopped) lines.push(`Stopped: ${state.stopped.reason}.`);
+  if (state.failure) lines.push(`Failed: ${state.failure.reason}.`);
+  if (state.pending.length) lines.push(`Deleting: ${state.pending.map((p) => p.name).join(', ')}.`);
+  if (state.failed.length) lines.push(`Not deleted: ${state.failed.map((p) => `${p.name} (${p.reason})`).join('; ')}.`);
   lines.push(`Weeded: ${state.weeded.map((p) => p.name).join(', ') || 'none'}. Reported (no controller): ${state.reported.map((p) => p.name).join(', ') || 'none'}.`);
   return lines.join('\n\n');
 }
 
-function weedDependants(input: { namespace: string; service: string }, state: WindowState, until: number, openOnReady: boolean) {
+function watchDependants(input: { namespace: string; service: string }, state: WindowState, until: number, openOnReady: boolean) {
   const stretch = Math.max(0, until - Date.now());
-  const { weedDependants } = proxyActivities<Activities>({
+  const { watchDependants } = proxyActivities<Activities>({
     startToCloseTimeout: stretch + 60_000,
     heartbeatTimeout: heartbeatTimeoutMs(stretch),
-    retry: { initialInterval: '1s', maximumInterval: '10s' },
+    retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: WATCH_ATTEMPTS, nonRetryableErrorTypes: ['WeederRefused'] },
+    // It deletes nothing: a cancelled watch is not waited for.
+    cancellationType: ActivityCancellationType.TRY_CANCEL,
   });
-  return weedDependants({
+  return watchDependants({
     namespace: input.namespace,
     service: input.service,
     until,
     openOnReady,
     handled: state.handledUids(),
   });
+}
+
+/** A failure's own words, through the activity failure's cause. */
+function failureMessage(err: unknown): string {
+  let e = err as { message?: string; cause?: unknown } | undefined;
+  const words: string[] = [];
+  while (e && words.length < 4) {
+    if (e.message) words.push(e.message);
+    e = e.cause as typeof e;
+  }
+  return words.join(': ') || String(err);
+}
+
+/** A non-retryable refusal of the Service (not configured), from an activity. */
+function isRefusal(err: unknown): boolean {
+  let e = err as { type?: string; cause?: unknown } | undefined;
+  for (let i = 0; e && i < 4; i++, e = e.cause as typeof e) if (e.type === 'WeederRefused') return true;
+  return false;
 }
 
 /** Longest extension an operator's signal may ask for: a day (a longer one is cut to a day). */

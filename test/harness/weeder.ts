@@ -59,3 +59,70 @@ export function backoffRemainingMs(pod: k8s.V1Pod, now = Date.now()): number {
   }
   return least === Infinity ? 0 : Math.max(0, least);
 }
+
+/** One call of a stubbed weeder activity: the test settles it. */
+export interface StubCall<I = unknown, O = unknown> {
+  kind: 'watch' | 'weed' | 'check';
+  input: I;
+  workflowId: string;
+  attempt: number;
+  settled: boolean;
+  /** Set when the workflow's cancellation reached the attempt (watching attempts heartbeat; the others, as the real ones, do not). */
+  cancelled: boolean;
+  reply(out: O): void;
+  fail(err: Error): void;
+}
+
+/**
+ * Stub weeder activities for workflow tests: every call waits until the test
+ * settles it. Watching calls heartbeat, so a cancellation reaches them (and
+ * ends them); deleting and checking calls do not, as the real ones do not.
+ */
+export class WeederStubs {
+  readonly calls: StubCall[] = [];
+  readonly watchMs: number;
+
+  constructor(watchMs = 20_000) {
+    this.watchMs = watchMs;
+  }
+
+  get activities() {
+    return {
+      weederSettings: async () => ({ watchDuration: { text: `${this.watchMs / 1000}s`, ms: this.watchMs } }),
+      watchDependants: (input: unknown) => this.call('watch', input),
+      weedPods: (input: unknown) => this.call('weed', input),
+      checkPods: (input: unknown) => this.call('check', input),
+    };
+  }
+
+  private async call(kind: StubCall['kind'], input: unknown): Promise<unknown> {
+    const { Context } = await import('@temporalio/activity');
+    const ctx = Context.current();
+    const beat = kind === 'watch' ? setInterval(() => ctx.heartbeat(), 300) : undefined;
+    try {
+      return await new Promise((resolve, reject) => {
+        const call: StubCall = {
+          kind, input, attempt: ctx.info.attempt, settled: false, cancelled: false,
+          workflowId: ctx.info.workflowExecution?.workflowId ?? '',
+          reply: (out) => { call.settled = true; resolve(out); },
+          fail: (err) => { call.settled = true; reject(err); },
+        };
+        this.calls.push(call);
+        ctx.cancelled.catch((err: unknown) => {
+          call.cancelled = true;
+          if (kind === 'watch' && !call.settled) {
+            call.settled = true;
+            reject(err as Error);
+          }
+        });
+      });
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  /** Calls of a workflow, of a kind, in order. */
+  of(workflowId: string, kind: StubCall['kind']): StubCall[] {
+    return this.calls.filter((c) => c.workflowId === workflowId && c.kind === kind);
+  }
+}

@@ -1,7 +1,7 @@
 // The weeder's pure decisions, table-driven: readiness over slices, the
 // watcher's transition decision, which pods are weeded, and the window.
 import assert from 'node:assert/strict';
-import { readyEndpointIds, serviceReady, serviceKeyOf, type SliceLike } from '../../src/weeder/readiness.ts';
+import { readyEndpointIds, serviceReady, serviceKeyOf, serviceUidOf, type SliceLike } from '../../src/weeder/readiness.ts';
 import { decideTransition, parseRecorded, type Observed } from '../../src/weeder/transition.ts';
 import { crashLoopingContainers, decidePod, type PodLike } from '../../src/weeder/crashloop.ts';
 import { lanesWanted, heartbeatTimeoutMs, WindowState, weederWorkflowId } from '../../src/weeder/window.ts';
@@ -58,6 +58,12 @@ describe('weeder: transition decisions', () => {
     ['restart, none of the recorded pods serving: went down and back while away', ready('a', 'b'), ready('c'), true, true, false, true],
     ['not ready -> not ready', notReady, notReady, false, false, false, false],
     ['restart, still not ready: armed again (the workflow may have ended)', notReady, notReady, true, false, true, false],
+    // A Service deleted and applied again: its slices name another owner UID.
+    ['Service re-created, ready at once, the same pods serving', { ...ready('a'), service: 's1' }, { ...ready('a'), service: 's2' }, false, true, false, true],
+    ['Service re-created, seen after a restart', { ...ready('a'), service: 's1' }, { ...ready('a'), service: 's2' }, true, true, false, true],
+    ['Service re-created, not ready yet: armed', { ...ready('a'), service: 's1' }, { ...notReady, service: 's2' }, false, false, true, true],
+    ['the same Service, ready -> ready', { ...ready('a'), service: 's1' }, { ...ready('a'), service: 's1' }, true, false, false, false],
+    ['a record from before UIDs were kept: no transition, the UID is recorded', ready('a'), { ...ready('a'), service: 's1' }, true, false, false, true],
   ];
   for (const [name, recorded, now, firstLook, open, arm, records] of cases) {
     it(`${name}: ${open ? 'open' : arm ? 'arm' : 'nothing'}${records ? ', record' : ''}`, () => {
@@ -67,6 +73,27 @@ describe('weeder: transition decisions', () => {
       assert.deepEqual(d.record, records ? now : undefined);
     });
   }
+  it('names the change: a re-created Service is not "unrecorded"', () => {
+    assert.equal(decideTransition({ ...ready('a'), service: 's1' }, { ...ready('a'), service: 's2' }, true).reason, 'Service re-created -> ready');
+    assert.equal(decideTransition(undefined, ready('a'), true).reason, 'unrecorded -> ready');
+    assert.equal(decideTransition(notReady, ready('a'), false).reason, 'not-ready -> ready');
+  });
+  it('the slices of a deleted Service that linger do not stand for the Service applied again', () => {
+    const owned = (uid: string, at: string, ready: boolean): SliceLike => ({
+      metadata: { creationTimestamp: at, ownerReferences: [{ kind: 'Service', uid, controller: true }] },
+      endpoints: [{ conditions: { ready }, targetRef: { uid: `pod-${uid}` } }],
+    });
+    const old = owned('s1', '2026-01-01T00:00:00Z', true);
+    const fresh = owned('s2', '2026-01-01T00:05:00Z', false);
+    assert.equal(serviceUidOf([old, fresh]), 's2');
+    assert.equal(serviceReady([old, fresh]), false, 'only the new Service\'s slices count');
+    assert.deepEqual(readyEndpointIds([old, owned('s2', '2026-01-01T00:05:00Z', true)]), ['pod-s2']);
+    assert.equal(serviceUidOf([{ endpoints: [] }]), undefined);
+  });
+  it('records the Service UID and reads it back', () => {
+    assert.deepEqual(parseRecordValue(recordValue({ ...ready('b', 'a'), service: 's1' })), { ...ready('a', 'b'), service: 's1' });
+    assert.deepEqual(parseRecordValue(recordValue(ready('a'))), ready('a'));
+  });
   it('reads the record an earlier version left in the Service\'s annotations', () => {
     assert.deepEqual(parseRecorded({ 'weeder.tend.dev/last-readiness': 'ready', 'weeder.tend.dev/ready-endpoints': 'b,a' }), ready('a', 'b'));
     assert.deepEqual(parseRecorded({ 'weeder.tend.dev/last-readiness': 'not-ready', 'weeder.tend.dev/ready-endpoints': '' }), notReady);
@@ -135,20 +162,66 @@ describe('weeder: the window', () => {
     assert.equal(w.transitions, 3);
     assert.equal(w.openedAt, 1000);
   });
-  it('records each pod once across activity attempts', () => {
+  const cand = (name: string, owner: string | undefined = 'ReplicaSet/rs') => ({ name, uid: `u-${name}`, containers: ['c'], ...(owner ? { owner } : {}) });
+  it('a candidate is pending (handled) from the moment it is proposed, and proposed once', () => {
     const w = new WindowState();
-    const p = { name: 'a', uid: 'u', containers: ['c'], at: 'x' };
-    w.record({ weeded: [p], reported: [] });
-    w.record({ weeded: [p], reported: [] });
-    assert.deepEqual(w.handledUids(), ['u']);
+    assert.deepEqual(w.propose([cand('a'), cand('a')]).map((c) => c.name), ['a']);
+    assert.deepEqual(w.propose([cand('a'), cand('b')]).map((c) => c.name), ['b']);
+    assert.deepEqual(w.handledUids(), ['u-a', 'u-b']);
+    assert.deepEqual(w.pending.map((c) => c.name), ['a', 'b']);
+  });
+  it('settles outcomes: deleted and reported are recorded, failed is kept with its reason, skipped may come again', () => {
+    const w = new WindowState();
+    w.propose([cand('a'), cand('b', undefined), cand('c'), cand('d'), cand('e')]);
+    w.settle([
+      { uid: 'u-a', outcome: 'deleted', at: 't1' },
+      { uid: 'u-b', outcome: 'reported', at: 't2' },
+      { uid: 'u-c', outcome: 'skipped', reason: 'not in CrashLoopBackOff' },
+      { uid: 'u-d', outcome: 'failed', reason: 'delete refused (403): no', at: 't3' },
+      { uid: 'u-e', outcome: 'deleted', at: 't4', earlier: true },
+      { uid: 'u-zz', outcome: 'deleted', at: 't5' }, // never proposed: ignored
+    ]);
+    assert.deepEqual(w.weeded.map((p) => [p.name, p.owner, p.at]), [['a', 'ReplicaSet/rs', 't1'], ['e', 'ReplicaSet/rs', 't4']]);
+    assert.match(w.weeded[1]!.note ?? '', /earlier attempt/);
+    assert.deepEqual(w.reported.map((p) => p.name), ['b']);
+    assert.deepEqual(w.failed, [{ name: 'd', uid: 'u-d', reason: 'delete refused (403): no', at: 't3' }]);
+    assert.deepEqual(w.pending, []);
+    assert.deepEqual(w.propose([cand('c'), cand('d')]).map((c) => c.name), ['c'], 'skipped may be proposed again, failed not');
+  });
+  it('a lost answer is settled by a later look: gone or being deleted counts as weeded', () => {
+    const w = new WindowState();
+    w.propose([cand('a'), cand('b'), cand('c'), cand('d')]);
+    w.settleLost([cand('a'), cand('b'), cand('c'), cand('d')],
+      [{ uid: 'u-a', seen: 'gone' }, { uid: 'u-b', seen: 'deleting' }, { uid: 'u-c', seen: 'present' }], 'deleting failed: boom', 7);
+    assert.deepEqual(w.weeded.map((p) => p.name), ['a', 'b']);
+    assert.deepEqual(w.failed.map((p) => [p.name, p.reason]), [['c', 'deleting failed: boom'],
+      ['d', 'outcome unknown: deleting failed: boom, and the pod could not be looked at again']]);
+    const s = new WindowState();
+    s.propose([cand('x')]);
+    s.settleLost([cand('x')], [{ uid: 'u-x', seen: 'present' }], undefined, 7);
+    assert.deepEqual([s.weeded, s.failed, s.pending], [[], [], []], 'cancelled before it ran: nothing was deleted, nothing to record');
+  });
+  it('proposes nothing once stopped or failed; lanes stop too', () => {
+    const w = new WindowState();
+    w.extend(0, 60_000);
+    w.stop(1, 'enough');
+    assert.deepEqual(w.propose([cand('a')]), []);
+    const f = new WindowState();
+    f.extend(0, 60_000);
+    f.fail(1, 'the watch gave up');
+    assert.deepEqual(f.propose([cand('a')]), []);
+    assert.equal(lanesWanted(f.snapshot(), 2).size, 0);
+    assert.equal(f.result({ namespace: 'n', service: 's' }, 5).failure, 'the watch gave up');
   });
   it('continues from a snapshot (continue-as-new)', () => {
     const w = new WindowState();
     w.arm(0, 3600_000);
     w.extend(1, 500_000);
-    w.record({ weeded: [{ name: 'a', uid: 'u', containers: [], at: 'x' }], reported: [] });
+    w.propose([cand('a'), cand('b')]);
+    w.settle([{ uid: 'u-a', outcome: 'deleted', at: 'x' }, { uid: 'u-b', outcome: 'failed', reason: 'no', at: 'y' }]);
     const c = new WindowState(w.snapshot());
     assert.deepEqual(c.snapshot(), w.snapshot());
+    assert.ok('window' in carriedWindow(w.snapshot(), 2));
   });
   it('armed: keeps since when armed again, lengthens the limit', () => {
     const w = new WindowState();
