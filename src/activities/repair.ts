@@ -19,7 +19,7 @@ import type { KubeClients } from '../kube/client.ts';
 import { errorMessage, isConflict, isNotFound, mergePatch } from '../kube/api.ts';
 import { statusOf } from '../kube/client.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
-import { decideDrain, type PodView } from '../repair/decide.ts';
+import { decideDrain, drainLeft, type PodView } from '../repair/decide.ts';
 import { keyName, lookupCommand, lookupOperation, planOf, requestProblems, type RepairPlan, type ResolvedCommand } from '../repair/procedure.ts';
 import { runOnce as runGroup, stateDir, type RunResult } from '../repair/process.ts';
 import { addInputSchema, check, entryKeySchema, indexSchema, MAX_REQUESTS_PER_ADD } from '../repair/validate.ts';
@@ -63,7 +63,16 @@ export interface CommandResult {
   output: string;
   error?: string;
   attempts: number;
+  /**
+   * A run an earlier attempt of this activity started and never reported the
+   * end of (its worker died): recorded in the result, so the entry's history
+   * says the command may have run more often than its one result shows.
+   */
+  cutOff?: { run: number; startedAt: string };
 }
+
+/** What a command activity heartbeats as each run starts: Temporal keeps it for the next attempt. */
+interface RunStarted { run: number; startedAt: string }
 
 export type DrainResult = { ok: true; evicted: number; deleted: number } | { ok: false; reason: string };
 
@@ -83,9 +92,10 @@ function notConfigured(problem: string): never {
  * ends sooner sends none (heartbeats are billed actions); the SDK throttles the
  * rest to one per 0.8 x heartbeatTimeout.
  */
-async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
+async function heartbeating<T>(work: () => Promise<T>, details: () => unknown = () => undefined): Promise<T> {
   const ctx = Context.current();
-  const timer = setInterval(() => ctx.heartbeat(), 1000);
+  // Each heartbeat replaces the details Temporal keeps: the latest are sent every time.
+  const timer = setInterval(() => ctx.heartbeat(details()), 1000);
   try {
     return await work();
   } finally {
@@ -130,6 +140,19 @@ function podView(p: k8s.V1Pod): PodView {
     labels: p.metadata?.labels,
     deleting: Boolean(p.metadata?.deletionTimestamp),
   };
+}
+
+/**
+ * Why an eviction is refused for good, or undefined: a 403 (RBAC, or an
+ * admission webhook that denies it), a 400/422 (the request itself), and the
+ * 500 kube-apiserver answers for a pod covered by more than one
+ * PodDisruptionBudget. Retrying cannot help any of them.
+ */
+function evictionRefusal(err: unknown): string | undefined {
+  const status = statusOf(err);
+  if (status === 403 || status === 400 || status === 422) return `${status}: ${errorMessage(err)}`;
+  if (status === 500 && /more than one PodDisruptionBudget/i.test(errorMessage(err))) return `${status}: ${errorMessage(err)}`;
+  return undefined;
 }
 
 export function createRepairActivities(kube: KubeClients, config?: RepairConfig) {
@@ -229,7 +252,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
      * which entries' keys are not configured (any more), with the reason.
      * Numbers and reasons only: no command reaches workflow history.
      */
-    async repairQueueSettings(input: { entries: { index: string; machine_type: string; operation: string }[] }): Promise<{ max_concurrent_repairs: number; problems: Record<string, string> }> {
+    async repairQueueSettings(input: { entries: { index: string; machine_type: string; operation: string }[] }): Promise<{ max_concurrent_repairs: number; problems: Record<string, string>; time_scale: number }> {
       const { entries } = parsed(queueSettingsInputSchema, input, 'repairQueueSettings');
       const problems: Record<string, string> = {};
       for (const e of entries) {
@@ -240,7 +263,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
         const lookup = lookupOperation(config, e.machine_type, e.operation);
         if ('problem' in lookup) problems[e.index] = `${keyName(e.machine_type, e.operation)} is not configured: ${lookup.problem}`;
       }
-      return { max_concurrent_repairs: config?.max_concurrent_repairs ?? 1, problems };
+      return { max_concurrent_repairs: config?.max_concurrent_repairs ?? 1, problems, time_scale: config?.time_scale ?? 1 };
     },
 
     /** For `add`: every reason its requests cannot be queued, checked against the worker's configuration (empty: all can). */
@@ -354,6 +377,9 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
               break;
             } catch (err) {
               if (isNotFound(err) || isConflict(err)) break;
+              const refusedFor = evictionRefusal(err);
+              // Refused for good (a webhook's 403, two budgets over one pod): retrying cannot help; the entry fails with the reason.
+              if (refusedFor) throw ApplicationFailure.nonRetryable(`eviction of ${p.namespace}/${p.name} refused: ${refusedFor}`, 'DrainRefused');
               if (statusOf(err) !== 429) throw err;
               const isProtected = protectedNs === 'all' || protectedNs.has(p.namespace);
               if (!isProtected) {
@@ -369,9 +395,10 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
           }
         }
         if (refused.length > 0) return giveUp(`eviction refused for ${refused.join(', ')}`);
-        const waitFor = new Set(plan.waitFor.map((p) => p.uid));
+        // CKE's check: done when no pod is left on the node but DaemonSet pods and pending or finished Job pods,
+        // whoever started their deletion (an earlier attempt, an earlier drain) and whatever holds it (a finalizer).
         for (;;) {
-          const left = (await podsOn(nodename)).filter((p) => waitFor.has(p.uid));
+          const left = drainLeft(await podsOn(nodename));
           if (left.length === 0) return { ok: true, evicted, deleted };
           if (Date.now() >= deadline) {
             return giveUp(`eviction timeout: ${left.length} pod(s) still on the node, e.g. ${left[0]!.namespace}/${left[0]!.name}`);
@@ -390,19 +417,31 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
     async repairRunCommand(input: CommandInput): Promise<CommandResult> {
       const key = parsed(commandInputSchema, input, 'repairRunCommand');
       const c = commandOf(key, key.step, key.kind);
+      const info = Context.current().info;
+      const earlier = info.heartbeatDetails as Partial<RunStarted> | undefined;
+      const cutOff = info.attempt > 1 && typeof earlier?.run === 'number' && typeof earlier.startedAt === 'string'
+        ? { run: earlier.run, startedAt: earlier.startedAt } : undefined;
+      if (cutOff) {
+        log.warn({ what: key.kind, index: key.index, step: key.step, ...cutOff, attempt: info.attempt },
+          'repair: an earlier attempt started this command and its end was never recorded (its worker died); running it again');
+      }
+      let started: RunStarted | undefined;
       return heartbeating(async () => {
         const signal = cancelled();
-        const first = (Context.current().info.attempt - 1) * (c.retries + 1);
+        const first = (info.attempt - 1) * (c.retries + 1);
         let last: RunResult = { ok: false, output: '' };
         for (let attempt = 1; attempt <= c.retries + 1; attempt++) {
+          // Recorded with Temporal as the run starts (the first heartbeat is sent at once): a retry after a dead worker knows.
+          started = { run: first + attempt, startedAt: new Date().toISOString() };
+          Context.current().heartbeat(started);
           last = await run(key, key.step, key.kind, c, signal, first + attempt);
           if (signal.aborted) throw signal.reason;
-          if (last.ok) return { ...last, attempts: attempt };
+          if (last.ok) return { ...last, attempts: attempt, ...(cutOff ? { cutOff } : {}) };
           log.warn({ what: key.kind, index: key.index, error: last.error, attempt }, 'repair: command failed');
           if (attempt <= c.retries) await sleep(c.intervalSeconds * 1000, undefined, { signal });
         }
-        return { ...last, attempts: c.retries + 1 };
-      });
+        return { ...last, attempts: c.retries + 1, ...(cutOff ? { cutOff } : {}) };
+      }, () => started);
     },
 
     /** Polls the health check until it prints `true` or `until` passes. One activity per watch keeps actions low. */

@@ -75,6 +75,8 @@ export type EntryOp =
   | { op: 'check-health' }
   | { op: 'wait'; reason: 'disabled' | 'backoff'; until?: number }
   | { op: 'drain' }
+  /** The queue was disabled while the step was draining: uncordon and back off (CKE counts it as a failed drain). */
+  | { op: 'abandon-drain' }
   | { op: 'run-command' }
   | { op: 'watch'; until: number }
   | { op: 'next-step' }
@@ -89,6 +91,7 @@ export function decideEntryOp(s: EntryView): EntryOp {
     if (s.step + 1 < s.steps) return { op: 'next-step' };
     return { op: 'fail', reason: `not healthy after the last of ${s.steps} step(s)` };
   }
+  if (s.step_status === 'draining' && !s.enabled) return { op: 'abandon-drain' };
   if (s.needDrain && s.nodename !== '' && !s.drained) {
     if (!s.enabled) return { op: 'wait', reason: 'disabled' };
     if (s.backoffExpire > s.now) return { op: 'wait', reason: 'backoff', until: s.backoffExpire };
@@ -132,31 +135,41 @@ export interface DrainPlan {
   evict: PodView[];
   /** Job pods not matching protected_job_pods: deleted. */
   remove: PodView[];
-  /** Pods that must be gone before the drain is done. */
+  /** Pods that must be gone before the drain is done (drainLeft of the same pods). */
   waitFor: PodView[];
+}
+
+/** CKE's enumeratePods: DaemonSet pods, and Job pods that are pending or finished, are no concern of a drain. */
+function drainIgnores(p: PodView): boolean {
+  if (p.controllerKind === 'DaemonSet') return true;
+  return p.controllerKind === 'Job' && (p.phase === 'Pending' || p.phase === 'Succeeded' || p.phase === 'Failed');
+}
+
+/**
+ * The pods that keep a drain from being done (CKE's checkPodDeletion): every
+ * pod on the node but DaemonSet pods and pending or finished Job pods,
+ * whatever its phase and whether or not its deletion has begun. A pod held by
+ * a finalizer is still on the node: no repair command runs until it is gone.
+ */
+export function drainLeft(pods: readonly PodView[]): PodView[] {
+  return pods.filter((p) => !drainIgnores(p));
 }
 
 /**
  * CKE's enumeratePods: DaemonSet pods stay; Job pods that are not pending or
  * finished block the drain when they match protected_job_pods (all, when it
- * is absent) and are deleted otherwise; finished pods are no work; every
- * other pod is evicted.
+ * is absent) and are deleted otherwise; every other pod (a finished one too:
+ * it is still on the node) is evicted unless its deletion has begun.
  */
 export function decideDrain(pods: readonly PodView[], protectedJobPods: LabelSelector | undefined): DrainPlan {
-  const plan: DrainPlan = { blockedBy: [], evict: [], remove: [], waitFor: [] };
-  for (const p of pods) {
-    if (p.controllerKind === 'DaemonSet') continue;
-    const finished = p.phase === 'Succeeded' || p.phase === 'Failed';
+  const plan: DrainPlan = { blockedBy: [], evict: [], remove: [], waitFor: drainLeft(pods) };
+  for (const p of plan.waitFor) {
     if (p.controllerKind === 'Job') {
-      if (finished || p.phase === 'Pending') continue;
       if (!protectedJobPods || matches(protectedJobPods, p.labels)) plan.blockedBy.push(p);
       else if (!p.deleting) plan.remove.push(p);
-      plan.waitFor.push(p);
       continue;
     }
-    if (finished) continue;
     if (!p.deleting) plan.evict.push(p);
-    plan.waitFor.push(p);
   }
   return plan;
 }

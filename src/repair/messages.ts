@@ -3,6 +3,7 @@
 // lines (the names are the ckecli verbs). Pure.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { RepairQueueEntry, RepairRequest } from './entry.ts';
+import type { RepairPlan } from './procedure.ts';
 
 export const REPAIR_QUEUE_WORKFLOW_ID = 'repair-queue';
 export const repairEntryWorkflowId = (index: string) => `repair/${index}`;
@@ -22,9 +23,15 @@ export const resetBackoffUpdate = defineUpdate<number, []>('reset-backoff');
 export const listQuery = defineQuery<RepairQueueEntry[]>('list');
 export const isEnabledQuery = defineQuery<boolean>('is-enabled');
 
-/** From an entry's workflow to the queue: its new fields, or that it is gone (deleted or cancelled). */
+/**
+ * From an entry's workflow to the queue: its new fields, or that it is gone
+ * (deleted or cancelled). `queue` names the chain of queue runs that started
+ * the entry (the queue's first run id): a report from an entry of an earlier
+ * queue, reset since, is refused.
+ */
 export interface EntryReport {
   index: string;
+  queue: string;
   fields?: Partial<RepairQueueEntry>;
   removed?: boolean;
 }
@@ -47,4 +54,29 @@ export interface EntryInput {
   operation: string;
   serial?: string;
   enabled: boolean;
+  /** The queue's chain (its first run id): the entry's reports carry it. */
+  queue: string;
+  /** Where a run that continued-as-new left off (numbers and flags only; src/repair/validate.ts). */
+  resume?: EntryResume;
+}
+
+/** An entry's progress, carried across its continue-as-new. */
+export interface EntryResume {
+  nodename: string;
+  step: number;
+  step_status: RepairQueueEntry['step_status'];
+  last_transition_time?: string;
+  drain_backoff_count: number;
+  drain_backoff_expire: string;
+  drained: boolean;
+  commandDone: boolean;
+  cordoned: boolean;
+  healthyAtStart?: boolean;
+  healthy?: boolean;
+  /** Epoch ms, 0 when none. */
+  watchUntil: number;
+  backoffExpire: number;
+  /** Epoch ms: the running drain's eviction deadline, kept so a resumed drain does not restart its clock. */
+  drainDeadline?: number;
+  plan: RepairPlan;
 }

@@ -169,6 +169,11 @@ function removeRecord(dir: string, index: string, pgid: number): void {
 export async function waitForPrevious(dir: string, index: string, signal?: AbortSignal, onWait?: () => void): Promise<void> {
   const rec = readRecord(dir, index);
   if (!rec) return;
+  if (!groupAlive(rec)) {
+    // Its worker died before recording the end: the next run may repeat what it did (TEND_REPAIR_ATTEMPT says so).
+    log.warn({ index, pgid: rec.pgid, what: rec.what, worker: rec.pid },
+      'repair: a previous run of this entry ended without its worker recording its end (the worker died); running again');
+  }
   let logged = false;
   while (groupAlive(rec)) {
     if (Date.now() >= rec.deadline) {

@@ -47,7 +47,46 @@ export const deleteInputSchema = z.strictObject({
   index: z.union([indexSchema, z.number().int().positive().transform(String)], { error: 'index must be an entry\'s index, e.g. "3"' }),
 });
 
-/** What a queue starts an entry's workflow with: keys only. */
+const rfc3339 = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time');
+const count = z.number().int().min(0).max(1_000_000);
+const epochMs = z.number().int().min(0).max(8.64e15);
+const seconds = z.number().min(0).max(1e9);
+
+/** The queue's chain: its first run id (a UUID). */
+export const chainSchema = z.string({ error: 'queue must be the repair queue\'s run id' })
+  .regex(/^[0-9A-Za-z-]{1,64}$/, 'queue must be the repair queue\'s run id');
+
+/** An entry's plan: numbers for its timers, never a command. */
+export const planSchema = z.strictObject({
+  steps: z.array(z.strictObject({
+    need_drain: z.boolean(), watch_seconds: seconds, command_timeout_seconds: seconds, command_retries: count, command_interval: seconds,
+  })).min(1).max(10_000),
+  command_timeout_seconds: seconds,
+  success_command_timeout: seconds.optional(),
+  eviction_timeout_seconds: seconds,
+  time_scale: z.number().gt(0).max(1),
+});
+
+/** Where an entry's run left off when it continued-as-new: numbers and flags only. */
+export const entryResumeSchema = z.strictObject({
+  nodename: z.string().max(NAME_MAX),
+  step: count,
+  step_status: z.enum(repairStepStatuses),
+  last_transition_time: rfc3339.optional(),
+  drain_backoff_count: count,
+  drain_backoff_expire: rfc3339,
+  drained: z.boolean(),
+  commandDone: z.boolean(),
+  cordoned: z.boolean(),
+  healthyAtStart: z.boolean().optional(),
+  healthy: z.boolean().optional(),
+  watchUntil: epochMs,
+  backoffExpire: epochMs,
+  drainDeadline: epochMs.optional(),
+  plan: planSchema,
+});
+
+/** What a queue starts an entry's workflow with: keys only (and, when it continued-as-new, where it left off). */
 export const entryInputSchema = z.strictObject({
   index: indexSchema,
   address: addressSchema,
@@ -55,10 +94,9 @@ export const entryInputSchema = z.strictObject({
   operation: nameSchema('operation'),
   serial: serialSchema.optional(),
   enabled: z.boolean({ error: 'enabled must be true or false' }),
+  queue: chainSchema,
+  resume: entryResumeSchema.optional(),
 });
-
-const rfc3339 = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time');
-const count = z.number().int().min(0).max(1_000_000);
 
 /** The fields of an entry its workflow may change; the entry's identity (index, address, keys) never changes. */
 export const reportFieldsSchema = z.strictObject({
@@ -73,6 +111,7 @@ export const reportFieldsSchema = z.strictObject({
 
 export const entryReportSchema = z.strictObject({
   index: indexSchema,
+  queue: chainSchema,
   fields: reportFieldsSchema.optional(),
   removed: z.literal(true).optional(),
 });
@@ -116,8 +155,8 @@ export type CommandKind = (typeof commandKinds)[number];
 const usage = new Map<z.ZodType, string>([
   [addInputSchema, 'add needs {"requests": [{"operation", "machine_type", "address", "serial"?}]}'],
   [deleteInputSchema, 'delete needs {"index": "N"}'],
-  [entryInputSchema, 'repairEntryWorkflow needs {index, address, machine_type, operation, serial?, enabled}'],
-  [entryReportSchema, 'entry-report needs {index, fields} or {index, removed: true}'],
+  [entryInputSchema, 'repairEntryWorkflow needs {index, address, machine_type, operation, serial?, enabled, queue}'],
+  [entryReportSchema, 'entry-report needs {index, queue, fields} or {index, queue, removed: true}'],
   [queueStateSchema, 'repairQueueWorkflow takes no input, or the state of its previous run {entries, nextIndex, enabled, closing}'],
 ]);
 

@@ -25,8 +25,32 @@ async function connect(config: Config): Promise<Client> {
   return connectClient(config.temporal);
 }
 
-/** Runs an update on the queue, starting the queue if it does not exist yet. */
+/**
+ * The index a new queue starts from: past every `repair/<index>` workflow an
+ * earlier queue left (a queue reset: terminated, started afresh), so a new
+ * entry never shares an id, a state file or Events with an old one.
+ */
+export async function firstFreeIndex(client: Client): Promise<number> {
+  let highest = 0;
+  for await (const w of client.workflow.list({ query: 'TendCapability="repair"' })) {
+    const m = /^repair\/(\d+)$/.exec(w.workflowId);
+    if (m) highest = Math.max(highest, Number(m[1]));
+  }
+  return highest + 1;
+}
+
+const notRunning = (err: unknown) => err instanceof WorkflowNotFoundError ||
+  (err instanceof Error && /not found|already completed/i.test(err.message));
+
+/** Runs an update on the queue, starting the queue if it is not running (its indexes continuing past earlier queues'). */
 export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, config: Config, def: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
+  try {
+    return await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).executeUpdate(def as unknown as UpdateDefinition<Ret, [unknown]>, { args } as unknown as { args: [unknown] });
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError) throw new RefusedError(err.cause?.message ?? err.message);
+    if (!notRunning(err)) throw err;
+  }
+  const nextIndex = await firstFreeIndex(client);
   try {
     return await client.workflow.executeUpdateWithStart(def, {
       args,
@@ -34,7 +58,7 @@ export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, c
         workflowId: REPAIR_QUEUE_WORKFLOW_ID,
         taskQueue: config.temporal.taskQueue,
         workflowIdConflictPolicy: 'USE_EXISTING',
-        args: [],
+        args: [{ entries: [], nextIndex, enabled: true, closing: {} }],
         staticSummary: 'repair queue (CKE): entries, enabled flag; `tend repair-queue list`',
         typedSearchAttributes: [{ key: TendCapability, value: 'repair' }, { key: TendTarget, value: REPAIR_QUEUE_WORKFLOW_ID }],
       }),

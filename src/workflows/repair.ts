@@ -2,270 +2,241 @@
 // CKE's entries, answers the CLI's updates synchronously, and starts one
 // `repair/<index>` workflow per entry when a slot is free. Each entry's
 // workflow walks the seed's steps (drain, repair command, watch) with
-// decisions from src/repair/decide.ts, and reports its transitions back.
+// decisions from src/repair/decide.ts, and reports its transitions back. The
+// queue's state transitions are pure functions (src/repair/queue.ts); both
+// workflows only wait and act, and continue-as-new before any history limit.
 import {
-  ActivityCancellationType, ActivityFailure, allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew,
-  getExternalWorkflowHandle, isCancellation, log, ParentClosePolicy, proxyActivities, setHandler, startChild, workflowInfo,
+  ActivityCancellationType, ActivityFailure, allHandlersFinished, ApplicationFailure, CancellationScope, ChildWorkflowCancellationType,
+  condition, ContinueAsNew, continueAsNew, getExternalWorkflowHandle, isCancellation, log, ParentClosePolicy, proxyActivities, setHandler,
+  startChild, TemporalFailure, WorkflowIdReusePolicy, workflowInfo, type RetryPolicy,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
-import { decideEntryOp, decideStarts, drainBackoff, selectForDelete } from '../repair/decide.ts';
+import { decideEntryOp, drainBackoff, selectForDelete } from '../repair/decide.ts';
 import { ZERO_TIME, type RepairQueueEntry } from '../repair/entry.ts';
 import {
   addUpdate, deleteFinishedUpdate, deleteUnfinishedUpdate, deleteUpdate, disableUpdate, enableUpdate, entryReportSignal,
   isEnabledQuery, listQuery, REPAIR_QUEUE_WORKFLOW_ID, repairEntryWorkflowId, resetBackoffUpdate, resetEntryBackoffSignal,
-  setEnabledSignal, type AddInput, type EntryInput,
+  setEnabledSignal, type EntryInput, type EntryReport, type EntryResume,
 } from '../repair/messages.ts';
 import type { RepairPlan } from '../repair/procedure.ts';
+import {
+  addEntries, applyReport, cancelFailed, decideQueue, emptyQueue, entryEnded, findEntry, liveIndexes, mayStart, removeEntries,
+  resetBackoff, setEnabled, started, startFailed, type QueueOp, type QueueState, type Step,
+} from '../repair/queue.ts';
 import {
   addInputSchema, check, deleteInputSchema, entryInputSchema, entryReportSchema, noInput, parseOrThrow, queueStateSchema,
 } from '../repair/validate.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** Continue-as-new at Temporal's suggestion, and well before the history limit in any case; both states are small. */
+const HISTORY_LIMIT = 4000;
+const historyTooLong = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_LIMIT;
+
+/** How a failure reads in a log line and an entry's reason. */
+function describe(err: unknown): string {
+  if (err instanceof ActivityFailure) return `${err.activityType} gave up: ${err.cause?.message ?? err.message}`;
+  if (err instanceof TemporalFailure && err.cause) return `${err.message}: ${err.cause.message}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
 // ================================================================ the queue
 
+/** What the queue carries across continue-as-new (src/repair/queue.ts). */
+export type RepairQueueState = QueueState;
+
 /**
- * What the queue carries across continue-as-new: entries and switches, never
- * configuration (checked field by field when a run starts, so a forged state
- * is refused). Commands and limits are read from the worker when needed.
+ * Entries this run did not start (they were started by an earlier run) are
+ * asked every so long (times the worker's time_scale) whether their workflow
+ * still runs: a signal to a workflow that has ended fails, and the entry ends
+ * (failed, or its slot freed when it was being deleted).
  */
-export interface RepairQueueState {
-  entries: RepairQueueEntry[];
-  nextIndex: number;
-  enabled: boolean;
-  /** index -> address of deleted entries whose workflows are still cleaning up. */
-  closing: Record<string, string>;
-}
-
-/** Continue-as-new well before the history limit; the state is small. */
-const HISTORY_LIMIT = 4000;
-
-class RepairQueue {
-  s: RepairQueueState;
-  dirty = true;
-  /**
-   * max_concurrent_repairs as last read from the worker, in this run only:
-   * the queue asks again whenever fewer entries than this are processing.
-   */
-  maxConcurrent?: number;
-
-  constructor(s?: RepairQueueState) {
-    this.s = s ?? { entries: [], nextIndex: 1, enabled: true, closing: {} };
-  }
-
-  find(index: string) {
-    return this.s.entries.find((e) => e.index === index);
-  }
-
-  /** Queues the requests, all or none, once the worker's configuration accepted every one (the repairCheckRequests activity). */
-  add(input: AddInput, problems: string[]): RepairQueueEntry[] {
-    if (problems.length > 0) throw ApplicationFailure.nonRetryable(problems.join('; '), 'InvalidRepairRequest');
-    const now = Date.now();
-    const added = input.requests.map((r): RepairQueueEntry => ({
-      index: String(this.s.nextIndex++),
-      address: r.address,
-      nodename: '',
-      machine_type: r.machine_type,
-      operation: r.operation,
-      ...(r.serial ? { serial: r.serial } : {}),
-      status: 'queued',
-      step: 0,
-      step_status: 'waiting',
-      last_transition_time: iso(now),
-      drain_backoff_count: 0,
-      drain_backoff_expire: ZERO_TIME,
-    }));
-    this.s.entries.push(...added);
-    this.dirty = true;
-    return added;
-  }
-
-  async remove(indexes: string[]): Promise<void> {
-    for (const index of indexes) {
-      const e = this.find(index);
-      if (!e) continue;
-      this.s.entries = this.s.entries.filter((x) => x !== e);
-      if (e.status === 'processing') {
-        // Its workflow uncordons and reports `removed`; until then it holds its slot and address.
-        this.s.closing[index] = e.address;
-        await getExternalWorkflowHandle(repairEntryWorkflowId(index)).cancel().catch((err: unknown) => {
-          log.warn('repair: could not cancel entry workflow', { index, error: String(err) });
-          delete this.s.closing[index];
-        });
-      }
-    }
-    this.dirty = true;
-  }
-
-  /**
-   * An entry's report, checked: only a processing (or closing) entry's
-   * workflow reports, only its progress fields change, never its identity.
-   * Anything else is ignored with the reason in the worker's log (a signal
-   * cannot be refused).
-   */
-  report(raw: unknown) {
-    const c = check(entryReportSchema, raw, 'entry-report');
-    const ignore = (reason: string) => log.warn('repair: ignored an entry-report signal', { reason });
-    if (!c.ok) return ignore(c.reason);
-    const r = c.value;
-    const e = this.find(r.index);
-    if (r.removed) {
-      if (!(r.index in this.s.closing) && e?.status !== 'processing') return ignore(`entry ${r.index} is not processing or being deleted`);
-      delete this.s.closing[r.index];
-      this.s.entries = this.s.entries.filter((x) => x.index !== r.index);
-    } else {
-      if (!e || e.status !== 'processing') return ignore(`entry ${r.index} is not processing`);
-      Object.assign(e, r.fields);
-    }
-    this.dirty = true;
-  }
-
-  async tellRunning(send: (id: string) => Promise<void>) {
-    await Promise.all(this.s.entries.filter((e) => e.status === 'processing').map((e) =>
-      send(repairEntryWorkflowId(e.index)).catch((err: unknown) => log.warn('repair: could not signal entry', { index: e.index, error: String(err) }))));
-  }
-
-  running() {
-    return this.s.entries.filter((e) => e.status === 'processing').length + Object.keys(this.s.closing).length;
-  }
-
-  /** Whether a start may be possible now, so that the worker's settings are worth reading. */
-  mayStart() {
-    return this.s.enabled && this.s.entries.some((e) => e.status === 'queued') &&
-      (this.maxConcurrent === undefined || this.running() < this.maxConcurrent);
-  }
-
-  /** Entries whose key the worker no longer has (an operator removed it) fail before they start; nothing runs. */
-  failUnconfigured(problems: Record<string, string>) {
-    for (const [index, problem] of Object.entries(problems)) {
-      const e = this.find(index);
-      if (!e || e.status !== 'queued') continue;
-      Object.assign(e, { status: 'failed', last_transition_time: iso(Date.now()) });
-      log.warn('repair: entry failed before starting', { index, problem });
-    }
-  }
-
-  async start(index: string) {
-    const e = this.find(index)!;
-    Object.assign(e, { status: 'processing', step: 0, step_status: 'waiting', last_transition_time: iso(Date.now()) });
-    // Keys only: the entry's activities look its commands up in the worker's configuration.
-    const input: EntryInput = {
-      index: e.index, address: e.address, machine_type: e.machine_type, operation: e.operation,
-      ...(e.serial ? { serial: e.serial } : {}),
-      enabled: this.s.enabled,
-    };
-    try {
-      await startChild(repairEntryWorkflow, {
-        workflowId: repairEntryWorkflowId(index),
-        args: [input],
-        // The queue continues-as-new; its entries must outlive each run.
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        staticSummary: `repair ${e.operation} of ${e.machine_type} ${e.address}${e.serial ? ` (${e.serial})` : ''}`,
-        typedSearchAttributes: [
-          { key: TendCapability, value: 'repair' },
-          { key: TendTarget, value: e.address },
-        ],
-      });
-      // Deleted while its start was in flight: the delete found nothing to cancel yet.
-      if (!this.find(index)) {
-        this.s.closing[index] = e.address;
-        await getExternalWorkflowHandle(repairEntryWorkflowId(index)).cancel().catch(() => delete this.s.closing[index]);
-      }
-    } catch (err) {
-      Object.assign(e, { status: 'failed', last_transition_time: iso(Date.now()) });
-      log.warn('repair: could not start entry workflow', { index, error: String(err) });
-    }
-  }
-}
+const PROBE_SECONDS = 300;
 
 export async function repairQueueWorkflow(state?: unknown): Promise<void> {
   if (workflowInfo().workflowId !== REPAIR_QUEUE_WORKFLOW_ID) {
     throw ApplicationFailure.nonRetryable(`repairQueueWorkflow: refused: the queue runs as workflow id ${REPAIR_QUEUE_WORKFLOW_ID} only (got ${workflowInfo().workflowId})`, 'InvalidRepairInput');
   }
-  let initial: RepairQueueState | undefined;
+  let s: QueueState = emptyQueue();
   if (state !== undefined && state !== null) {
     const c = check(queueStateSchema, state, 'repairQueueWorkflow: refused input');
     if (!c.ok) throw ApplicationFailure.nonRetryable(c.reason, 'InvalidRepairInput');
-    initial = c.value;
+    s = c.value;
   }
-  const q = new RepairQueue(initial);
-
-  setHandler(listQuery, () => q.s.entries);
-  setHandler(isEnabledQuery, () => q.s.enabled);
-  setHandler(entryReportSignal, (r: unknown) => q.report(r));
+  /** Ties entries and their reports to this chain of runs: a queue reset (a new chain) refuses the old entries' reports. */
+  const chain = workflowInfo().firstExecutionRunId;
+  let dirty = true;
+  /** max_concurrent_repairs and time_scale as last read from the worker, in this run only. */
+  let maxConcurrent: number | undefined;
+  let timeScale: number | undefined;
+  /** Entries whose start is in flight: a delete cancels them once they have started. */
+  const starting = new Set<string>();
+  /** Entries this run started: their end arrives through the child's result. */
+  const watched = new Set<string>();
 
   const { repairCheckRequests, repairQueueSettings } = proxyActivities<Activities>({
     startToCloseTimeout: '10s', retry: { maximumInterval: '30s', nonRetryableErrorTypes: ['InvalidRepairInput'] },
   });
-  setHandler(addUpdate, async (input) => q.add(input, await repairCheckRequests(input)), {
+
+  const apply = async <T>(step: Step<T>): Promise<T | undefined> => {
+    s = step.state;
+    dirty = true;
+    await Promise.all(step.ops.map(act));
+    return step.value;
+  };
+
+  /** A signal to an entry; one whose workflow has ended tells the queue so. */
+  const signalEntry = (index: string, send: () => Promise<void>) => send().catch(async (err: unknown) => {
+    const gone = /not found|completed|closed/i.test(describe(err));
+    log.warn('repair: could not signal entry', { index, error: describe(err) });
+    if (gone) await apply(entryEnded(s, index, `signalling it failed: ${describe(err)}`, Date.now()));
+  });
+
+  async function act(op: QueueOp): Promise<void> {
+    switch (op.op) {
+      case 'log':
+        log[op.level](op.message, op.fields);
+        return;
+      case 'start':
+        return startEntry(op.index);
+      case 'cancel':
+        // A start in flight: cancelled once started (see startEntry).
+        if (starting.has(op.index)) return;
+        return getExternalWorkflowHandle(repairEntryWorkflowId(op.index)).cancel()
+          .catch(async (err: unknown) => void await apply(cancelFailed(s, op.index, describe(err))));
+      case 'signal-enabled':
+        return signalEntry(op.index, () => getExternalWorkflowHandle(repairEntryWorkflowId(op.index)).signal(setEnabledSignal, op.enabled));
+      case 'signal-reset-backoff':
+        return signalEntry(op.index, () => getExternalWorkflowHandle(repairEntryWorkflowId(op.index)).signal(resetEntryBackoffSignal));
+    }
+  }
+
+  async function startEntry(index: string): Promise<void> {
+    const e = findEntry(s, index);
+    if (!e) return;
+    // Keys only: the entry's activities look its commands up in the worker's configuration.
+    const input: EntryInput = {
+      index: e.index, address: e.address, machine_type: e.machine_type, operation: e.operation,
+      ...(e.serial ? { serial: e.serial } : {}),
+      enabled: s.enabled, queue: chain,
+    };
+    starting.add(index);
+    try {
+      // Not cancellable: cancelling the queue must not cancel its entries.
+      const child = await CancellationScope.nonCancellable(() => startChild(repairEntryWorkflow, {
+        workflowId: repairEntryWorkflowId(index),
+        args: [input],
+        // An index is never reused: a workflow of that id from an earlier queue makes this start fail, not collide.
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        // The queue continues-as-new; its entries must outlive each run.
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        cancellationType: ChildWorkflowCancellationType.ABANDON,
+        staticSummary: `repair ${e.operation} of ${e.machine_type} ${e.address}${e.serial ? ` (${e.serial})` : ''}`,
+        typedSearchAttributes: [
+          { key: TendCapability, value: 'repair' },
+          { key: TendTarget, value: e.address },
+        ],
+      }));
+      watched.add(index);
+      starting.delete(index);
+      // However it ends (a report lost, terminated, failed), the queue learns it.
+      void child.result().then(() => 'its workflow completed', (err: unknown) => `its workflow ended: ${describe(err)}`)
+        .then(async (how) => {
+          watched.delete(index);
+          await apply(entryEnded(s, index, how, Date.now()));
+        });
+      await apply(started(s, index));
+    } catch (err) {
+      starting.delete(index);
+      await apply(startFailed(s, index, describe(err), Date.now()));
+    }
+  }
+
+  setHandler(listQuery, () => s.entries);
+  setHandler(isEnabledQuery, () => s.enabled);
+  setHandler(entryReportSignal, (raw: unknown) => {
+    const c = check(entryReportSchema, raw, 'entry-report');
+    if (!c.ok) return log.warn('repair: ignored an entry-report signal', { reason: c.reason });
+    const step = applyReport(s, c.value as EntryReport, chain);
+    if (step.ignored) return log.warn('repair: ignored an entry-report signal', { reason: step.ignored });
+    void apply(step);
+  });
+
+  setHandler(addUpdate, async (input) => {
+    const problems = await repairCheckRequests(input);
+    if (problems.length > 0) throw ApplicationFailure.nonRetryable(problems.join('; '), 'InvalidRepairRequest');
+    return (await apply(addEntries(s, input.requests, Date.now())))!;
+  }, {
     validator: (input: unknown) => void parseOrThrow(addInputSchema, input, 'add'),
   });
   setHandler(deleteUpdate, async (arg) => {
     const { index } = parseOrThrow(deleteInputSchema, arg, 'delete');
-    const e = { ...q.find(index)! };
-    await q.remove([e.index]);
-    return e;
+    const removed = await apply(removeEntries(s, [index]));
+    if (!removed?.[0]) throw ApplicationFailure.nonRetryable(`no entry with index ${index} in the repair queue`, 'NoSuchRepairEntry');
+    return removed[0];
   }, {
     validator: (arg: unknown) => {
       const { index } = parseOrThrow(deleteInputSchema, arg, 'delete');
-      if (!q.find(index)) throw ApplicationFailure.nonRetryable(`no entry with index ${index} in the repair queue`, 'NoSuchRepairEntry');
+      if (!findEntry(s, index)) throw ApplicationFailure.nonRetryable(`no entry with index ${index} in the repair queue`, 'NoSuchRepairEntry');
     },
   });
-  setHandler(deleteFinishedUpdate, async () => {
-    const indexes = selectForDelete(q.s.entries, 'finished');
-    await q.remove(indexes);
-    return indexes;
-  }, { validator: (...args: unknown[]) => noInput('delete-finished', args) });
-  setHandler(deleteUnfinishedUpdate, async () => {
-    const indexes = selectForDelete(q.s.entries, 'unfinished');
-    await q.remove(indexes);
-    return indexes;
-  }, { validator: (...args: unknown[]) => noInput('delete-unfinished', args) });
+  for (const [update, which] of [[deleteFinishedUpdate, 'finished'], [deleteUnfinishedUpdate, 'unfinished']] as const) {
+    setHandler(update, async () => {
+      const indexes = selectForDelete(s.entries, which);
+      await apply(removeEntries(s, indexes));
+      return indexes;
+    }, { validator: (...args: unknown[]) => noInput(`delete-${which}`, args) });
+  }
   for (const [update, enabled] of [[enableUpdate, true], [disableUpdate, false]] as const) {
     setHandler(update, async () => {
-      if (q.s.enabled !== enabled) {
-        q.s.enabled = enabled;
-        q.dirty = true;
-        await q.tellRunning((id) => getExternalWorkflowHandle(id).signal(setEnabledSignal, enabled));
-      }
+      await apply(setEnabled(s, enabled));
       return enabled;
     }, { validator: (...args: unknown[]) => noInput(enabled ? 'enable' : 'disable', args) });
   }
-  setHandler(resetBackoffUpdate, async () => {
-    let n = 0;
-    for (const e of q.s.entries) {
-      if (e.drain_backoff_count !== 0 || e.drain_backoff_expire !== ZERO_TIME) n++;
-      e.drain_backoff_count = 0;
-      e.drain_backoff_expire = ZERO_TIME;
-    }
-    await q.tellRunning((id) => getExternalWorkflowHandle(id).signal(resetEntryBackoffSignal));
-    return n;
-  }, { validator: (...args: unknown[]) => noInput('reset-backoff', args) });
+  setHandler(resetBackoffUpdate, async () => (await apply(resetBackoff(s)))!, { validator: (...args: unknown[]) => noInput('reset-backoff', args) });
 
-  const tooLong = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_LIMIT;
-  for (;;) {
-    await condition(() => q.dirty || tooLong());
-    if (tooLong()) {
-      await condition(allHandlersFinished);
-      await continueAsNew<typeof repairQueueWorkflow>(q.s);
-    }
-    q.dirty = false;
-    if (!q.mayStart()) continue;
-    // Read fresh from the worker when entries may start: an operator who removed an operation stops its entries.
-    const queued = q.s.entries.filter((e) => e.status === 'queued');
+  const orphans = () => liveIndexes(s).filter((i) => !watched.has(i) && !starting.has(i));
+  const readSettings = async () => {
+    const queued = s.entries.filter((e) => e.status === 'queued');
     const settings = await repairQueueSettings({ entries: queued.map((e) => ({ index: e.index, machine_type: e.machine_type, operation: e.operation })) });
-    q.maxConcurrent = settings.max_concurrent_repairs;
-    q.failUnconfigured(settings.problems);
-    const starts = decideStarts({
-      entries: q.s.entries,
-      closing: Object.values(q.s.closing),
-      enabled: q.s.enabled,
-      maxConcurrent: settings.max_concurrent_repairs,
-    });
-    // Started together: one workflow task for a whole batch of starts.
-    await Promise.all(starts.map((index) => q.start(index)));
+    maxConcurrent = settings.max_concurrent_repairs;
+    timeScale = settings.time_scale ?? 1;
+    return settings;
+  };
+  let nextProbe = 0;
+
+  try {
+    for (;;) {
+      if (historyTooLong()) break;
+      const probeDue = orphans().length > 0 && Date.now() >= nextProbe;
+      if (probeDue) {
+        // Entries of earlier runs: is their workflow still there? (Re-sending the enabled flag is harmless.)
+        if (timeScale === undefined) await readSettings();
+        nextProbe = Date.now() + PROBE_SECONDS * (timeScale ?? 1) * 1000;
+        await Promise.all(orphans().map((index) =>
+          signalEntry(index, () => getExternalWorkflowHandle(repairEntryWorkflowId(index)).signal(setEnabledSignal, s.enabled))));
+      }
+      if (dirty && mayStart(s, maxConcurrent)) {
+        dirty = false;
+        // Read fresh from the worker when entries may start: an operator who removed an operation stops its entries.
+        const settings = await readSettings();
+        await apply(decideQueue(s, settings, Date.now()));
+        dirty = false;
+        continue;
+      }
+      dirty = false;
+      const wake = () => dirty || historyTooLong();
+      if (orphans().length > 0) await condition(wake, Math.max(1, nextProbe - Date.now()));
+      else await condition(wake);
+    }
+  } catch (err) {
+    // Cancelling the queue would lose every entry: it goes on in a new run instead (terminate it to reset the queue).
+    if (!isCancellation(err)) throw err;
+    log.warn('repair: the repair queue was cancelled; it keeps its entries and goes on (terminate repair-queue to reset it)', {});
   }
+  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+  await continueAsNew<typeof repairQueueWorkflow>(s);
 }
 
 // ================================================================ an entry
@@ -281,8 +252,8 @@ class RepairEntry {
   healthy?: boolean;
   watchUntil = 0;
   backoffExpire = 0;
-  /** The running drain, cancelled when the queue is disabled. */
-  drainScope?: CancellationScope;
+  /** The running drain's eviction deadline (epoch ms). */
+  drainDeadline?: number;
   /** Numbers from the worker's configuration (repairInspect); never a command. */
   plan?: RepairPlan;
 
@@ -293,6 +264,17 @@ class RepairEntry {
       status: 'processing', step: 0, step_status: 'waiting', drain_backoff_count: 0, drain_backoff_expire: ZERO_TIME,
     };
     this.enabled = input.enabled;
+    const r = input.resume;
+    if (r) {
+      Object.assign(this.entry, {
+        nodename: r.nodename, step: r.step, step_status: r.step_status, drain_backoff_count: r.drain_backoff_count, drain_backoff_expire: r.drain_backoff_expire,
+        ...(r.last_transition_time ? { last_transition_time: r.last_transition_time } : {}),
+      });
+      Object.assign(this, {
+        drained: r.drained, commandDone: r.commandDone, cordoned: r.cordoned, healthyAtStart: r.healthyAtStart, healthy: r.healthy,
+        watchUntil: r.watchUntil, backoffExpire: r.backoffExpire, drainDeadline: r.drainDeadline, plan: r.plan,
+      });
+    }
   }
 
   get key() {
@@ -301,6 +283,21 @@ class RepairEntry {
 
   get step() {
     return this.plan!.steps[this.entry.step]!;
+  }
+
+  resume(): EntryResume {
+    const e = this.entry;
+    return {
+      nodename: e.nodename, step: e.step, step_status: e.step_status,
+      ...(e.last_transition_time ? { last_transition_time: e.last_transition_time } : {}),
+      drain_backoff_count: e.drain_backoff_count, drain_backoff_expire: e.drain_backoff_expire,
+      drained: this.drained, commandDone: this.commandDone, cordoned: this.cordoned,
+      ...(this.healthyAtStart !== undefined ? { healthyAtStart: this.healthyAtStart } : {}),
+      ...(this.healthy !== undefined ? { healthy: this.healthy } : {}),
+      watchUntil: this.watchUntil, backoffExpire: this.backoffExpire,
+      ...(this.drainDeadline !== undefined ? { drainDeadline: this.drainDeadline } : {}),
+      plan: this.plan!,
+    };
   }
 }
 
@@ -326,17 +323,45 @@ function progress(e: RepairQueueEntry): Partial<RepairQueueEntry> {
   };
 }
 
+/** Activity attempts before an entry gives up (and fails); their intervals scale with time_scale. */
+const ACTIVITY_ATTEMPTS = 10;
+
+type Interrupt = 'history' | 'disabled';
+
+/**
+ * Runs a long activity that may be interrupted: when `stop` says why, the
+ * activity is cancelled (and waited for). A cancellation of the workflow
+ * itself is rethrown.
+ */
+async function interruptible<T>(run: () => Promise<T>, stop: () => Interrupt | undefined): Promise<{ ok: true; value: T } | { ok: false; why: Interrupt }> {
+  const scope = new CancellationScope();
+  const watcher = new CancellationScope();
+  let why: Interrupt | undefined;
+  void watcher.run(() => condition(() => stop() !== undefined)).then(() => {
+    why = stop();
+    scope.cancel();
+  }, () => undefined);
+  try {
+    return { ok: true, value: await scope.run(run) };
+  } catch (err) {
+    if (why && isCancellation(err) && !CancellationScope.current().consideredCancelled) return { ok: false, why };
+    throw err;
+  } finally {
+    watcher.cancel();
+  }
+}
+
 export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResult> {
   // Anyone with access to the namespace can start this type with any input: keys only, checked, or nothing runs.
   const checked = check(entryInputSchema, raw, 'repairEntryWorkflow: refused input');
   if (!checked.ok) throw ApplicationFailure.nonRetryable(checked.reason, 'InvalidRepairInput');
-  const input = checked.value;
+  const input = checked.value as EntryInput;
   const id = workflowInfo().workflowId;
   if (id !== repairEntryWorkflowId(input.index)) {
     throw ApplicationFailure.nonRetryable(
       `repairEntryWorkflow: refused input: the workflow id must be ${repairEntryWorkflowId(input.index)} for entry ${input.index} (got ${id})`, 'InvalidRepairInput');
   }
-  // Only the queue starts entries (as its children): a hand-started one would skip its limits and its one-per-address rule.
+  // Only the queue starts entries (as its children; a run that continued-as-new keeps its parent): a hand-started one would skip its limits.
   const parent = workflowInfo().parent?.workflowId;
   if (parent !== REPAIR_QUEUE_WORKFLOW_ID) {
     throw ApplicationFailure.nonRetryable(
@@ -346,15 +371,20 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
   const r = new RepairEntry(input);
   // A killed worker's activity is retried after this; heartbeats reach the server at most every 0.8 x this.
   // Known only after the first activity (the time scale is the worker's); 30 s until then.
-  let heartbeatTimeout = 30_000;
-  const retry = { maximumAttempts: 10, nonRetryableErrorTypes: REFUSALS };
-  const short = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: { maximumInterval: '30s', nonRetryableErrorTypes: REFUSALS } });
+  const scaleOf = () => r.plan?.time_scale ?? 1;
+  const heartbeatTimeout = () => (r.plan ? Math.max(5, 30 * scaleOf()) * 1000 : 30_000);
+  const retry = (): RetryPolicy => ({
+    maximumAttempts: ACTIVITY_ATTEMPTS, nonRetryableErrorTypes: REFUSALS,
+    initialInterval: Math.max(10, 1000 * scaleOf()), maximumInterval: Math.max(100, 60_000 * scaleOf()),
+  });
 
   const queue = getExternalWorkflowHandle(REPAIR_QUEUE_WORKFLOW_ID);
+  /** Reports are never cancelled: a cancellation lands at the next activity, timer or wait instead, so the queue always learns the end. */
+  const send = (report: EntryReport) => CancellationScope.nonCancellable(() => queue.signal(entryReportSignal, report))
+    .catch((err: unknown) => log.warn('repair: could not report to the queue', { error: describe(err) }));
   const report = async (fields: Partial<RepairQueueEntry>) => {
     Object.assign(r.entry, fields);
-    await queue.signal(entryReportSignal, { index: r.entry.index, fields: progress(r.entry) })
-      .catch((err: unknown) => log.warn('repair: could not report to the queue', { error: String(err) }));
+    await send({ index: r.entry.index, queue: input.queue, fields: progress(r.entry) });
   };
   const transition = (fields: Partial<RepairQueueEntry>) => report({ ...fields, last_transition_time: iso(Date.now()) });
 
@@ -363,9 +393,8 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
       log.warn('repair: ignored a set-enabled signal', { reason: `set-enabled takes true or false (got ${JSON.stringify(enabled)?.slice(0, 200)})` });
       return;
     }
+    // A disabled queue abandons ongoing drains (the drain watches this flag).
     r.enabled = enabled;
-    // A disabled queue abandons ongoing drains.
-    if (!enabled) r.drainScope?.cancel();
   });
   setHandler(resetEntryBackoffSignal, (...args: unknown[]) => {
     if (args.length > 0 && !(args.length === 1 && args[0] === undefined)) {
@@ -381,36 +410,57 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
   const slack = (seconds: number) => (seconds + 60) * 1000;
   const watch = (until: number) => proxyActivities<Activities>({
     startToCloseTimeout: Math.max(0, until - Date.now()) + slack(r.plan!.command_timeout_seconds),
-    heartbeatTimeout,
+    heartbeatTimeout: heartbeatTimeout(),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry,
+    retry: retry(),
   }).repairWatchHealth({ ...r.key, step: r.entry.step, until });
   const command = (kind: 'repair_command' | 'success_command', timeoutSeconds: number, retries = 0, intervalSeconds = 0) => proxyActivities<Activities>({
     startToCloseTimeout: ((timeoutSeconds + intervalSeconds) * (retries + 1) + 60) * 1000,
-    heartbeatTimeout,
+    heartbeatTimeout: heartbeatTimeout(),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry,
+    retry: retry(),
   }).repairRunCommand({ ...r.key, step: r.entry.step, kind });
-
-  const uncordon = () => short.repairUncordon({ index: r.entry.index, address: r.entry.address });
+  const uncordon = () => proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: retry() })
+    .repairUncordon({ index: r.entry.index, address: r.entry.address });
+  /** Lifts a cordon this entry set, whatever happens; a failure to do so is logged (the entry still ends). */
+  const lift = async () => {
+    await uncordon().catch((e: unknown) => log.warn('repair: could not uncordon', { index: r.entry.index, error: describe(e) }));
+    r.cordoned = false;
+  };
   const finish = async (status: 'succeeded' | 'failed', reason?: string): Promise<RepairEntryResult> => {
-    if (r.cordoned) await uncordon();
+    if (r.cordoned) {
+      await uncordon();
+      r.cordoned = false;
+    }
     await transition({ status });
     if (reason) log.info('repair: entry finished', { index: r.entry.index, status, reason });
     return { entry: r.entry, reason };
   };
+  /** Drain interrupted (refused, timed out, abandoned by a disable): uncordoned already; back off linearly, retries unlimited (CKE). */
+  const backOff = async (reason: string) => {
+    const b = drainBackoff(r.entry.drain_backoff_count, scaleOf());
+    r.backoffExpire = Date.now() + b.seconds * 1000;
+    r.drained = false;
+    r.drainDeadline = undefined;
+    log.info('repair: drain backs off', { index: r.entry.index, reason, seconds: b.seconds });
+    await transition({ step_status: 'waiting', drain_backoff_count: b.count, drain_backoff_expire: iso(r.backoffExpire) });
+  };
 
   try {
-    // The first look: the plan (numbers only), the Node, and the health check; its timeout is unknown yet, so an hour bounds it.
-    const first = await proxyActivities<Activities>({
-      startToCloseTimeout: '1h', heartbeatTimeout, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED, retry,
-    }).repairInspect(r.key);
-    r.plan = first.plan;
-    const scale = first.plan.time_scale;
-    heartbeatTimeout = Math.max(5, 30 * scale) * 1000;
-    r.entry.nodename = first.nodename;
-    r.healthyAtStart = first.healthy;
+    if (!r.plan) {
+      // The first look: the plan (numbers only), the Node, and the health check; its timeout is unknown yet, so an hour bounds it.
+      const first = await proxyActivities<Activities>({
+        startToCloseTimeout: '1h', heartbeatTimeout: heartbeatTimeout(), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED, retry: retry(),
+      }).repairInspect(r.key);
+      r.plan = first.plan;
+      r.entry.nodename = first.nodename;
+      r.healthyAtStart = first.healthy;
+    }
+    const scale = scaleOf();
     for (;;) {
+      if (historyTooLong()) {
+        await continueAsNew<typeof repairEntryWorkflow>({ ...input, enabled: r.enabled, resume: r.resume() });
+      }
       const next = decideEntryOp({
         step: r.entry.step, steps: r.plan.steps.length, step_status: r.entry.step_status, enabled: r.enabled,
         nodename: r.entry.nodename, needDrain: r.step.need_drain, drained: r.drained, commandDone: r.commandDone,
@@ -422,57 +472,58 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
           break;
         case 'wait': {
           const before = { enabled: r.enabled, expire: r.backoffExpire };
-          const changed = () => r.enabled !== before.enabled || r.backoffExpire !== before.expire;
+          const changed = () => r.enabled !== before.enabled || r.backoffExpire !== before.expire || historyTooLong();
           if (next.until !== undefined) await condition(changed, Math.max(1, next.until - Date.now()));
           else await condition(changed);
           break;
         }
         case 'drain': {
-          await transition({ step_status: 'draining' });
+          // A run that continued-as-new during a drain goes on with it (same deadline, no new transition).
+          if (r.entry.step_status !== 'draining') await transition({ step_status: 'draining' });
           r.cordoned = true;
-          const deadline = Date.now() + r.plan.eviction_timeout_seconds * scale * 1000;
+          r.drainDeadline ??= Date.now() + r.plan.eviction_timeout_seconds * scale * 1000;
+          const deadline = r.drainDeadline;
           const drain = proxyActivities<Activities>({
-            startToCloseTimeout: deadline - Date.now() + 120_000,
-            heartbeatTimeout,
+            startToCloseTimeout: Math.max(0, deadline - Date.now()) + 120_000,
+            heartbeatTimeout: heartbeatTimeout(),
             cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            retry,
+            retry: retry(),
           });
-          const scope = new CancellationScope();
-          r.drainScope = scope;
-          try {
-            const result = await scope.run(() => drain.repairDrain({ ...r.key, step: r.entry.step, deadline }));
-            if (result.ok) {
-              r.drained = true;
-            } else {
-              // The activity uncordoned already; back off linearly, retries unlimited.
-              const b = drainBackoff(r.entry.drain_backoff_count, scale);
-              r.backoffExpire = Date.now() + b.seconds * 1000;
-              log.info('repair: drain backs off', { index: r.entry.index, reason: result.reason, seconds: b.seconds });
-              await transition({ step_status: 'waiting', drain_backoff_count: b.count, drain_backoff_expire: iso(r.backoffExpire) });
-            }
-          } catch (err) {
-            // Abandoned because the queue was disabled (not a delete: the workflow itself is not cancelled).
-            if (!isCancellation(err) || CancellationScope.current().consideredCancelled) throw err;
-            await uncordon();
-            await transition({ step_status: 'waiting' });
-          } finally {
-            r.drainScope = undefined;
+          const out = await interruptible(() => drain.repairDrain({ ...r.key, step: r.entry.step, deadline }),
+            () => (historyTooLong() ? 'history' : !r.enabled ? 'disabled' : undefined));
+          // Cut short (history: continue-as-new; disabled: abandon-drain next), the node still cordoned.
+          if (!out.ok) break;
+          if (out.value.ok) {
+            r.drained = true;
+          } else {
+            // The activity uncordoned already.
+            r.cordoned = false;
+            await backOff(out.value.reason);
           }
           break;
         }
+        case 'abandon-drain':
+          // CKE: a disabled queue abandons an ongoing drain as a failed one: uncordon, and the back-off counts.
+          await lift();
+          await backOff('the queue was disabled during the drain');
+          break;
         case 'run-command': {
           const s = r.step;
           const result = await command('repair_command', s.command_timeout_seconds, s.command_retries, s.command_interval * scale);
           if (!result.ok) return await finish('failed', `repair_command failed: ${result.error}`);
           r.commandDone = true;
+          r.drainDeadline = undefined;
           r.watchUntil = Date.now() + s.watch_seconds * scale * 1000;
           await transition({ step_status: 'watching' });
           break;
         }
-        case 'watch':
-          if ((await watch(next.until)).healthy) r.healthy = true;
+        case 'watch': {
+          const out = await interruptible(() => watch(next.until), () => (historyTooLong() ? 'history' : undefined));
+          if (!out.ok) break;
+          if (out.value.healthy) r.healthy = true;
           else r.watchUntil = 0;
           break;
+        }
         case 'next-step':
           r.drained = false;
           r.commandDone = false;
@@ -495,22 +546,23 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
       }
     }
   } catch (err) {
+    if (err instanceof ContinueAsNew) throw err;
     if (isCancellation(err)) {
       // Deleted (or cancelled in the Web UI): lift tend's cordon, and leave the queue.
       await CancellationScope.nonCancellable(async () => {
-        await uncordon().catch((e: unknown) => log.warn('repair: could not uncordon', { error: String(e) }));
-        await queue.signal(entryReportSignal, { index: r.entry.index, removed: true })
-          .catch((e: unknown) => log.warn('repair: could not report removal', { error: String(e) }));
+        await lift();
+        await send({ index: r.entry.index, queue: input.queue, removed: true });
       });
       throw err;
     }
+    // Given up (an activity refused or ran out of attempts): the entry fails with the reason, its cordon lifted, its slot freed.
     const refused = refusal(err);
-    if (refused) {
-      // The key is not configured (any more) or an input was refused: nothing ran for it; the entry fails with the reason.
-      if (r.cordoned) await uncordon().catch(() => undefined);
+    const reason = refused ?? describe(err);
+    await CancellationScope.nonCancellable(async () => {
+      if (r.cordoned) await lift();
       await transition({ status: 'failed' });
-      throw ApplicationFailure.nonRetryable(refused, 'RepairRefused');
-    }
-    throw err;
+    });
+    log.warn('repair: entry failed', { index: r.entry.index, reason });
+    throw ApplicationFailure.nonRetryable(reason, refused ? 'RepairRefused' : 'RepairGaveUp');
   }
 }

@@ -1,8 +1,12 @@
 // Draining for a repair on the sandbox: PodDisruptionBudgets in protected and
 // unprotected namespaces, a running Job pod, a drain abandoned by `disable`,
-// and a running entry deleted (CLI) or cancelled (`temporal workflow cancel`):
+// a running entry deleted (CLI) or cancelled (`temporal workflow cancel`), an
+// eviction refused for good (the entry fails), and a retried drain that waits
+// for a pod a finalizer holds:
 // the node is always uncordoned, nothing is left half-done.
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { TendProcess } from '../harness/cli.ts';
 import { admin, deleteNamespace, tempNamespace } from '../harness/kube.ts';
@@ -109,7 +113,46 @@ describe('repair queue drains (e2e)', function () {
     assert.equal(await nodeUnschedulable('sim-2'), false);
   });
 
-  it('disabling the queue abandons an ongoing drain (uncordon, back to waiting); enabling resumes it', async () => {
+  it('an eviction refused for good (two budgets over one pod) fails the entry with the reason and uncordons the node', async () => {
+    await kube.apps.createNamespacedDeployment({ namespace: prot, body: pinned(prot, 'multi', 'sim-1') });
+    for (const name of ['multi-a', 'multi-b']) {
+      await kube.policy.createNamespacedPodDisruptionBudget({ namespace: prot, body: { metadata: { name, namespace: prot }, spec: { maxUnavailable: 1, selector: { matchLabels: { app: 'multi' } } } } });
+    }
+    await runningPod(prot, 'multi');
+    world.broken('10.88.0.1');
+    const e = await add(world, 'drain', '10.88.0.1');
+    const failed = await waitFor('failed', async () => {
+      const x = await entry(world, e.index);
+      return x?.status === 'failed' && x;
+    }, { timeoutMs: 60_000 });
+    assert.equal(failed.drain_backoff_count, 0, 'not a budget saying "not now": no back-off');
+    await waitFor('sim-1 uncordoned', async () => !(await nodeUnschedulable('sim-1')));
+    await waitFor('the reason logged', () => tend.logs.includes('more than one PodDisruptionBudget'), { timeoutMs: 10_000 });
+    assert.equal(existsSync(join(world.dir, '10.88.0.1.log')), false, 'the repair command ran');
+    await kube.apps.deleteNamespacedDeployment({ namespace: prot, name: 'multi' });
+    for (const name of ['multi-a', 'multi-b']) await kube.policy.deleteNamespacedPodDisruptionBudget({ namespace: prot, name });
+  });
+
+  it('a drain retried after a disable waits for a pod a finalizer holds: no repair command while it is on the node', async () => {
+    world.broken('10.88.0.2');
+    const held = await stuckPod(kube, unprot, 'held-1', 'sim-2');
+    const e = await add(world, 'drain', '10.88.0.2');
+    await waitFor('the held pod evicted (Terminating)', async () =>
+      (await entry(world, e.index))?.step_status === 'draining' &&
+      Boolean((await kube.core.readNamespacedPod({ namespace: unprot, name: 'held-1' })).metadata?.deletionTimestamp));
+    assert.equal((await rq(world, ['disable'])).code, 0);
+    await waitFor('abandoned', async () => (await entry(world, e.index))?.step_status === 'waiting');
+    assert.equal((await rq(world, ['enable'])).code, 0);
+    // The retried drain finds the pod still on the node (held by its finalizer): it waits for it until its eviction timeout, and backs off again.
+    await waitFor('the retried drain timed out on the held pod', async () => ((await entry(world, e.index))?.drain_backoff_count ?? 0) >= 2, { timeoutMs: 90_000 });
+    assert.ok(!(await podGone(kube, unprot, held.metadata!.uid!)), 'the held pod is still there');
+    assert.equal(existsSync(join(world.dir, '10.88.0.2.log')), false, 'the repair command ran while a pod was still on the node');
+    await release(kube, unprot, 'held-1');
+    await waitFor('succeeded', async () => (await entry(world, e.index))?.status === 'succeeded', { timeoutMs: 90_000 });
+    assert.equal(await nodeUnschedulable('sim-2'), false);
+  });
+
+  it('disabling the queue abandons an ongoing drain (uncordon, back to waiting, the back-off counted as CKE does); enabling resumes it', async () => {
     await stuckPod(kube, unprot, 'stuck-1', 'sim-3');
     const e = await add(world, 'drain', '10.88.0.3');
     await waitFor('draining with sim-3 cordoned', async () => (await entry(world, e.index))?.step_status === 'draining' && nodeUnschedulable('sim-3'));
@@ -118,12 +161,13 @@ describe('repair queue drains (e2e)', function () {
       const x = await entry(world, e.index);
       return x?.step_status === 'waiting' && !(await nodeUnschedulable('sim-3')) && x;
     });
-    assert.equal(waiting.drain_backoff_count, 0, 'abandoning is not a failed drain');
+    assert.equal(waiting.drain_backoff_count, 1, 'CKE: an abandoned drain counts as a failed one');
+    assert.notEqual(waiting.drain_backoff_expire, '0001-01-01T00:00:00Z');
     assert.equal(waiting.status, 'processing');
     await release(kube, unprot, 'stuck-1');
     assert.equal((await entry(world, e.index))!.step_status, 'waiting', 'a disabled queue starts no drain');
     assert.equal((await rq(world, ['enable'])).code, 0);
-    const done = await waitFor('succeeded', async () => (await entry(world, e.index))?.status === 'succeeded');
+    const done = await waitFor('succeeded', async () => (await entry(world, e.index))?.status === 'succeeded', { timeoutMs: 60_000 });
     assert.ok(done);
     assert.equal(await nodeUnschedulable('sim-3'), false);
   });

@@ -1,7 +1,7 @@
 // The repair queue's decisions, table-driven (CKE's DecideOps tests): which
 // entries start, an entry's next operation, a drain's plan, the back-off.
 import assert from 'node:assert/strict';
-import { decideDrain, decideEntryOp, decideStarts, drainBackoff, selectForDelete, type EntryView, type PodView, type QueueView } from '../../src/repair/decide.ts';
+import { decideDrain, decideEntryOp, drainLeft, decideStarts, drainBackoff, selectForDelete, type EntryView, type PodView, type QueueView } from '../../src/repair/decide.ts';
 import type { RepairQueueEntry, RepairStatus } from '../../src/repair/entry.ts';
 
 const e = (index: string, address: string, status: RepairStatus) => ({ index, address, status });
@@ -48,6 +48,9 @@ describe('repair: decideEntryOp', () => {
     { name: 'watch healthy: succeed', s: { step_status: 'watching', commandDone: true, healthy: true, watchUntil: 2000 }, want: { op: 'succeed' } },
     { name: 'watch expired: next step', s: { step_status: 'watching', commandDone: true, watchUntil: 999 }, want: { op: 'next-step' } },
     { name: 'watch ended unhealthy before its time (worker gone): next step', s: { step_status: 'watching', commandDone: true, watchUntil: 0 }, want: { op: 'next-step' } },
+    { name: 'CKE: disabled during a drain: abandon it (uncordon, back off)', s: { step_status: 'draining', enabled: false }, want: { op: 'abandon-drain' } },
+    { name: 'CKE: disabled after the drain, before the command: abandon it too', s: { step_status: 'draining', enabled: false, drained: true }, want: { op: 'abandon-drain' } },
+    { name: 'a run resumed mid-drain drains again', s: { step_status: 'draining' }, want: { op: 'drain' } },
     { name: 'last step expired: fail', s: { step: 1, step_status: 'watching', commandDone: true, watchUntil: 999 }, want: { op: 'fail', reason: 'not healthy after the last of 2 step(s)' } },
   ];
   for (const c of cases) it(c.name, () => assert.deepEqual(decideEntryOp({ ...base, ...c.s }), c.want));
@@ -80,7 +83,8 @@ describe('repair: decideDrain', () => {
     { name: 'finished and pending Job pods do not', pods: [pod('j1', { controllerKind: 'Job', phase: 'Succeeded' }), pod('j2', { controllerKind: 'Job', phase: 'Pending' })], want: { blockedBy: [], evict: [], remove: [], waitFor: [] } },
     { name: 'protected_job_pods: unmatched Job pods are deleted', protectedJobPods: { matchLabels: { keep: 'yes' } }, pods: [pod('j1', { controllerKind: 'Job', labels: { keep: 'yes' } }), pod('j2', { controllerKind: 'Job' })], want: { blockedBy: ['j1'], evict: [], remove: ['j2'], waitFor: ['j1', 'j2'] } },
     { name: 'a pod already going is waited for, not evicted again', pods: [pod('a', { deleting: true })], want: { blockedBy: [], evict: [], remove: [], waitFor: ['a'] } },
-    { name: 'finished pods are no work', pods: [pod('a', { phase: 'Failed' })], want: { blockedBy: [], evict: [], remove: [], waitFor: [] } },
+    { name: 'a finished pod is still on the node (CKE evicts it too)', pods: [pod('a', { phase: 'Failed' })], want: { blockedBy: [], evict: ['a'], remove: [], waitFor: ['a'] } },
+    { name: 'a finished pod whose deletion a finalizer holds is waited for', pods: [pod('a', { phase: 'Succeeded', deleting: true })], want: { blockedBy: [], evict: [], remove: [], waitFor: ['a'] } },
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -88,4 +92,17 @@ describe('repair: decideDrain', () => {
       assert.deepEqual({ blockedBy: names(plan.blockedBy), evict: names(plan.evict), remove: names(plan.remove), waitFor: names(plan.waitFor) }, c.want);
     });
   }
+});
+
+describe('repair: drainLeft (CKE\'s checkPodDeletion: what keeps a drain from being done)', () => {
+  const pod = (name: string, more: Partial<PodView> = {}): PodView => ({ namespace: 'ns', name, uid: `uid-${name}`, phase: 'Running', deleting: false, ...more });
+  const cases: { name: string; pods: PodView[]; left: string[] }[] = [
+    { name: 'nothing left', pods: [], left: [] },
+    { name: 'DaemonSet pods do not count', pods: [pod('ds', { controllerKind: 'DaemonSet' })], left: [] },
+    { name: 'pending and finished Job pods do not count', pods: [pod('j1', { controllerKind: 'Job', phase: 'Pending' }), pod('j2', { controllerKind: 'Job', phase: 'Succeeded' }), pod('j3', { controllerKind: 'Job', phase: 'Failed' })], left: [] },
+    { name: 'a running Job pod counts', pods: [pod('j', { controllerKind: 'Job' })], left: ['j'] },
+    { name: 'a pod held by a finalizer counts, whatever its phase', pods: [pod('a', { deleting: true, phase: 'Succeeded' }), pod('b', { deleting: true })], left: ['a', 'b'] },
+    { name: 'a finished plain pod counts', pods: [pod('a', { phase: 'Failed', controllerKind: 'ReplicaSet' })], left: ['a'] },
+  ];
+  for (const c of cases) it(c.name, () => assert.deepEqual(drainLeft(c.pods).map((p) => p.name), c.left));
 });

@@ -39,8 +39,14 @@ describe('repair messages: validation', () => {
   });
 
   it('an entry\'s workflow input: keys only; the old shape with commands is refused', () => {
-    const ok = { index: '3', address: '10.0.0.1', machine_type: 'sim', operation: 'heal', enabled: true };
+    const ok = { index: '3', address: '10.0.0.1', machine_type: 'sim', operation: 'heal', enabled: true, queue: '0197a1b2-0000-7000-8000-000000000001' };
     assert.equal(check(entryInputSchema, ok, 'e').ok, true);
+    assert.match(refused(entryInputSchema, { ...ok, queue: undefined }, 'e'), /queue/);
+    // A run that continued-as-new: where it left off, numbers and flags only; a command in its plan is refused.
+    const plan = { steps: [{ need_drain: true, watch_seconds: 60, command_timeout_seconds: 30, command_retries: 0, command_interval: 0 }], command_timeout_seconds: 30, eviction_timeout_seconds: 600, time_scale: 1 };
+    const resume = { nodename: 'n1', step: 0, step_status: 'draining', drain_backoff_count: 1, drain_backoff_expire: '2030-01-01T00:00:00Z', drained: false, commandDone: false, cordoned: true, watchUntil: 0, backoffExpire: 0, drainDeadline: 1, plan };
+    assert.equal(check(entryInputSchema, { ...ok, resume }, 'e').ok, true);
+    assert.match(refused(entryInputSchema, { ...ok, resume: { ...resume, plan: { ...plan, steps: [{ ...plan.steps[0], repair_command: ['sh'] }] } } }, 'e'), /Unrecognized key: "repair_command"/);
     const old = {
       entry: { index: '3', address: '10.0.0.1' },
       operation: { operation: 'heal', repair_steps: [{ repair_command: ['sh', '-c', 'touch /tmp/x'] }], health_check_command: ['sh', '-c', 'touch /tmp/x'] },
@@ -53,11 +59,13 @@ describe('repair messages: validation', () => {
   });
 
   it('entry-report: progress fields only, never identity; removed is `true` or absent', () => {
-    assert.equal(check(entryReportSchema, { index: '1', fields: { status: 'failed', step: 1 } }, 'r').ok, true);
-    assert.match(refused(entryReportSchema, { index: '1', fields: { address: '10.0.0.9' } }), /Unrecognized key: "address"/);
-    assert.match(refused(entryReportSchema, { index: '1', fields: { status: 'pwned' } }), /fields\.status/);
+    const queue = 'run-1';
+    assert.equal(check(entryReportSchema, { index: '1', queue, fields: { status: 'failed', step: 1 } }, 'r').ok, true);
+    assert.match(refused(entryReportSchema, { index: '1', fields: { status: 'failed' } }), /queue/);
+    assert.match(refused(entryReportSchema, { index: '1', queue, fields: { address: '10.0.0.9' } }), /Unrecognized key: "address"/);
+    assert.match(refused(entryReportSchema, { index: '1', queue, fields: { status: 'pwned' } }), /fields\.status/);
     assert.match(refused(entryReportSchema, 'junk'), /entry-report needs/);
-    assert.match(refused(entryReportSchema, { index: '1', removed: false }), /removed/);
+    assert.match(refused(entryReportSchema, { index: '1', queue, removed: false }), /removed/);
   });
 
   it('the queue\'s state: no configuration', () => {

@@ -1,0 +1,233 @@
+// The repair queue's state machine as pure functions (CKE's DecideOps shape):
+// each takes the queue's state and what happened (an add, a delete, an
+// entry's report, an entry workflow's end, the worker's settings) and returns
+// the next state and the operations the workflow must carry out (start an
+// entry, cancel one, signal running ones, log). The workflow only waits and
+// acts. Pure: imported by workflow code, table-tested in test/unit.
+import { decideStarts } from './decide.ts';
+import { isFinished, ZERO_TIME, type RepairQueueEntry, type RepairRequest } from './entry.ts';
+import type { EntryReport } from './messages.ts';
+
+/**
+ * What the queue carries across continue-as-new: entries and switches, never
+ * configuration. `closing`: index -> address of deleted entries whose
+ * workflows are still cleaning up (they hold a slot and their address).
+ */
+export interface QueueState {
+  entries: RepairQueueEntry[];
+  nextIndex: number;
+  enabled: boolean;
+  closing: Record<string, string>;
+}
+
+export type QueueOp =
+  /** Start `repair/<index>` (the entry is processing already). */
+  | { op: 'start'; index: string }
+  /** Cancel `repair/<index>`: it uncordons and reports its end. */
+  | { op: 'cancel'; index: string }
+  | { op: 'signal-enabled'; index: string; enabled: boolean }
+  | { op: 'signal-reset-backoff'; index: string }
+  | { op: 'log'; level: 'info' | 'warn'; message: string; fields: Record<string, unknown> };
+
+export interface Step<T = undefined> {
+  state: QueueState;
+  ops: QueueOp[];
+  value?: T;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const clone = (s: QueueState): QueueState => ({ ...s, entries: s.entries.map((e) => ({ ...e })), closing: { ...s.closing } });
+const warn = (message: string, fields: Record<string, unknown>): QueueOp => ({ op: 'log', level: 'warn', message, fields });
+
+export function emptyQueue(nextIndex = 1): QueueState {
+  return { entries: [], nextIndex, enabled: true, closing: {} };
+}
+
+export function findEntry(s: QueueState, index: string): RepairQueueEntry | undefined {
+  return s.entries.find((e) => e.index === index);
+}
+
+/** Processing entries and deleted ones still cleaning up: each holds a slot. */
+export function running(s: QueueState): number {
+  return s.entries.filter((e) => e.status === 'processing').length + Object.keys(s.closing).length;
+}
+
+/** Indexes whose workflows may be running: processing entries and closing ones. */
+export function liveIndexes(s: QueueState): string[] {
+  return [...s.entries.filter((e) => e.status === 'processing').map((e) => e.index), ...Object.keys(s.closing)];
+}
+
+/** Whether a start may be possible now (so that the worker's settings are worth reading). */
+export function mayStart(s: QueueState, maxConcurrent: number | undefined): boolean {
+  return s.enabled && s.entries.some((e) => e.status === 'queued') && (maxConcurrent === undefined || running(s) < maxConcurrent);
+}
+
+/** Queues the requests (checked already), in order, with the next indexes. */
+export function addEntries(s0: QueueState, requests: readonly RepairRequest[], now: number): Step<RepairQueueEntry[]> {
+  const s = clone(s0);
+  const added = requests.map((r): RepairQueueEntry => ({
+    index: String(s.nextIndex++),
+    address: r.address,
+    nodename: '',
+    machine_type: r.machine_type,
+    operation: r.operation,
+    ...(r.serial ? { serial: r.serial } : {}),
+    status: 'queued',
+    step: 0,
+    step_status: 'waiting',
+    last_transition_time: iso(now),
+    drain_backoff_count: 0,
+    drain_backoff_expire: ZERO_TIME,
+  }));
+  s.entries.push(...added);
+  return { state: s, ops: [], value: added.map((e) => ({ ...e })) };
+}
+
+/**
+ * Deletes entries: queued and finished ones go at once; a processing one
+ * leaves the list but keeps its slot and address (closing) until its
+ * workflow, cancelled, has lifted its cordon and reported its end.
+ */
+export function removeEntries(s0: QueueState, indexes: readonly string[]): Step<RepairQueueEntry[]> {
+  const s = clone(s0);
+  const ops: QueueOp[] = [];
+  const removed: RepairQueueEntry[] = [];
+  for (const index of indexes) {
+    const e = findEntry(s, index);
+    if (!e) continue;
+    s.entries = s.entries.filter((x) => x !== e);
+    removed.push(e);
+    if (e.status === 'processing') {
+      s.closing[index] = e.address;
+      ops.push({ op: 'cancel', index });
+    }
+  }
+  return { state: s, ops, value: removed };
+}
+
+/** A cancel found no running workflow: it had ended already (its end was reported, or is noticed by entryEnded). */
+export function cancelFailed(s0: QueueState, index: string, error: string): Step {
+  const s = clone(s0);
+  delete s.closing[index];
+  return { state: s, ops: [warn('repair: could not cancel entry workflow; it has ended', { index, error })] };
+}
+
+/**
+ * An entry's report, checked already for its shape. Only the current queue's
+ * entries report (`queue`: the chain of queue runs it was started by; an
+ * entry of an earlier queue, reset since, is refused); only a processing
+ * entry's progress fields change, never its identity; a closing entry's final
+ * report (or `removed`) frees its slot. `ignored`: why the report changed nothing.
+ */
+export function applyReport(s0: QueueState, r: EntryReport, chain: string): Step & { ignored?: string } {
+  if (r.queue !== chain) {
+    return {
+      state: s0, ops: [],
+      ignored: `entry ${r.index} belongs to an earlier repair queue (${r.queue}), not to this one (${chain}); ` +
+        `if it still runs, cancel it with \`temporal workflow cancel --workflow-id repair/${r.index}\``,
+    };
+  }
+  const s = clone(s0);
+  const closing = r.index in s.closing;
+  const e = findEntry(s, r.index);
+  if (r.removed) {
+    if (closing) {
+      delete s.closing[r.index];
+      return { state: s, ops: [] };
+    }
+    if (e?.status !== 'processing') return { state: s0, ops: [], ignored: `entry ${r.index} is not processing or being deleted` };
+    s.entries = s.entries.filter((x) => x !== e);
+    return { state: s, ops: [] };
+  }
+  const fields = r.fields ?? {};
+  if (fields.status === 'queued') return { state: s0, ops: [], ignored: `entry ${r.index}: an entry's workflow cannot put it back in the queue` };
+  if (closing) {
+    // A deleted entry that ended on its own before its cancellation landed: its slot is free.
+    if (fields.status && isFinished({ status: fields.status })) delete s.closing[r.index];
+    return { state: s, ops: [] };
+  }
+  if (!e || e.status !== 'processing') return { state: s0, ops: [], ignored: `entry ${r.index} is not processing` };
+  Object.assign(e, fields);
+  return { state: s, ops: [] };
+}
+
+/**
+ * The entry's workflow has ended (the queue saw its child end, or a signal to
+ * it found it gone). A processing entry that never reported its end fails with
+ * the reason; a closing one frees its slot; a finished one is unchanged.
+ */
+export function entryEnded(s0: QueueState, index: string, how: string, now: number): Step {
+  const s = clone(s0);
+  if (index in s.closing) {
+    delete s.closing[index];
+    return { state: s, ops: [] };
+  }
+  const e = findEntry(s, index);
+  if (!e || e.status !== 'processing') return { state: s0, ops: [] };
+  Object.assign(e, { status: 'failed', last_transition_time: iso(now) });
+  return { state: s, ops: [warn('repair: entry failed: its workflow ended without reporting its end', { index, how })] };
+}
+
+/** The queue's switch: running entries are told (a disable abandons their drains). */
+export function setEnabled(s0: QueueState, enabled: boolean): Step {
+  if (s0.enabled === enabled) return { state: s0, ops: [] };
+  const s = clone(s0);
+  s.enabled = enabled;
+  const ops: QueueOp[] = s.entries.filter((e) => e.status === 'processing').map((e) => ({ op: 'signal-enabled', index: e.index, enabled }));
+  return { state: s, ops };
+}
+
+/** Clears every entry's drain back-off; running entries are told. value: how many had one. */
+export function resetBackoff(s0: QueueState): Step<number> {
+  const s = clone(s0);
+  let n = 0;
+  for (const e of s.entries) {
+    if (e.drain_backoff_count !== 0 || e.drain_backoff_expire !== ZERO_TIME) n++;
+    e.drain_backoff_count = 0;
+    e.drain_backoff_expire = ZERO_TIME;
+  }
+  const ops: QueueOp[] = s.entries.filter((e) => e.status === 'processing').map((e) => ({ op: 'signal-reset-backoff', index: e.index }));
+  return { state: s, ops, value: n };
+}
+
+export interface QueueSettings {
+  max_concurrent_repairs: number;
+  /** index -> why its key is not configured (any more). */
+  problems: Record<string, string>;
+}
+
+/**
+ * With the worker's settings: queued entries whose key is gone fail before
+ * they start (nothing runs), then the entries decideStarts picks become
+ * processing, each with a start.
+ */
+export function decideQueue(s0: QueueState, settings: QueueSettings, now: number): Step {
+  const s = clone(s0);
+  const ops: QueueOp[] = [];
+  for (const [index, problem] of Object.entries(settings.problems)) {
+    const e = findEntry(s, index);
+    if (!e || e.status !== 'queued') continue;
+    Object.assign(e, { status: 'failed', last_transition_time: iso(now) });
+    ops.push(warn('repair: entry failed before starting', { index, problem }));
+  }
+  const starts = decideStarts({ entries: s.entries, closing: Object.values(s.closing), enabled: s.enabled, maxConcurrent: settings.max_concurrent_repairs });
+  for (const index of starts) {
+    Object.assign(findEntry(s, index)!, { status: 'processing', step: 0, step_status: 'waiting', last_transition_time: iso(now) });
+    ops.push({ op: 'start', index });
+  }
+  return { state: s, ops };
+}
+
+/** Its workflow could not be started: the entry fails with the reason (nothing ran). */
+export function startFailed(s0: QueueState, index: string, error: string, now: number): Step {
+  const s = clone(s0);
+  const e = findEntry(s, index);
+  if (e && e.status === 'processing') Object.assign(e, { status: 'failed', last_transition_time: iso(now) });
+  delete s.closing[index];
+  return { state: s, ops: [warn('repair: could not start entry workflow; the entry failed', { index, error })] };
+}
+
+/** Its workflow has started: when the entry was deleted meanwhile (closing), it is cancelled now. */
+export function started(s: QueueState, index: string): Step {
+  return { state: s, ops: index in s.closing ? [{ op: 'cancel', index }] : [] };
+}

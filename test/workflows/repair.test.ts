@@ -1,0 +1,258 @@
+// The repair queue's workflows on a real dev server with stub activities:
+// every way an entry can end (an activity refusing, one running out of
+// attempts, a cancellation at each await, its workflow ending without a
+// report) frees its slot and lifts its cordon; a disable during a drain counts
+// as a failed drain (CKE); a queue reset does not reuse indexes; a cancelled
+// queue keeps its entries.
+import assert from 'node:assert/strict';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { REPAIR_QUEUE_WORKFLOW_ID, repairEntryWorkflowId, entryReportSignal } from '../../src/repair/messages.ts';
+import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { waitFor } from '../harness/wait.ts';
+import { block, gate, plan, queueClient, refuse, resetAll, World, type Name } from './repair-stubs.ts';
+
+describe('repair workflows (stub activities)', function () {
+  this.timeout(180_000);
+  let env: TestWorkflowEnvironment;
+  let world: World;
+  let tq: string;
+
+  before(async () => {
+    env = await startWorkflowEnv();
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+  beforeEach(async () => {
+    await resetAll(env.client);
+    world = new World();
+    tq = taskQueue('repair');
+  });
+
+  const run = <T>(fn: (client: Client, q: ReturnType<typeof queueClient>) => Promise<T>) =>
+    withWorker(env, tq, world.activities(), (client) => fn(client, queueClient(client, tq)));
+
+  const entryFailure = async (client: Client, index: string) => {
+    try {
+      await client.workflow.getHandle(repairEntryWorkflowId(index)).result();
+      return undefined;
+    } catch (err) {
+      assert.ok(err instanceof WorkflowFailedError, String(err));
+      return err.cause?.message;
+    }
+  };
+
+  it('an activity that refuses for good (a webhook\'s 403 on eviction) fails the entry with the reason, lifts its cordon, frees its slot', async () => {
+    world.ops.refused = {
+      repairDrain: async (k) => {
+        world.cordon(k);
+        refuse('eviction of ns/db-1 refused: 403: admission webhook "deny.example" denied the request');
+      },
+    };
+    await run(async (client, q) => {
+      const e1 = await q.add('refused', '10.0.0.1');
+      const e2 = await q.add('fine', '10.0.0.2');
+      await q.until(e1.index, 'failed');
+      assert.equal(world.cordons.has('node-1'), false, 'node-1 is still cordoned');
+      assert.match((await entryFailure(client, e1.index)) ?? '', /403: admission webhook/);
+      // max_concurrent_repairs 1: the next entry runs only once the slot is free.
+      await q.until(e2.index, 'succeeded');
+    });
+  });
+
+  it('an activity that fails every attempt gives up after ten: the entry fails, its cordon lifted, the next entry runs', async () => {
+    world.ops.flaky = {
+      repairRunCommand: async () => {
+        throw new Error('connection refused');
+      },
+    };
+    await run(async (client, q) => {
+      const e1 = await q.add('flaky', '10.0.0.1');
+      const e2 = await q.add('fine', '10.0.0.2');
+      await q.until(e1.index, 'failed', 90_000);
+      assert.equal(world.called('repairRunCommand', e1.index).length, 10);
+      assert.equal(world.cordons.has('node-1'), false, 'node-1 is still cordoned');
+      assert.match((await entryFailure(client, e1.index)) ?? '', /repairRunCommand gave up: connection refused/);
+      await q.until(e2.index, 'succeeded');
+    });
+  });
+
+  // A delete (= a cancellation) at each await of an entry. `honour`: the activity ends cancelled; otherwise it
+  // completes anyway (its work finished as the cancellation arrived), and the entry must still leave the queue.
+  const stages: { stage: Name; cordoned: boolean }[] = [
+    { stage: 'repairInspect', cordoned: false },
+    { stage: 'repairDrain', cordoned: true },
+    { stage: 'repairRunCommand', cordoned: true },
+    { stage: 'repairWatchHealth', cordoned: true },
+  ];
+  for (const { stage, cordoned } of stages) {
+    for (const honour of [true, false]) {
+      it(`a delete during ${stage} (${honour ? 'cancelled' : 'completing anyway'}): the entry leaves the queue, no cordon left, the slot freed`, async () => {
+        let blocked = false;
+        world.ops.held = {
+          [stage]: async (k: Record<string, unknown>) => {
+            if (stage === 'repairDrain') world.cordon(k);
+            // The success command is its own stage below: here only the repair command blocks.
+            if (stage === 'repairRunCommand' && k.kind !== 'repair_command') return { ok: true, output: '', attempts: 1 };
+            blocked = true;
+            await block(honour);
+            if (stage === 'repairInspect') return { nodename: 'node-1', healthy: false, plan: plan() };
+            if (stage === 'repairDrain') return { ok: true, evicted: 1, deleted: 0 };
+            if (stage === 'repairRunCommand') return { ok: true, output: '', attempts: 1 };
+            return { healthy: false, checks: 1 };
+          },
+        };
+        await run(async (client, q) => {
+          const e1 = await q.add('held', '10.0.0.1');
+          const e2 = await q.add('fine', '10.0.0.2');
+          await waitFor(`${stage} running`, () => blocked);
+          if (cordoned) assert.equal(world.cordons.get('node-1'), e1.index);
+          await q.delete(e1.index);
+          await q.gone(e1.index);
+          await q.until(e2.index, 'succeeded');
+          assert.equal(world.cordons.has('node-1'), false, 'node-1 is still cordoned');
+          const d = await client.workflow.getHandle(repairEntryWorkflowId(e1.index)).describe();
+          assert.notEqual(d.status.name, 'RUNNING');
+        });
+      });
+    }
+  }
+
+  for (const honour of [true, false]) {
+    it(`a delete during the success command, the last await before the final report (${honour ? 'cancelled' : 'completing anyway'}): the slot is freed`, async () => {
+      let blocked = false;
+      world.ops.held = {
+        repairRunCommand: async (k) => {
+          if (k.kind !== 'success_command') return { ok: true, output: '', attempts: 1 };
+          blocked = true;
+          await block(honour);
+          return { ok: true, output: '', attempts: 1 };
+        },
+      };
+      await run(async (_client, q) => {
+        const e1 = await q.add('held', '10.0.0.1');
+        const e2 = await q.add('fine', '10.0.0.2');
+        await waitFor('success command running', () => blocked);
+        await q.delete(e1.index);
+        await q.gone(e1.index);
+        await q.until(e2.index, 'succeeded');
+        assert.equal(world.cordons.size, 0, `cordons left: ${[...world.cordons.keys()].join(', ')}`);
+      });
+    });
+  }
+
+  it('a delete during a drain back-off, and during a wait for a disabled queue: the entry leaves, the slot is freed', async () => {
+    world.ops.blocked = {
+      repairDrain: async () => ({ ok: false, reason: 'eviction refused for ns/db-1 (1 time(s): budget)' }),
+    };
+    world.ops.nodrain = {};
+    world.plans.nodrain = plan({ steps: [{ need_drain: false, watch_seconds: 600, command_timeout_seconds: 30, command_retries: 0, command_interval: 0 }] });
+    await run(async (_client, q) => {
+      world.maxConcurrent = 2;
+      const e1 = await q.add('blocked', '10.0.0.1');
+      await q.until(e1.index, 'processing', 30_000, (e) => e.drain_backoff_count >= 1 && e.step_status === 'waiting');
+      await q.delete(e1.index);
+      await q.gone(e1.index);
+      // Disabled before its command: it waits; a delete ends the wait.
+      world.ops.nodrain.repairInspect = async () => {
+        await q.disable();
+        return { nodename: '', healthy: false, plan: world.plans.nodrain! };
+      };
+      const e2 = await q.add('nodrain', '192.0.2.1');
+      await waitFor('inspected', () => world.called('repairInspect', e2.index).length > 0);
+      await q.until(e2.index, 'processing');
+      await q.delete(e2.index);
+      await q.gone(e2.index);
+      await q.enable();
+      world.maxConcurrent = 1;
+      // Both slots free: two new entries run at once with max_concurrent_repairs 2... with 1, one after the other.
+      const e3 = await q.add('fine', '10.0.0.3');
+      await q.until(e3.index, 'succeeded');
+      assert.equal(world.called('repairRunCommand', e2.index).length, 0, 'a disabled queue ran a repair command');
+    });
+  });
+
+  it('an entry whose workflow ends without reporting (terminated) fails, and its slot is freed', async () => {
+    world.ops.held = { repairWatchHealth: async () => ({ healthy: (await block(true), false), checks: 1 }) };
+    await run(async (client, q) => {
+      const e1 = await q.add('held', '10.0.0.1');
+      const e2 = await q.add('fine', '10.0.0.2');
+      await waitFor('watching', () => world.called('repairWatchHealth', e1.index).length > 0);
+      await client.workflow.getHandle(repairEntryWorkflowId(e1.index)).terminate('an operator ended it');
+      await q.until(e1.index, 'failed');
+      await q.until(e2.index, 'succeeded');
+    });
+  });
+
+  it('CKE: a disable during a drain abandons it with the back-off counted; enable drains again after the back-off', async () => {
+    let drains = 0;
+    world.ops.held = {
+      repairDrain: async (k) => {
+        world.cordon(k);
+        if (++drains === 1) await block(true);
+        return { ok: true, evicted: 0, deleted: 0 };
+      },
+    };
+    await run(async (_client, q) => {
+      const e1 = await q.add('held', '10.0.0.1');
+      await waitFor('draining', () => drains === 1);
+      await q.disable();
+      const waiting = await q.until(e1.index, 'processing', 30_000, (e) => e.step_status === 'waiting');
+      assert.equal(waiting.drain_backoff_count, 1, 'the abandoned drain counts (CKE)');
+      assert.notEqual(waiting.drain_backoff_expire, '0001-01-01T00:00:00Z');
+      assert.equal(world.cordons.has('node-1'), false, 'uncordoned');
+      await q.enable();
+      await q.until(e1.index, 'succeeded');
+      assert.equal(drains, 2);
+    });
+  });
+
+  it('a queue reset: the new queue\'s indexes continue past the old entries\', whose reports it refuses', async () => {
+    const release = gate();
+    world.ops.held = { repairWatchHealth: async () => ({ healthy: (await block(true, release.wait), true), checks: 1 }) };
+    await run(async (client, q) => {
+      const e1 = await q.add('fine', '10.0.0.1');
+      await q.until(e1.index, 'succeeded');
+      const e2 = await q.add('held', '10.0.0.2');
+      await waitFor('watching', () => world.called('repairWatchHealth', e2.index).length > 0);
+      await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).terminate('reset the repair queue');
+      // The next command starts a new queue.
+      const e3 = await q.add('fine', '10.0.0.3');
+      assert.ok(Number(e3.index) > Number(e2.index), `index ${e3.index} reused after a reset (old entries up to ${e2.index})`);
+      await q.until(e3.index, 'succeeded');
+      // A report of the old chain (as the old entry 2 would send) changes nothing in the new queue.
+      const before = await q.list();
+      await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).signal(entryReportSignal, { index: e3.index, queue: 'an-earlier-queue', fields: { status: 'failed' } });
+      release.open();
+      await waitFor('the old entry finished', async () => (await client.workflow.getHandle(repairEntryWorkflowId(e2.index)).describe()).status.name === 'COMPLETED');
+      const e4 = await q.add('fine', '10.0.0.4');
+      await q.until(e4.index, 'succeeded');
+      assert.deepEqual((await q.list()).filter((e) => e.index !== e4.index), before);
+    });
+  });
+
+  it('a cancelled queue keeps its entries and goes on', async () => {
+    world.ops.held = { repairWatchHealth: async () => ({ healthy: (await block(true), false), checks: 1 }) };
+    await run(async (client, q) => {
+      const e1 = await q.add('held', '10.0.0.1');
+      const e2 = await q.add('fine', '10.0.0.2');
+      await waitFor('watching', () => world.called('repairWatchHealth', e1.index).length > 0);
+      const h = client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID);
+      const first = (await h.describe()).runId;
+      await h.cancel();
+      await waitFor('the queue going on in a new run', async () => {
+        const d = await h.describe();
+        return d.status.name === 'RUNNING' && d.runId !== first;
+      });
+      const e3 = await q.add('fine', '10.0.0.3');
+      const list = await q.list();
+      assert.deepEqual(list.map((e) => e.index), [e1.index, e2.index, e3.index]);
+      assert.equal(list[0]!.status, 'processing');
+      // The running entry still reports to the queue, and its delete still frees the slot.
+      await q.delete(e1.index);
+      await q.until(e2.index, 'succeeded');
+      await q.until(e3.index, 'succeeded');
+    });
+  });
+});
