@@ -9,10 +9,11 @@ import { dns1123SubdomainProblem } from '../config/kube-names.ts';
 import { matches } from '../config/label-selector.ts';
 import { matchingTaints, type MatchedTaint } from '../taint/match.ts';
 import type { SlotSettings } from '../taint/messages.ts';
+import { GRANT_CHECK_SECONDS } from '../taint/slots.ts';
 import type * as k8s from '@kubernetes/client-node';
 import type { KubeClients } from '../kube/client.ts';
-import { errorMessage, isConflict, isNotFound, strategicMergePatch } from '../kube/api.ts';
-import { statusOf } from '../kube/client.ts';
+import { isConflict, isNotFound, strategicMergePatch } from '../kube/api.ts';
+import { evictPod as evictPodOnce, type EvictOutcome } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
 import type { ConditionWrite, ListedPod, OwnerRef, TaintSettings } from '../taint/node.ts';
 
@@ -34,7 +35,7 @@ const refuse = (what: string): never => {
   throw ApplicationFailure.nonRetryable(`refused: ${what}; nothing was changed`, TAINT_REFUSED);
 };
 
-export type EvictResult = { outcome: 'evicted' } | { outcome: 'gone' } | { outcome: 'blocked'; message: string };
+export type EvictResult = EvictOutcome;
 
 export interface AwaitReplacementInput {
   namespace: string;
@@ -176,7 +177,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     /** The settings of the worker's own configuration that the coordinator keeps. */
     async taintSlotSettings(): Promise<SlotSettings> {
       const c = configured();
-      return { maxConcurrentReplacements: c.maxConcurrentReplacements, maxTaintedNodes: c.breaker.maxTaintedNodes };
+      return { maxConcurrentReplacements: c.maxConcurrentReplacements, maxTaintedNodes: c.breaker.maxTaintedNodes, grantCheckSeconds: GRANT_CHECK_SECONDS };
     },
 
     /** The breaker's inputs, counted here: nodes carrying a configured taint, out of all nodes. */
@@ -229,34 +230,47 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
      * patch (conditions merge by type, so the kubelet's and the scheduler's
      * stay). A pod that is gone, or replaced by a namesake, is skipped.
      */
-    async writeTaintConditions(input: { node: string; writes: ConditionWrite[] }): Promise<{ written: number; gone: number }> {
+    async writeTaintConditions(input: { node: string; writes: ConditionWrite[] }): Promise<{ written: number; gone: number; marked: Record<string, number> }> {
       const node = nodeName(input?.node);
       const writes = Array.isArray(input.writes) ? input.writes : refuse('writes must be a list');
       const c = writes.some((w) => w?.detected || w?.replacing) ? configured() : sectionForCleanup();
       let written = 0;
       let gone = 0;
+      /** uid -> the NodeTaintReplacing lastTransitionTime written: when the mark became visible. */
+      const marked: Record<string, number> = {};
       // Every pod is checked before any is written: a refusal changes nothing.
       let taints: Promise<MatchedTaint[]> | undefined;
       const taintsOf = (n: string) => (taints ??= configuredTaints(c, n));
-      const live: ConditionWrite[] = [];
+      const live: { w: ConditionWrite; pod: k8s.V1Pod }[] = [];
       await inBatches(writes, 20, async (w) => {
         const setting = !!(w?.detected || w?.replacing);
-        if (await checkedPod(c, node, w ?? {}, setting, taintsOf)) live.push(w);
+        const pod = await checkedPod(c, node, w ?? {}, setting, taintsOf);
+        if (pod) live.push({ w, pod });
         else gone++;
       });
-      await inBatches(live, 20, async (w) => {
-        const condition = (type: string, c: ConditionWrite['detected']) =>
+      await inBatches(live, 20, async ({ w, pod }) => {
+        // NodeTaintReplacing says since when the pod is visibly marked, and the
+        // taintReplacementTimeSeconds count from then: a write that comes late
+        // (the worker was down when it was due) is dated when it is written, never
+        // back-dated. A mark this decision (or a later one) already wrote keeps its time.
+        let replacingSince: number | undefined;
+        if (w.replacing) {
+          const shown = conditionTime(pod, REPLACING);
+          replacingSince = shown !== undefined && shown >= w.replacing.since ? shown : Math.max(w.replacing.since, Date.now());
+        }
+        const condition = (type: string, c: ConditionWrite['detected'], since = c?.since) =>
           c
-            ? { type, status: 'True', reason: 'NodeTainted', message: c.message, lastTransitionTime: new Date(c.since).toISOString() }
+            ? { type, status: 'True', reason: 'NodeTainted', message: c.message, lastTransitionTime: new Date(since!).toISOString() }
             : { type, $patch: 'delete' };
         const body = {
           metadata: { uid: w.uid },
-          status: { conditions: [condition(DETECTED, w.detected), condition(REPLACING, w.replacing)] },
+          status: { conditions: [condition(DETECTED, w.detected), condition(REPLACING, w.replacing, replacingSince)] },
         };
         for (let attempt = 1; ; attempt++) {
           try {
             await kube.core.patchNamespacedPodStatus({ namespace: w.namespace, name: w.name, body }, strategicMergePatch);
             written++;
+            if (replacingSince !== undefined) marked[w.uid] = replacingSince;
             return;
           } catch (err) {
             if (isNotFound(err)) {
@@ -276,35 +290,21 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
           }
         }
       });
-      return { written, gone };
+      return { written, gone, marked };
     },
 
     /**
      * Asks for the pod's eviction (policy/v1), with a UID precondition. A
-     * PodDisruptionBudget's refusal (429) is returned, not thrown: the
-     * workflow retries it with its own back-off and shows it in its status.
+     * PodDisruptionBudget's refusal (429, or the 500 of a pod under two
+     * budgets) is returned, not thrown: the workflow retries it with its own
+     * back-off and shows it in its status.
      */
     async evictPod(input: { node: string; namespace: string; name: string; uid: string }): Promise<EvictResult> {
       const c = configured();
       const node = nodeName(input?.node);
       if (!(await checkedPod(c, node, input, true, (n) => configuredTaints(c, n)))) return { outcome: 'gone' };
-      try {
-        await kube.core.createNamespacedPodEviction({
-          namespace: input.namespace,
-          name: input.name,
-          body: {
-            apiVersion: 'policy/v1',
-            kind: 'Eviction',
-            metadata: { name: input.name, namespace: input.namespace },
-            deleteOptions: { preconditions: { uid: input.uid } },
-          },
-        });
-        return { outcome: 'evicted' };
-      } catch (err) {
-        if (isNotFound(err) || isConflict(err)) return { outcome: 'gone' };
-        if (statusOf(err) === 429) return { outcome: 'blocked', message: errorMessage(err) };
-        throw err;
-      }
+      // UID-bound (a namesake is never evicted); a PodDisruptionBudget's refusal is 'blocked'.
+      return evictPodOnce(kube, { namespace: input.namespace, name: input.name, uid: input.uid });
     },
 
     /**

@@ -22,6 +22,15 @@ import type { CapabilityWatch, WatchContext } from './watcher.ts';
 const DETECTED = 'NodeTaintDetected';
 const RUNNING_QUERY = `TendCapability="${TAINT_CAPABILITY}" AND ExecutionStatus="Running"`;
 const CONCURRENCY = 16;
+/**
+ * How often the Node informer relists, and the running taint workflows are
+ * compared with the tainted Nodes: a tainted node whose workflow ended
+ * (terminated, failed, timed out) gets a new one, a workflow whose node lost
+ * its taints meanwhile is told, and a coordinator that ended is started again.
+ */
+export const RESYNC_MS = 30_000;
+/** How long after a failed signal it is tried again (for every node that failed, each with its latest state). */
+const RETRY_MS = 2000;
 
 /** The ids of running taint workflows (node workflows and the coordinator). */
 export async function runningTaintWorkflows(client: Client): Promise<string[]> {
@@ -67,10 +76,16 @@ class TaintWatch {
   /** node|taintId -> when this watcher first saw that taint (ms). */
   private readonly seenAt = new Map<string, number>();
   private readonly pendingPods = new Set<string>();
+  /** When each node's workflow was last started or signalled (ms): the resync leaves recent ones alone (visibility lags). */
+  private readonly sentAt = new Map<string, number>();
+  /** Nodes (and pod notices) whose signal failed, waiting for the retry timer; none is ever dropped. */
+  private readonly retryNodes = new Set<string>();
+  private readonly retryPods = new Set<string>();
   private lastCounts = '';
   private synced = false;
   private draining = false;
   private retry: NodeJS.Timeout | undefined;
+  private resyncing = false;
   private nodes!: RunningInformer<k8s.V1Node>;
 
   private readonly config: TaintReplacementConfig;
@@ -86,7 +101,44 @@ class TaintWatch {
   async run(): Promise<void> {
     const { kc, signal, client } = this.ctx;
     // The coordinator first: node workflows ask it for slots.
-    await client.workflow.signalWithStart('taintReplacementsWorkflow', {
+    await this.startCoordinator();
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    this.nodes = startInformer<k8s.V1Node>({
+      kc, path: '/api/v1/nodes', list: () => core.listNode(), log: this.log,
+      resyncMs: RESYNC_MS,
+      onUpsert: (node) => this.nodeChanged(node.metadata!.name!, node),
+      onDelete: (node) => this.nodeChanged(node.metadata!.name!, undefined),
+      onResync: () => void this.resync(),
+    });
+    const labelSelector = toSelectorString(this.config.podSelector);
+    const fieldSelector = 'spec.nodeName!=';
+    const pods = startInformer<k8s.V1Pod>({
+      kc,
+      path: '/api/v1/pods',
+      ...(this.config.namespaces ? { namespaces: this.config.namespaces } : {}),
+      list: (namespace) => namespace
+        ? core.listNamespacedPod({ namespace, labelSelector, fieldSelector })
+        : core.listPodForAllNamespaces({ labelSelector, fieldSelector }),
+      labelSelector, fieldSelector, log: this.log,
+      resyncMs: RESYNC_MS,
+      onUpsert: (pod) => this.podChanged(pod),
+      onDelete: () => undefined,
+    });
+    try {
+      await this.nodes.synced;
+      await this.reconcileRunning(await runningTaintWorkflows(client));
+      this.synced = true;
+      this.log.info({ nodes: this.nodes.cache.list().length }, 'taint watch synced');
+      this.kick();
+      await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+    } finally {
+      clearTimeout(this.retry);
+      await Promise.all([this.nodes.stop(), pods.stop()]);
+    }
+  }
+
+  private async startCoordinator(): Promise<void> {
+    await this.ctx.client.workflow.signalWithStart('taintReplacementsWorkflow', {
       workflowId: SLOTS_WORKFLOW_ID,
       taskQueue: this.taskQueue,
       args: [{}],
@@ -96,44 +148,48 @@ class TaintWatch {
         `breaker above ${this.config.breaker.maxTaintedNodes} tainted nodes`,
       typedSearchAttributes: [{ key: TendCapability, value: TAINT_CAPABILITY }, { key: TendTarget, value: SLOTS_WORKFLOW_ID }],
     });
-    const core = kc.makeApiClient(k8s.CoreV1Api);
-    this.nodes = startInformer<k8s.V1Node>({
-      kc, path: '/api/v1/nodes', list: () => core.listNode(), log: this.log,
-      onUpsert: (node) => this.nodeChanged(node.metadata!.name!, node),
-      onDelete: (node) => this.nodeChanged(node.metadata!.name!, undefined),
-    });
-    const labelSelector = toSelectorString(this.config.podSelector);
-    const fieldSelector = 'spec.nodeName!=';
-    const podInformers = (this.config.namespaces ?? [undefined]).map((namespace) => startInformer<k8s.V1Pod>({
-      kc,
-      path: namespace ? `/api/v1/namespaces/${namespace}/pods` : '/api/v1/pods',
-      list: () => namespace
-        ? core.listNamespacedPod({ namespace, labelSelector, fieldSelector })
-        : core.listPodForAllNamespaces({ labelSelector, fieldSelector }),
-      labelSelector, fieldSelector, log: this.log,
-      onUpsert: (pod) => this.podChanged(pod),
-      onDelete: () => undefined,
-    }));
+  }
+
+  /**
+   * The periodic resync (after each relist of the Nodes): compares the running
+   * taint workflows with the tainted Nodes, so that nothing depends on a
+   * signal that was lost or a workflow that ended on its own.
+   */
+  private async resync(): Promise<void> {
+    if (!this.synced || this.resyncing || this.ctx.signal.aborted) return;
+    this.resyncing = true;
     try {
-      await this.nodes.synced;
-      await this.reconcileRunning();
-      this.synced = true;
-      this.log.info({ nodes: this.nodes.cache.list().length }, 'taint watch synced');
+      const running = await runningTaintWorkflows(this.ctx.client);
+      if (!running.includes(SLOTS_WORKFLOW_ID)) {
+        this.log.warn('the taint coordinator is not running; starting it again');
+        await this.startCoordinator();
+        this.lastCounts = '';
+      }
+      await this.reconcileRunning(running);
       this.kick();
-      await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, 'taint resync failed; the next one retries');
     } finally {
-      clearTimeout(this.retry);
-      await Promise.all([this.nodes.stop(), ...podInformers.map((i) => i.stop())]);
+      this.resyncing = false;
     }
   }
 
   /** Workflows of nodes that lost their taints (or vanished) while the watcher was away are told so. */
-  private async reconcileRunning(): Promise<void> {
-    for (const id of await runningTaintWorkflows(this.ctx.client)) {
-      if (!id.startsWith('taint/')) continue;
-      const node = id.slice('taint/'.length);
-      // An untainted node whose workflow still runs: "sent" says tainted, so nodeChanged tells it.
-      this.sent.set(node, [{ key: '?', effect: '', durationInSeconds: 0, matchedBy: '?' }]);
+  private async reconcileRunning(running: readonly string[]): Promise<void> {
+    const now = Date.now();
+    const recent = (node: string) => now - (this.sentAt.get(node) ?? 0) < RESYNC_MS;
+    const runningNodes = new Set(running.filter((id) => id.startsWith('taint/')).map((id) => id.slice('taint/'.length)));
+    for (const node of runningNodes) {
+      const tainted = matchingTaints(this.nodes.cache.get(node)?.spec?.taints, this.config.taintReplacementOptions).length > 0;
+      // An untainted node whose workflow still runs: "sent" says tainted, so syncNode tells it.
+      if (!tainted && !recent(node)) this.sent.set(node, [{ key: '?', effect: '', durationInSeconds: 0, matchedBy: '?' }]);
+    }
+    for (const [node, taints] of this.sent) {
+      // A tainted node whose workflow is not running (it ended, or never started): start it again.
+      if (taints.length > 0 && !runningNodes.has(node) && !recent(node)) {
+        this.sent.delete(node);
+        this.podsReported.delete(node);
+      }
     }
     for (const node of this.nodes.cache.list()) this.pendingNodes.add(node.metadata!.name!);
     for (const node of this.sent.keys()) this.pendingNodes.add(node);
@@ -198,13 +254,23 @@ class TaintWatch {
     }
   }
 
-  private later(set: Set<string>, node: string, err: unknown, what: string): void {
-    this.log.warn({ node, err: errorMessage(err) }, `${what} failed; retrying in 2 s`);
-    clearTimeout(this.retry);
+  /**
+   * A signal failed: the node waits for the retry timer with every other node
+   * that failed (a batch that fails together, as when Temporal restarts, is
+   * retried whole). A retry sends the node's state as it is then, not as it was.
+   */
+  private later(pods: boolean, node: string, err: unknown, what: string): void {
+    this.log.warn({ node, err: errorMessage(err) }, `${what} failed; retrying in ${RETRY_MS / 1000} s`);
+    (pods ? this.retryPods : this.retryNodes).add(node);
+    if (this.retry || this.ctx.signal.aborted) return;
     this.retry = setTimeout(() => {
-      set.add(node);
+      this.retry = undefined;
+      for (const n of this.retryNodes) this.pendingNodes.add(n);
+      for (const n of this.retryPods) this.pendingPods.add(n);
+      this.retryNodes.clear();
+      this.retryPods.clear();
       this.kick();
-    }, 2000);
+    }, RETRY_MS);
   }
 
   private async syncNode(name: string): Promise<void> {
@@ -240,9 +306,10 @@ class TaintWatch {
         }
       }
       this.sent.set(name, taints);
+      this.sentAt.set(name, Date.now());
       this.log.info({ node: name, taints: taints.map((t) => `${t.key}:${t.effect}`) }, 'node taints changed');
     } catch (err) {
-      this.later(this.pendingNodes, name, err, 'signalling the node workflow');
+      this.later(false, name, err, 'signalling the node workflow');
     }
   }
 
@@ -252,7 +319,7 @@ class TaintWatch {
       await this.ctx.client.workflow.getHandle(nodeWorkflowId(node)).signal(podsChangedSignal);
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return;
-      this.later(this.pendingPods, node, err, 'telling the node workflow about new pods');
+      this.later(true, node, err, 'telling the node workflow about new pods');
     }
   }
 

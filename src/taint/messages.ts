@@ -37,6 +37,8 @@ export const nodeStatusQuery = defineQuery<PodStatusRow[]>('status');
 export interface SlotSettings {
   maxConcurrentReplacements: number;
   maxTaintedNodes: NodeLimit;
+  /** How often a grant's holder is checked (slots.ts GRANT_CHECK_SECONDS); set by the worker only. */
+  grantCheckSeconds?: number;
 }
 /** "The settings may have changed": the coordinator reads them from the worker's configuration (the payload is not used). */
 export const slotSettingsSignal = defineSignal<[SlotSettings?]>('settings');

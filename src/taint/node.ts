@@ -58,11 +58,18 @@ export interface PodEntry {
   state: PodState;
   /** When NodeTaintDetected became true. */
   detectedAt: number;
-  /** When NodeTaintReplacing became true (logically: when it was due). */
+  /** When NodeTaintReplacing was due (the time the workflow decides it). */
   replacingAt?: number;
-  /** What the pod's conditions were last written as, to write only changes. */
+  /**
+   * When NodeTaintReplacing became visible on the pod: the lastTransitionTime
+   * the write activity set (its own clock, when it wrote it, never before it
+   * was due). The taintReplacementTimeSeconds count from here.
+   */
+  markedAt?: number;
+  /** What the pod's conditions were last written as (the decided times), to write only changes. */
   written: { detected?: number; replacing?: number };
   attempts: number;
+  /** Blocked: the next eviction attempt; Replacing: no new request before; Evicted: the next wait. */
   retryAt?: number;
   evictedAt?: number;
   lastError?: string;
@@ -75,6 +82,10 @@ export interface NodeTaintData {
   /** taintId -> when the workflow first saw it (ms): a taint's age when it has no timeAdded. */
   firstSeen: Record<string, number>;
   pods: Record<string, PodEntry>;
+  /** Grants received and not yet acted on (see replace.ts). */
+  granted?: string[];
+  /** Messages to the coordinator not yet delivered (see replace.ts). */
+  outbox?: { request: string[]; release: string[] };
 }
 
 export function newNodeTaintData(node: string, settings: TaintSettings): NodeTaintData {
@@ -185,7 +196,9 @@ export function decideNode(d: NodeTaintData, now: number): NodeDecision {
       continue;
     }
     const replacingAt = Math.max(due.at, pod.detectedAt);
-    const evictAt = replacingAt + d.settings.taintReplacementTimeSeconds * 1000;
+    // Counted from when the mark became visible (the write succeeded), not from when it was decided.
+    const marked = visibleSince(pod, replacingAt);
+    const evictAt = marked === undefined ? undefined : marked + d.settings.taintReplacementTimeSeconds * 1000;
     const names = d.taints.map(taintText).join(', ');
     const detected = { since: pod.detectedAt, message: `node ${d.node} has taint ${names}` };
     let replacing: ConditionWrite['replacing'] = null;
@@ -196,15 +209,24 @@ export function decideNode(d: NodeTaintData, now: number): NodeDecision {
         message: `taint ${taintText(due.taint)} has been on node ${d.node} for ${due.taint.durationInSeconds}s; ` +
           `replacement after ${d.settings.taintReplacementTimeSeconds}s more`,
       };
-      if (now >= evictAt) {
+      if (evictAt !== undefined && now >= evictAt) {
         if (!pod.controllerUid) {
           pod.state = 'NoController';
+        } else if (pod.state !== 'Queued' && pod.retryAt !== undefined && now < pod.retryAt) {
+          // An eviction that failed: ask again after its back-off.
+          pod.state = 'Replacing';
+          later(pod.retryAt);
         } else if (pod.state !== 'Queued' && d.settings.maxConcurrentReplacements > 0) {
           pod.state = 'Queued';
+          delete pod.retryAt;
           out.request.push(pod.uid);
         } else if (pod.state !== 'Queued') {
           pod.state = 'Replacing';
         }
+      } else if (evictAt === undefined) {
+        // Not visible yet: the write comes first, then the count starts.
+        if (pod.state === 'Queued') out.withdraw.push(pod.uid);
+        pod.state = 'Replacing';
       } else {
         if (pod.state === 'Queued') out.withdraw.push(pod.uid);
         pod.state = 'Replacing';
@@ -224,14 +246,26 @@ export function decideNode(d: NodeTaintData, now: number): NodeDecision {
   return out;
 }
 
-/** Records a write as done. */
-export function markWritten(d: NodeTaintData, w: ConditionWrite): void {
+/**
+ * Records a write as done. `markedAt`: the NodeTaintReplacing lastTransitionTime
+ * the activity wrote (when the mark became visible); without it (an older
+ * activity's result), the decided time.
+ */
+export function markWritten(d: NodeTaintData, w: ConditionWrite, markedAt?: number): void {
   const pod = d.pods[w.uid];
   if (!pod) return;
   pod.written = {
     ...(w.detected ? { detected: w.detected.since } : {}),
     ...(w.replacing ? { replacing: w.replacing.since } : {}),
   };
+  if (w.replacing) pod.markedAt = typeof markedAt === 'number' && Number.isFinite(markedAt) ? Math.max(markedAt, w.replacing.since) : w.replacing.since;
+  else delete pod.markedAt;
+}
+
+/** When the pod's NodeTaintReplacing, due at replacingAt, became visible; undefined while it is not written. */
+function visibleSince(pod: PodEntry, replacingAt: number): number | undefined {
+  if (pod.written.replacing !== replacingAt) return undefined;
+  return pod.markedAt ?? pod.written.replacing;
 }
 
 /** Whether a granted pod should still be evicted: the taint is there and the pod is due. */
@@ -239,7 +273,8 @@ export function stillWanted(d: NodeTaintData, uid: string, now: number): boolean
   const pod = d.pods[uid];
   const due = replacingDue(d);
   if (!pod || !due || pod.replacingAt === undefined) return false;
-  return now >= pod.replacingAt + d.settings.taintReplacementTimeSeconds * 1000;
+  const marked = visibleSince(pod, pod.replacingAt);
+  return marked !== undefined && now >= marked + d.settings.taintReplacementTimeSeconds * 1000;
 }
 
 /** Eviction back-off: 2 s doubling to 60 s. */
@@ -273,7 +308,8 @@ export function statusRows(d: NodeTaintData): PodStatusRow[] {
     .map((p) => {
       const replacing = p.replacingAt !== undefined;
       const replacingAt = due ? Math.max(due.at, p.detectedAt) : p.replacingAt;
-      const evictAt = replacingAt === undefined ? undefined : replacingAt + d.settings.taintReplacementTimeSeconds * 1000;
+      const from = replacingAt === undefined ? undefined : visibleSince(p, replacingAt) ?? replacingAt;
+      const evictAt = from === undefined ? undefined : from + d.settings.taintReplacementTimeSeconds * 1000;
       let replaceAt = evictAt === undefined ? '' : iso(evictAt);
       if (p.evictedAt !== undefined) replaceAt = iso(p.evictedAt);
       else if (p.state === 'NoController') replaceAt = 'never: no controller would recreate it';
@@ -284,7 +320,7 @@ export function statusRows(d: NodeTaintData): PodStatusRow[] {
         pod: p.name,
         taint: due ? `${due.taint.key}${due.taint.effect ? `:${due.taint.effect}` : ''}` : '',
         condition: replacing ? 'NodeTaintReplacing' : p.written.detected !== undefined ? 'NodeTaintDetected' : '',
-        since: iso(replacing ? p.replacingAt! : p.detectedAt),
+        since: iso(replacing ? p.markedAt ?? p.replacingAt! : p.detectedAt),
         replaceAt,
         state: p.state,
         attempts: p.attempts,

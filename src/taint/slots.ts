@@ -18,7 +18,19 @@ export interface SlotRequest {
 
 export interface Grant extends SlotRequest {
   grantedAt: number;
+  /** When the grant was last sent again to check that its holder still runs. */
+  checkedAt?: number;
 }
+
+/**
+ * How often the coordinator checks each grant's holder (default): it sends the
+ * grant again to the node's workflow, which ignores a grant it already holds
+ * and gives back one it does not; a signal that cannot be delivered (the
+ * workflow ended: completed, failed, terminated, timed out) frees the slot.
+ * A slot whose holder ended without giving it back is free again within this
+ * time (plus one workflow task).
+ */
+export const GRANT_CHECK_SECONDS = 300;
 
 export interface SlotData {
   maxConcurrentReplacements: number;
@@ -32,6 +44,8 @@ export interface SlotData {
   granted: number;
   /** The highest number in flight at once, ever. */
   peakInFlight: number;
+  /** How often a grant's holder is checked (see GRANT_CHECK_SECONDS); from the worker. */
+  grantCheckSeconds?: number;
 }
 
 export function emptySlots(): SlotData {
@@ -70,4 +84,30 @@ export function decideGrants(s: SlotData, now: number): Grant[] {
   s.granted += grants.length;
   s.peakInFlight = Math.max(s.peakInFlight, s.inFlight.length);
   return grants;
+}
+
+const checkMs = (s: SlotData) => Math.max(1, s.grantCheckSeconds ?? GRANT_CHECK_SECONDS) * 1000;
+
+/** Grants whose holder is due for a check, marked as checked now. */
+export function grantsToCheck(s: SlotData, now: number): Grant[] {
+  const due = s.inFlight.filter((g) => now >= (g.checkedAt ?? g.grantedAt) + checkMs(s));
+  for (const g of due) g.checkedAt = now;
+  return due;
+}
+
+/** When the next grant check is due (undefined: nothing in flight). */
+export function nextCheckAt(s: SlotData): number | undefined {
+  let at: number | undefined;
+  for (const g of s.inFlight) {
+    const t = (g.checkedAt ?? g.grantedAt) + checkMs(s);
+    if (at === undefined || t < at) at = t;
+  }
+  return at;
+}
+
+/** Signals to send, one per node: the pods granted on it. */
+export function byNode(grants: readonly Grant[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const g of grants) out.set(g.node, [...(out.get(g.node) ?? []), g.uid]);
+  return out;
 }

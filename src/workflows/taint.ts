@@ -7,12 +7,12 @@
 // Decisions live in src/taint (pure, unit-tested); these only act on them.
 import {
   allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew, getExternalWorkflowHandle, isCancellation,
-  proxyActivities, setHandler, sleep, workflowInfo,
+  log, proxyActivities, setHandler, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import {
-  decideNode, evictionBackoffMs, IN_FLIGHT_TIMEOUT_MS, markWritten, newNodeTaintData, observeTaints, reconcilePods,
-  statusRows, stillWanted, type ConditionWrite, type NodeTaintData, type TaintSettings,
+  decideNode, markWritten, newNodeTaintData, observeTaints, reconcilePods, statusRows, type ConditionWrite, type NodeTaintData,
+  type TaintSettings,
 } from '../taint/node.ts';
 import {
   nodeCountsSignal, nodeStatusQuery, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, releaseReplacementSignal,
@@ -20,20 +20,24 @@ import {
   withdrawNodeSignal,
 } from '../taint/messages.ts';
 import { taintId, type MatchedTaint } from '../taint/match.ts';
-import { decideGrants, emptySlots, releaseSlot, requestSlot, slotBreakerOpen, withdrawNode, type SlotData } from '../taint/slots.ts';
+import {
+  askFor, awaitDone, decideReplacements, evictDone, giveBack, noteGrants, outboxOf, STEP_RETRY_MS, takeGrants, type EvictOutcome,
+  type ReplaceOp,
+} from '../taint/replace.ts';
+import {
+  byNode, decideGrants, emptySlots, grantsToCheck, nextCheckAt, releaseSlot, requestSlot, slotBreakerOpen, withdrawNode,
+  type SlotData,
+} from '../taint/slots.ts';
 
-const kube = proxyActivities<Activities>({
-  startToCloseTimeout: '1m',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
-});
+// Every activity gives up after a bounded number of attempts (a few minutes),
+// so that the workflow gets to act on a failure (retry later, give a slot back,
+// continue as new) instead of waiting on one call for ever.
+const retry = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 10 };
+
+const kube = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry });
 
 // awaitReplacement waits up to 30 s per call; no heartbeats (each would be a billed action).
-const waiting = proxyActivities<Activities>({
-  startToCloseTimeout: '90s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
-});
-
-const REPLACEMENT_WAIT_MS = 30_000;
+const waiting = proxyActivities<Activities>({ startToCloseTimeout: '90s', retry: { ...retry, maximumAttempts: 5 } });
 
 /**
  * Names the node only. Its taints are read from the Node, and the settings
@@ -49,47 +53,115 @@ export interface TaintNodeInput {
 /** How far back a signal's seenAt (the watcher's first sight of a taint without timeAdded) is believed. */
 const SEEN_AT_TRUST_MS = 5 * 60_000;
 
-const { taintNodeState, taintSlotSettings, taintNodeCounts } = proxyActivities<Activities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
-});
+/** How long to wait before sending the coordinator a message again after it could not be delivered. */
+const RESEND_MS = 10_000;
+
+const { taintNodeState, taintSlotSettings, taintNodeCounts } = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry });
 
 export interface TaintNodeResult {
   node: string;
   replaced: string[];
 }
 
+/** Carried data as a new run can use it, or undefined when it is not this node's. */
+function carriedData(node: string, carried: NodeTaintData | undefined): NodeTaintData | undefined {
+  if (!carried || typeof carried !== 'object' || carried.node !== node || !carried.pods || typeof carried.pods !== 'object' ||
+    !Array.isArray(carried.taints) || !carried.firstSeen || typeof carried.firstSeen !== 'object') return undefined;
+  const granted = Array.isArray(carried.granted) ? carried.granted.filter((u) => typeof u === 'string') : [];
+  const strings = (l: unknown) => (Array.isArray(l) ? l.filter((u): u is string => typeof u === 'string') : []);
+  return { ...carried, granted, outbox: { request: strings(carried.outbox?.request), release: strings(carried.outbox?.release) } };
+}
+
 export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNodeResult> {
   const node = typeof input?.node === 'string' ? input.node : '';
+  const carried = carriedData(node, input?.data);
+  // The data this run acts on (undefined until the first read, for a new run).
+  let d: NodeTaintData | undefined = carried;
+  const slots = getExternalWorkflowHandle(SLOTS_WORKFLOW_ID);
+  let continuing = false;
+  try {
+    continuing = await runNode(node, carried, (data) => (d = data), slots);
+  } catch (err) {
+    // Cancelled (from the Web UI, or the feature was disabled), or failed
+    // (refused, or a bug): clear every condition this workflow set and give
+    // back its slots, whatever the ending, so nothing outlives the workflow.
+    if (d) await cleanUp(d, slots);
+    throw err;
+  }
+  if (continuing && d) {
+    await condition(allHandlersFinished);
+    return await continueAsNew<typeof taintNodeWorkflow>({ node: d.node, data: d });
+  }
+  return { node, replaced: d ? Object.values(d.pods).filter((p) => p.state === 'Replaced').map((p) => `${p.namespace}/${p.name}`) : [] };
+}
+
+/** Clears the conditions set and withdraws the node's requests and slots, in a non-cancellable scope; errors are logged. */
+async function cleanUp(d: NodeTaintData, slots: ReturnType<typeof getExternalWorkflowHandle>): Promise<void> {
+  await CancellationScope.nonCancellable(async () => {
+    const writes: ConditionWrite[] = Object.values(d.pods)
+      .filter((p) => p.written.detected !== undefined || p.written.replacing !== undefined)
+      .map((p) => ({ uid: p.uid, namespace: p.namespace, name: p.name, detected: null, replacing: null }));
+    if (writes.length > 0) {
+      try {
+        await kube.writeTaintConditions({ node: d.node, writes });
+        for (const w of writes) markWritten(d, w);
+      } catch (err) {
+        log.warn('clearing the taint conditions failed', { node: d.node, error: messageOf(err) });
+      }
+    }
+    try {
+      await slots.signal(withdrawNodeSignal, { node: d.node });
+    } catch (err) {
+      // The coordinator gets these slots back by checking their holder (slots.ts).
+      log.warn('withdrawing the node from the coordinator failed', { node: d.node, error: messageOf(err) });
+    }
+  });
+}
+
+/** Runs the node until it is done (false) or should continue as new (true). */
+async function runNode(
+  node: string, carried: NodeTaintData | undefined, publish: (d: NodeTaintData) => void, slots: ReturnType<typeof getExternalWorkflowHandle>,
+): Promise<boolean> {
+  let d: NodeTaintData | undefined = carried;
+  let dirty = true;
+  // Grants that land before the first read are kept (for a resumed run, in its carried data).
+  const early: string[] = [];
+  setHandler(replacementGrantedSignal, (m) => {
+    const uids = Array.isArray(m?.uids) ? m.uids.filter((u): u is string => typeof u === 'string') : [];
+    if (d) noteGrants(d, uids);
+    else early.push(...uids);
+    dirty = true;
+  });
   // Refuses (non-retryably) when the worker has no taint replacement configured, or the name is no node's.
   const first = await taintNodeState({ node });
-  const carried = input?.data;
-  const resumed = !!carried && typeof carried === 'object' && carried.node === node && !!carried.pods && typeof carried.pods === 'object' &&
-    Array.isArray(carried.taints) && !!carried.firstSeen && typeof carried.firstSeen === 'object';
-  if (!resumed && first.taints.length === 0) {
+  if (!carried && first.taints.length === 0) {
     // A new workflow for a node without a configured taint: nothing it could do (a run carried
     // over by continue-as-new goes on, to clear its pods' conditions once the taint has gone).
     throw ApplicationFailure.nonRetryable(`refused: node ${node} carries none of the configured taints ` +
       `(${first.settings.taintReplacementOptions.map((o) => o.key).join(', ')}); nothing was changed`, 'TaintRefused');
   }
-  const d = resumed ? { ...carried, settings: first.settings } : newNodeTaintData(node, first.settings);
-  let dirty = true;
+  const data: NodeTaintData = carried ? { ...carried, settings: first.settings } : newNodeTaintData(node, first.settings);
+  d = data;
+  publish(data);
+  noteGrants(data, early);
   let listNeeded = true;
   let recheck = false;
+  let stepRetryAt: number | undefined;
+  let resendAt: number | undefined;
   // The watcher's first sight of each taint (a hint, for taints without timeAdded).
   const seenHints = new Map<string, number>();
-  const granted: string[] = [];
-  const tasks = new Map<string, Promise<void>>();
+  /** Replacement activities under way, by pod. */
+  const running = new Map<string, Promise<void>>();
   let taskFailure: unknown;
 
   const observe = (state: { taints: MatchedTaint[]; settings: TaintSettings }) => {
-    if (d.taints.length === 0 && state.taints.length > 0) listNeeded = true;
+    if (data.taints.length === 0 && state.taints.length > 0) listNeeded = true;
     const now = Date.now();
     const taints = state.taints.map((t) => {
       const hint = seenHints.get(taintId(t));
       return hint === undefined ? t : { ...t, seenAt: Math.max(hint, now - SEEN_AT_TRUST_MS) };
     });
-    observeTaints(d, taints, state.settings, now);
+    observeTaints(data, taints, state.settings, now);
   };
   setHandler(nodeTaintsSignal, (m) => {
     for (const t of Array.isArray(m?.taints) ? m.taints : []) {
@@ -107,149 +179,140 @@ export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNod
     listNeeded = true;
     dirty = true;
   });
-  setHandler(replacementGrantedSignal, (m) => {
-    granted.push(...(Array.isArray(m?.uids) ? m.uids.filter((u) => typeof u === 'string') : []));
-    dirty = true;
-  });
-  setHandler(nodeStatusQuery, () => statusRows(d));
+  setHandler(nodeStatusQuery, () => statusRows(data));
 
-  const slots = getExternalWorkflowHandle(SLOTS_WORKFLOW_ID);
-  // The coordinator is started by the watcher before any node workflow; if it
-  // is not there (yet), try again shortly rather than lose the message.
-  const tellSlots = async (send: () => Promise<void>) => {
-    for (;;) {
-      try {
-        await send();
-        return;
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        await sleep('10s');
-      }
+  /**
+   * Runs one activity of the node's own steps. A refusal (or a cancellation)
+   * ends the workflow; any other failure (its retries exhausted) is logged and
+   * the step is tried again after STEP_RETRY_MS.
+   */
+  const step = async <T>(what: string, call: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await call();
+    } catch (err) {
+      if (isCancellation(err) || refusalOf(err) !== undefined) throw err;
+      log.warn(`${what} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { node, error: messageOf(err) });
+      stepRetryAt = Date.now() + STEP_RETRY_MS;
+      return undefined;
     }
   };
 
-  const replace = async (uid: string) => {
-    const pod = d.pods[uid]!;
-    pod.state = 'Evicting';
-    for (;;) {
-      if (!stillWanted(d, uid, Date.now())) {
-        // The taint went (or moved its deadline) after the grant: give the slot back.
-        pod.state = 'Replacing';
-        await tellSlots(() => slots.signal(releaseReplacementSignal, { uids: [uid] }));
-        return;
-      }
-      pod.attempts++;
-      let result: Awaited<ReturnType<typeof kube.evictPod>>;
-      try {
-        result = await kube.evictPod({ node: d.node, namespace: pod.namespace, name: pod.name, uid });
-      } catch (err) {
-        // Refused (the pod or its node no longer what the configuration manages): not evicted; slot given back.
-        const refusal = refusalOf(err);
-        if (refusal === undefined) throw err;
-        pod.lastError = refusal;
-        pod.state = 'Replaced';
-        await tellSlots(() => slots.signal(releaseReplacementSignal, { uids: [uid] }));
-        return;
-      }
-      if (result.outcome === 'blocked') {
-        const wait = evictionBackoffMs(pod.attempts);
-        pod.state = 'Blocked';
-        pod.lastError = result.message;
-        pod.retryAt = Date.now() + wait;
-        await sleep(wait);
-        pod.state = 'Evicting';
-        continue;
-      }
-      delete pod.retryAt;
-      pod.evictedAt = Date.now();
-      if (result.outcome === 'gone') pod.lastError = 'the pod was gone before its eviction';
-      else delete pod.lastError;
-      pod.state = 'Evicted';
-      break;
-    }
-    let replaced = false;
-    while (!replaced && Date.now() - pod.evictedAt! < IN_FLIGHT_TIMEOUT_MS) {
-      replaced = (await waiting.awaitReplacement({
-        namespace: pod.namespace, name: pod.name, uid, controllerUid: pod.controllerUid!,
-        ...(pod.controller ? { controller: pod.controller } : {}),
-        waitMs: REPLACEMENT_WAIT_MS,
-      })) === 'replaced';
-    }
-    if (!replaced) pod.lastError = `no ready replacement within ${IN_FLIGHT_TIMEOUT_MS / 60_000} minutes; slot given back`;
-    pod.state = 'Replaced';
-    await tellSlots(() => slots.signal(releaseReplacementSignal, { uids: [uid] }));
-  };
-
-  const write = async (writes: ConditionWrite[]) => {
-    if (writes.length === 0) return;
-    await kube.writeTaintConditions({ node: d.node, writes });
-    for (const w of writes) markWritten(d, w);
-  };
-
-  try {
-    for (;;) {
-      dirty = false;
-      if (taskFailure) throw taskFailure;
-      if (recheck) {
-        recheck = false;
-        observe(await taintNodeState({ node: d.node }));
-      }
-      if (listNeeded && d.taints.length > 0) {
-        listNeeded = false;
-        const listed = await kube.listTaintPods({ node: d.node });
-        reconcilePods(d, listed, Date.now());
-      }
-      const decision = decideNode(d, Date.now());
-      await write(decision.writes);
-      for (const uid of decision.forget) delete d.pods[uid];
-      // One signal each way per decision, however many pods: signals are billed.
-      const release = [...decision.withdraw];
-      if (decision.request.length > 0) {
-        const requests = decision.request.map((uid) => {
-          const pod = d.pods[uid]!;
-          return { node: d.node, uid, pod: `${pod.namespace}/${pod.name}`, requestedAt: Date.now() };
-        });
-        await tellSlots(() => slots.signal(requestReplacementSignal, { node: d.node, requests }));
-      }
-      for (const uid of granted.splice(0)) {
-        if (d.pods[uid]?.state === 'Queued' && !tasks.has(uid)) {
-          tasks.set(uid, replace(uid)
-            .catch((err: unknown) => {
-              if (!isCancellation(err)) taskFailure = err;
-            })
-            .finally(() => {
-              tasks.delete(uid);
-              dirty = true;
-            }));
-        } else {
-          release.push(uid);
+  const launch = (op: ReplaceOp) => {
+    const pod = data.pods[op.uid]!;
+    const target = { namespace: pod.namespace, name: pod.name, uid: pod.uid };
+    const task = (async () => {
+      if (op.kind === 'evict') {
+        // Its own activity: the eviction is in the history the moment it is done.
+        let r: EvictOutcome;
+        try {
+          r = await kube.evictPod({ node, ...target });
+        } catch (err) {
+          if (isCancellation(err)) throw err;
+          const refusal = refusalOf(err);
+          r = refusal !== undefined ? { outcome: 'refused', message: refusal } : { outcome: 'failed', message: messageOf(err) };
         }
+        evictDone(data, op.uid, r, Date.now());
+      } else {
+        let r: 'replaced' | 'pending' | { failed: string };
+        try {
+          r = await waiting.awaitReplacement({
+            ...target, controllerUid: pod.controllerUid!, ...(pod.controller ? { controller: pod.controller } : {}), waitMs: op.waitMs,
+          });
+        } catch (err) {
+          if (isCancellation(err)) throw err;
+          r = { failed: messageOf(err) };
+        }
+        awaitDone(data, op.uid, r, Date.now());
       }
-      if (release.length > 0) await tellSlots(() => slots.signal(releaseReplacementSignal, { uids: release }));
-      if (decision.done && tasks.size === 0 && granted.length === 0) break;
-      if (tasks.size === 0 && workflowInfo().continueAsNewSuggested) {
-        await condition(allHandlersFinished);
-        return await continueAsNew<typeof taintNodeWorkflow>({ node: d.node, data: d });
+    })()
+      .catch((err: unknown) => {
+        if (!isCancellation(err)) taskFailure ??= err;
+      })
+      .finally(() => {
+        running.delete(op.uid);
+        dirty = true;
+      });
+    running.set(op.uid, task);
+  };
+
+  /** Delivers the outbox to the coordinator: one signal each way, however many pods (signals are billed). */
+  const flush = async () => {
+    const out = outboxOf(data);
+    if (out.request.length === 0 && out.release.length === 0) return;
+    if (resendAt !== undefined && Date.now() < resendAt) return;
+    try {
+      if (out.request.length > 0) {
+        const uids = [...out.request];
+        const requests = uids.filter((uid) => data.pods[uid]).map((uid) => {
+          const pod = data.pods[uid]!;
+          return { node, uid, pod: `${pod.namespace}/${pod.name}`, requestedAt: Date.now() };
+        });
+        if (requests.length > 0) await slots.signal(requestReplacementSignal, { node, requests });
+        out.request = out.request.filter((u) => !uids.includes(u));
       }
-      if (dirty) continue;
-      const timeout = decision.nextAt === undefined ? undefined : Math.max(1, decision.nextAt - Date.now());
-      if (timeout === undefined) await condition(() => dirty);
-      else await condition(() => dirty, timeout);
+      if (out.release.length > 0) {
+        const uids = [...out.release];
+        await slots.signal(releaseReplacementSignal, { uids });
+        out.release = out.release.filter((u) => !uids.includes(u));
+      }
+      resendAt = undefined;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      // The coordinator is started by the watcher before any node workflow; if
+      // it is not there (yet), the messages stay in the outbox for later.
+      resendAt = Date.now() + RESEND_MS;
     }
-  } catch (err) {
-    if (!isCancellation(err)) throw err;
-    // Cancelled (from the Web UI, or the feature was disabled): clear every
-    // condition this workflow set and give back its slots.
-    await CancellationScope.nonCancellable(async () => {
-      const writes: ConditionWrite[] = Object.values(d.pods)
-        .filter((p) => p.written.detected !== undefined || p.written.replacing !== undefined)
-        .map((p) => ({ uid: p.uid, namespace: p.namespace, name: p.name, detected: null, replacing: null }));
-      await write(writes);
-      await slots.signal(withdrawNodeSignal, { node: d.node }).catch(() => undefined);
-    });
-    throw err;
+  };
+
+  for (;;) {
+    dirty = false;
+    if (taskFailure) throw taskFailure;
+    if (stepRetryAt !== undefined && Date.now() >= stepRetryAt) stepRetryAt = undefined;
+    const stepsPaused = stepRetryAt !== undefined;
+    if (recheck && !stepsPaused) {
+      recheck = false;
+      const state = await step('reading the node', () => taintNodeState({ node }));
+      if (state) observe(state);
+      else recheck = true;
+    }
+    if (listNeeded && data.taints.length > 0 && stepRetryAt === undefined) {
+      listNeeded = false;
+      const listed = await step('listing the pods', () => kube.listTaintPods({ node }));
+      if (listed) reconcilePods(data, listed, Date.now());
+      else listNeeded = true;
+    }
+    const decision = decideNode(data, Date.now());
+    const writes = decision.writes;
+    let forget = decision.forget;
+    if (writes.length > 0) {
+      const done = stepRetryAt === undefined ? await step('writing the conditions', () => kube.writeTaintConditions({ node, writes })) : undefined;
+      if (done) {
+        for (const w of writes) markWritten(data, w, done.marked?.[w.uid]);
+        // A mark just became visible: its deadline counts from now on.
+        dirty = true;
+      } else {
+        forget = forget.filter((uid) => !writes.some((w) => w.uid === uid));
+      }
+    }
+    for (const uid of forget) delete data.pods[uid];
+    askFor(data, decision.request);
+    for (const uid of decision.withdraw) giveBack(data, uid);
+    takeGrants(data);
+    const replacements = decideReplacements(data, Date.now(), new Set(running.keys()));
+    // Continuing as new: no new activity; those under way finish first (each is bounded).
+    const continuing = workflowInfo().continueAsNewSuggested;
+    if (!continuing) for (const op of replacements.ops) launch(op);
+    await flush();
+    const out = outboxOf(data);
+    const quiet = running.size === 0 && out.request.length === 0 && out.release.length === 0 && (data.granted ?? []).length === 0;
+    if (decision.done && quiet && !dirty) return false;
+    if (continuing && running.size === 0) return true;
+    if (dirty) continue;
+    const next = [decision.nextAt, replacements.nextAt, stepRetryAt, out.request.length + out.release.length > 0 ? resendAt : undefined]
+      .filter((t): t is number => t !== undefined);
+    if (next.length === 0) await condition(() => dirty);
+    else await condition(() => dirty, Math.max(1, Math.min(...next) - Date.now()));
   }
-  return { node: d.node, replaced: Object.values(d.pods).filter((p) => p.state === 'Replaced').map((p) => `${p.namespace}/${p.name}`) };
 }
 
 export interface TaintReplacementsInput {
@@ -264,10 +327,10 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
   const carried = input?.data;
   const s = carried && typeof carried === 'object' && Array.isArray(carried.queue) && Array.isArray(carried.inFlight)
     ? carried : emptySlots();
-  Object.assign(s, await taintSlotSettings(), await taintNodeCounts());
   let dirty = true;
-  let settingsStale = false;
-  let countsStale = false;
+  let settingsStale = true;
+  let countsStale = true;
+  let retryAt: number | undefined;
 
   setHandler(slotSettingsSignal, () => {
     settingsStale = true;
@@ -303,33 +366,59 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
     peakInFlight: s.peakInFlight,
   }));
 
-  for (;;) {
-    await condition(() => dirty);
-    dirty = false;
-    if (settingsStale) {
-      settingsStale = false;
-      Object.assign(s, await taintSlotSettings());
+  /** Reads settings or counts; refusals end the workflow, other failures are retried later. */
+  const read = async <T extends object>(what: string, call: () => Promise<T>): Promise<boolean> => {
+    try {
+      Object.assign(s, await call());
+      return true;
+    } catch (err) {
+      if (isCancellation(err) || refusalOf(err) !== undefined) throw err;
+      log.warn(`${what} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { error: messageOf(err) });
+      retryAt = Date.now() + STEP_RETRY_MS;
+      return false;
     }
-    if (countsStale) {
-      countsStale = false;
-      Object.assign(s, await taintNodeCounts());
-    }
-    const byNode = new Map<string, string[]>();
-    for (const g of decideGrants(s, Date.now())) byNode.set(g.node, [...(byNode.get(g.node) ?? []), g.uid]);
-    await Promise.all([...byNode].map(async ([node, uids]) => {
+  };
+
+  /** Sends grants (new ones, or again to check their holders); a holder that has ended gets its slots taken back. */
+  const send = async (grants: ReturnType<typeof decideGrants>) => {
+    await Promise.all([...byNode(grants)].map(async ([node, uids]) => {
       try {
         await getExternalWorkflowHandle(nodeWorkflowId(node)).signal(replacementGrantedSignal, { uids });
-      } catch {
+      } catch (err) {
+        if (isCancellation(err)) throw err;
         // The node's workflow has ended: nobody will use or release these slots.
         for (const uid of uids) releaseSlot(s, uid);
         dirty = true;
       }
     }));
+  };
+
+  for (;;) {
+    dirty = false;
+    if (retryAt !== undefined && Date.now() >= retryAt) retryAt = undefined;
+    if (settingsStale && retryAt === undefined) settingsStale = !(await read('reading the settings', () => taintSlotSettings()));
+    if (countsStale && retryAt === undefined) countsStale = !(await read('counting the nodes', () => taintNodeCounts()));
+    // Grants whose holder may have ended without giving them back (terminated,
+    // timed out, failed before it could): sent again; see slots.ts.
+    await send(grantsToCheck(s, Date.now()));
+    await send(decideGrants(s, Date.now()));
     if (workflowInfo().continueAsNewSuggested) {
       await condition(allHandlersFinished);
+      // Requests, releases and grants that land from here on are in `s` (handlers
+      // update it) or make the server reject this ending, so none is lost.
       await continueAsNew<typeof taintReplacementsWorkflow>({ data: s });
     }
+    if (dirty) continue;
+    const next = [nextCheckAt(s), retryAt].filter((t): t is number => t !== undefined);
+    if (next.length === 0) await condition(() => dirty);
+    else await condition(() => dirty, Math.max(1, Math.min(...next) - Date.now()));
   }
+}
+
+function messageOf(err: unknown): string {
+  const cause = (err as { cause?: unknown })?.cause;
+  const m = (cause instanceof Error ? cause.message : undefined) ?? (err instanceof Error ? err.message : String(err));
+  return m;
 }
 
 /** The message of an activity's refusal (a non-retryable TaintRefused failure), or undefined for any other error. */

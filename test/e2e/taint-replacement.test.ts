@@ -115,6 +115,19 @@ describe('taint replacement', function () {
     assert.equal(status.slots?.inFlight.length, 0, 'the slot is given back');
   });
 
+  it('a node workflow that ended while its node stays tainted is started again by the watcher\'s resync', async () => {
+    const cfg = await startTend({ taintReplacementOptions: [{ key: 'example.org/maintenance', durationInSeconds: 3600 }] });
+    const [pod] = await createDeployment('db', 1);
+    const node = pod!.spec!.nodeName!;
+    await taintNode(node, 'example.org/maintenance');
+    await waitFor('Detected', async () => condition(await readPod(kube, ns, pod!.metadata!.name!), 'NodeTaintDetected'), { timeoutMs: 30_000 });
+    await temporalCliRaw(['workflow', 'terminate', '--workflow-id', `taint/${node}`, '--reason', 'test: ended behind the watcher\'s back']);
+    await waitFor('the node gone from the status', async () => !(await taintStatusJson(cfg)).nodes.includes(node), { timeoutMs: 30_000 });
+    // No event changes the Node: only the periodic resync can notice.
+    await waitFor('a new taint workflow for the node', async () =>
+      (await taintStatusJson(cfg)).pods.some((p) => p.node === node && p.pod === pod!.metadata!.name!), { timeoutMs: 150_000, intervalMs: 2000 });
+  });
+
   it('an exact key beats the wildcard', async () => {
     await startTend({
       taintReplacementOptions: [{ key: '*', durationInSeconds: 1 }, { key: MAINTENANCE, durationInSeconds: 3600 }],

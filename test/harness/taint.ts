@@ -12,6 +12,7 @@ import type { TaintStatus } from '../../src/starters/taint-commands.ts';
 import { runTend, TendProcess } from './cli.ts';
 import { testStateDir } from './env.ts';
 import { deleteNamespace, grantConfiguredRights } from './kube.ts';
+import { ApplicationFailure } from '@temporalio/common';
 import { waitFor } from './wait.ts';
 import { sandbox } from './hooks.ts';
 
@@ -126,4 +127,107 @@ export async function cleanUpTaintTest(t: TaintTestLeftovers): Promise<void> {
   }
   await t.tend?.stop();
   await deleteNamespace(t.kube, t.ns);
+}
+
+// --- Stub activities for the workflow tests (test/workflows/taint*.test.ts) ---
+
+export interface StubPod {
+  uid: string;
+  namespace: string;
+  name: string;
+}
+
+/** What each stub eviction answers: 'evicted', 'blocked', or an error (thrown non-retryably, as an activity that gave up). */
+export type StubEviction = 'evicted' | 'blocked' | 'fail' | 'refuse';
+
+/**
+ * The taint activities, scripted: one tainted node (or several) with managed
+ * pods, conditions written to a record, evictions answered from a script.
+ * Every call is recorded, with the stub's own clock.
+ */
+export class TaintStubs {
+  taints = new Map<string, { key: string; effect: string; durationInSeconds: number; matchedBy: string }[]>();
+  pods = new Map<string, StubPod[]>();
+  settings = {
+    taintReplacementOptions: [{ key: 'example.org/maintenance', durationInSeconds: 0 }],
+    taintReplacementTimeSeconds: 0,
+    maxConcurrentReplacements: 1,
+    podSelector: { matchLabels: { app: 'db' } },
+  };
+  slotSettings = { maxConcurrentReplacements: 1, maxTaintedNodes: '100%' as string | number, grantCheckSeconds: 2 };
+  /** Answers for the next evictions of a pod (by uid); when empty, 'evicted'. */
+  evictions = new Map<string, StubEviction[]>();
+  /** Whether awaitReplacement answers 'replaced' (else 'pending'). */
+  replacementReady = true;
+  /** How long a condition write takes before it lands (the mark becomes visible when it returns). */
+  writeDelayMs = 0;
+  /** When set, evictPod waits for this before answering (to cancel a workflow during an eviction). */
+  evictGate: Promise<void> | undefined;
+  /** When set, taintNodeState refuses (as a worker without taint replacement does). */
+  refuseState = false;
+  calls: { at: number; name: string; input: unknown; result?: unknown }[] = [];
+
+  taint(node: string, pods: StubPod[]): void {
+    this.taints.set(node, [{ key: 'example.org/maintenance', effect: 'NoSchedule', durationInSeconds: this.settings.taintReplacementOptions[0]!.durationInSeconds, matchedBy: 'example.org/maintenance' }]);
+    this.pods.set(node, pods);
+  }
+
+  callsOf(name: string): { at: number; name: string; input: unknown; result?: unknown }[] {
+    return this.calls.filter((c) => c.name === name);
+  }
+
+  /** Evictions that were accepted, per pod. */
+  evicted(uid: string): number {
+    return this.callsOf('evictPod').filter((c) => (c.input as { uid: string }).uid === uid && (c.result as { outcome?: string })?.outcome === 'evicted').length;
+  }
+
+  /** Condition writes that cleared a pod's conditions. */
+  cleared(uid: string): boolean {
+    return this.callsOf('writeTaintConditions').some((c) =>
+      (c.input as { writes: { uid: string; detected: unknown; replacing: unknown }[] }).writes.some((w) => w.uid === uid && w.detected === null && w.replacing === null));
+  }
+
+  activities(): Record<string, (input: never) => Promise<unknown>> {
+    const record = <T>(name: string, input: unknown, result: T): T => {
+      this.calls.push({ at: Date.now(), name, input, result });
+      return result;
+    };
+    const refuse = (what: string) => ApplicationFailure.nonRetryable(`refused: ${what}; nothing was changed`, 'TaintRefused');
+    return {
+      taintNodeState: async (input: { node: string }) => {
+        if (this.refuseState) throw refuse('taint replacement is not configured on this worker');
+        return record('taintNodeState', input, { taints: this.taints.get(input.node) ?? [], settings: this.settings });
+      },
+      listTaintPods: async (input: { node: string }) =>
+        record('listTaintPods', input, (this.pods.get(input.node) ?? []).map((p) => ({ ...p, controllerUid: 'rs-uid', controller: { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'db' } }))),
+      writeTaintConditions: async (input: { node: string; writes: { uid: string; replacing: unknown }[] }) => {
+        if (this.writeDelayMs > 0) await new Promise((r) => setTimeout(r, this.writeDelayMs));
+        const at = Date.now();
+        const marked = Object.fromEntries(input.writes.filter((w) => w.replacing).map((w) => [w.uid, at]));
+        return record('writeTaintConditions', input, { written: input.writes.length, gone: 0, marked });
+      },
+      evictPod: async (input: { uid: string }) => {
+        this.calls.push({ at: Date.now(), name: 'evictPod:start', input });
+        if (this.evictGate) await this.evictGate;
+        const next = this.evictions.get(input.uid)?.shift() ?? 'evicted';
+        if (next === 'fail') {
+          record('evictPod', input, { outcome: 'failed' });
+          throw ApplicationFailure.nonRetryable('the API server answered 500: two PodDisruptionBudgets cover the pod', 'InternalError');
+        }
+        if (next === 'refuse') {
+          record('evictPod', input, { outcome: 'refused' });
+          throw refuse('pod is not managed by taint replacement');
+        }
+        return record('evictPod', input, next === 'blocked'
+          ? { outcome: 'blocked', message: 'Cannot evict pod as it would violate the pod\'s disruption budget.' }
+          : { outcome: 'evicted' });
+      },
+      awaitReplacement: async (input: { waitMs: number }) => {
+        if (!this.replacementReady) await new Promise((r) => setTimeout(r, Math.min(input.waitMs, 300)));
+        return record('awaitReplacement', input, this.replacementReady ? 'replaced' : 'pending');
+      },
+      taintSlotSettings: async () => record('taintSlotSettings', {}, { ...this.slotSettings }),
+      taintNodeCounts: async () => record('taintNodeCounts', {}, { taintedNodes: this.taints.size, totalNodes: 10 }),
+    };
+  }
 }

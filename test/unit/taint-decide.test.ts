@@ -136,11 +136,14 @@ describe('taint: one node over time', () => {
     reconcilePods(d, pods, T0);
     return d;
   };
+  /** As the workflow does: decide, write (the marks visible at once here), and once a write landed decide again. */
   const apply = (d: NodeTaintData, now: number) => {
     const dec = decideNode(d, now);
     dec.writes.forEach((w) => markWritten(d, w));
     dec.forget.forEach((uid) => delete d.pods[uid]);
-    return dec;
+    if (dec.writes.length === 0) return dec;
+    const again = decideNode(d, now);
+    return { ...again, writes: dec.writes, forget: dec.forget, request: [...dec.request, ...again.request], withdraw: [...dec.withdraw, ...again.withdraw] };
   };
 
   const timeline: { name: string; at: number; state: string; detected?: number; replacing?: number | null; request?: boolean; nextAt?: number }[] = [

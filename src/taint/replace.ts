@@ -1,0 +1,219 @@
+// One node's replacements, from the granted slot to the ready replacement: the
+// transitions of a pod that holds a slot, as pure functions over the node's
+// data that return what the workflow has to do (operations). The workflow
+// `taint/<node>` only waits and acts: it runs the operations, feeds their
+// outcomes back here, and carries the data over continue-as-new. Everything a
+// replacement needs to resume (its state, attempts, retryAt, evictedAt, the
+// slot it holds, grants not yet acted on, messages not yet delivered to the
+// coordinator) lives in the data, so a new run picks up where the last one
+// stopped: without asking for another slot and without evicting twice (an
+// eviction is its own activity, recorded in the history when it completes;
+// the workflow continues as new only when no activity is running).
+//
+//   Queued --grant--> Evicting --evicted/gone--> Evicted --ready--> Replaced
+//                       |  ^                        `--10 min--> Replaced (lastError)
+//             429 (PDB) v  | retryAt
+//                     Blocked
+//   Evicting/Blocked, taint gone or not due any more -> Replacing (slot given back)
+//   Evicting, refused (the pod is not what the configuration manages) -> Replaced (lastError, slot given back)
+//   Evicting, the activity gave up (its retries exhausted) -> Replacing with retryAt (slot given back; asks again later)
+import { evictionBackoffMs, IN_FLIGHT_TIMEOUT_MS, stillWanted, type NodeTaintData, type PodEntry, type PodState } from './node.ts';
+
+/** States in which a pod holds a granted slot. */
+export const HOLDING: readonly PodState[] = ['Evicting', 'Blocked', 'Evicted'];
+
+/** How long awaitReplacement waits per call before answering 'pending'. */
+export const REPLACEMENT_WAIT_MS = 30_000;
+
+/** How long to wait before trying again a step whose activity gave up. */
+export const STEP_RETRY_MS = 30_000;
+
+/** Messages to the coordinator not yet delivered, carried over continue-as-new. */
+export interface Outbox {
+  /** Pods that fell due: ask for a slot. */
+  request: string[];
+  /** Slots (or requests) given back. */
+  release: string[];
+}
+
+/** The replacement part of a node's data (kept on NodeTaintData, all optional for data carried by older runs). */
+export interface ReplacementData {
+  /** Grants received and not yet acted on. */
+  granted?: string[];
+  outbox?: Outbox;
+}
+
+export type ReplaceOp =
+  | { kind: 'evict'; uid: string }
+  | { kind: 'await'; uid: string; waitMs: number };
+
+export interface ReplaceDecision {
+  ops: ReplaceOp[];
+  /** Next moment something is due (a Blocked pod's retry, an in-flight timeout). */
+  nextAt?: number;
+}
+
+export function outboxOf(d: NodeTaintData & ReplacementData): Outbox {
+  d.outbox ??= { request: [], release: [] };
+  return d.outbox;
+}
+
+const addOnce = (list: string[], uid: string) => {
+  if (!list.includes(uid)) list.push(uid);
+};
+
+/** Gives a pod's slot (or its request) back: the coordinator is told through the outbox. */
+export function giveBack(d: NodeTaintData & ReplacementData, uid: string): void {
+  const out = outboxOf(d);
+  out.request = out.request.filter((u) => u !== uid);
+  addOnce(out.release, uid);
+}
+
+/** Pods that fell due: their requests go out through the outbox. */
+export function askFor(d: NodeTaintData & ReplacementData, uids: readonly string[]): void {
+  const out = outboxOf(d);
+  for (const uid of uids) {
+    out.release = out.release.filter((u) => u !== uid);
+    addOnce(out.request, uid);
+  }
+}
+
+/** Notes grants from the coordinator (they are carried until acted on). */
+export function noteGrants(d: NodeTaintData & ReplacementData, uids: readonly string[]): void {
+  d.granted ??= [];
+  for (const uid of uids) addOnce(d.granted, uid);
+}
+
+/**
+ * Acts on the grants received: a Queued pod starts its replacement (Evicting,
+ * holding the slot); a pod that already holds its slot ignores a repeated
+ * grant (the coordinator re-sends grants to check their holders); any other
+ * grant is given back at once.
+ */
+export function takeGrants(d: NodeTaintData & ReplacementData): void {
+  for (const uid of (d.granted ?? []).splice(0)) {
+    const pod = d.pods[uid];
+    if (pod && HOLDING.includes(pod.state)) continue;
+    if (pod?.state === 'Queued') {
+      pod.state = 'Evicting';
+      delete pod.retryAt;
+      continue;
+    }
+    giveBack(d, uid);
+  }
+}
+
+/**
+ * What the pods holding a slot need now (those in `running` have an activity
+ * under way and are left alone). Moves pods whose replacement is no longer
+ * wanted, or whose in-flight time ran out, and gives their slots back.
+ */
+export function decideReplacements(d: NodeTaintData & ReplacementData, now: number, running: ReadonlySet<string>): ReplaceDecision {
+  const out: ReplaceDecision = { ops: [] };
+  const later = (at: number) => {
+    if (out.nextAt === undefined || at < out.nextAt) out.nextAt = at;
+  };
+  for (const pod of Object.values(d.pods)) {
+    if (running.has(pod.uid)) continue;
+    if (pod.state === 'Blocked' || pod.state === 'Evicting') {
+      if (!stillWanted(d, pod.uid, now)) {
+        // The taint went (or the pod is not due any more) before its eviction: slot back.
+        pod.state = 'Replacing';
+        delete pod.retryAt;
+        giveBack(d, pod.uid);
+        continue;
+      }
+      if (pod.state === 'Blocked' && pod.retryAt !== undefined && now < pod.retryAt) {
+        later(pod.retryAt);
+        continue;
+      }
+      pod.state = 'Evicting';
+      delete pod.retryAt;
+      out.ops.push({ kind: 'evict', uid: pod.uid });
+    } else if (pod.state === 'Evicted') {
+      const until = (pod.evictedAt ?? now) + IN_FLIGHT_TIMEOUT_MS;
+      if (now >= until) {
+        pod.lastError = `no ready replacement within ${IN_FLIGHT_TIMEOUT_MS / 60_000} minutes; slot given back`;
+        replaced(d, pod);
+        continue;
+      }
+      if (pod.retryAt !== undefined && now < pod.retryAt) {
+        later(Math.min(pod.retryAt, until));
+        continue;
+      }
+      delete pod.retryAt;
+      out.ops.push({ kind: 'await', uid: pod.uid, waitMs: Math.max(1, Math.min(REPLACEMENT_WAIT_MS, until - now)) });
+    }
+  }
+  return out;
+}
+
+function replaced(d: NodeTaintData & ReplacementData, pod: PodEntry): void {
+  pod.state = 'Replaced';
+  delete pod.retryAt;
+  giveBack(d, pod.uid);
+}
+
+/** The outcome of one eviction activity. */
+export type EvictOutcome =
+  | { outcome: 'evicted' }
+  | { outcome: 'gone' }
+  | { outcome: 'blocked'; message: string }
+  /** Refused non-retryably: the pod or its node is not what the configuration manages. */
+  | { outcome: 'refused'; message: string }
+  /** The activity gave up (its retries exhausted): whether the pod was evicted is unknown. */
+  | { outcome: 'failed'; message: string };
+
+/** Records an eviction's outcome. */
+export function evictDone(d: NodeTaintData & ReplacementData, uid: string, r: EvictOutcome, now: number): void {
+  const pod = d.pods[uid];
+  if (!pod || pod.state !== 'Evicting') return;
+  pod.attempts++;
+  switch (r.outcome) {
+    case 'evicted':
+    case 'gone':
+      pod.state = 'Evicted';
+      pod.evictedAt = now;
+      delete pod.retryAt;
+      if (r.outcome === 'gone') pod.lastError = 'the pod was gone before its eviction';
+      else delete pod.lastError;
+      return;
+    case 'blocked':
+      // A PodDisruptionBudget says not now: the slot is kept while it is retried.
+      pod.state = 'Blocked';
+      pod.lastError = r.message;
+      pod.retryAt = now + evictionBackoffMs(pod.attempts);
+      return;
+    case 'refused':
+      pod.lastError = r.message;
+      replaced(d, pod);
+      return;
+    case 'failed':
+      // Not known to be evicted: give the slot back and ask again after a back-off,
+      // so one pod that cannot be evicted does not hold the cluster's slots. If it
+      // was evicted after all, the next attempt finds it gone (UID precondition).
+      pod.lastError = `eviction failed: ${r.message}`;
+      pod.state = 'Replacing';
+      pod.retryAt = now + evictionBackoffMs(pod.attempts);
+      giveBack(d, uid);
+      return;
+  }
+}
+
+/** Records an awaitReplacement outcome: 'replaced', 'pending', or the activity gave up (a message). */
+export function awaitDone(d: NodeTaintData & ReplacementData, uid: string, r: 'replaced' | 'pending' | { failed: string }, now: number): void {
+  const pod = d.pods[uid];
+  if (!pod || pod.state !== 'Evicted') return;
+  if (r === 'replaced') {
+    replaced(d, pod);
+  } else if (r !== 'pending') {
+    // Keep waiting (the in-flight timeout bounds it), a little later.
+    pod.lastError = `waiting for the replacement failed: ${r.failed}`;
+    pod.retryAt = now + STEP_RETRY_MS;
+  }
+}
+
+/** Every pod holding a slot (for cleanup). */
+export function holders(d: NodeTaintData): string[] {
+  return Object.values(d.pods).filter((p) => HOLDING.includes(p.state)).map((p) => p.uid);
+}

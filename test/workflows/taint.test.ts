@@ -1,0 +1,222 @@
+// The taint workflows on a real dev server with stub activities: replacements
+// carried over continue-as-new, grants carried, slots given back on every
+// ending, activities that give up, cancellation at each wait, and the marking
+// period counted from when the mark became visible.
+import assert from 'node:assert/strict';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { TaintStubs, type StubPod } from '../harness/taint.ts';
+import { waitFor } from '../harness/wait.ts';
+import type { NodeTaintData } from '../../src/taint/node.ts';
+import type { SlotsStatus } from '../../src/taint/messages.ts';
+
+const SLOTS = 'taint-replacements';
+const pod = (uid: string): StubPod => ({ uid, namespace: 'ns', name: `db-${uid}` });
+
+describe('taint workflows (stub activities)', function () {
+  this.timeout(180_000);
+  let env: TestWorkflowEnvironment;
+  let n = 0;
+
+  before(async () => {
+    // A small history limit: every test here also runs across continue-as-new.
+    env = await startWorkflowEnv({ dynamicConfig: ['limit.historyCount.suggestContinueAsNew=60'] });
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+  afterEach(async () => {
+    await env.client.workflow.getHandle(SLOTS).terminate('test over').catch(() => undefined);
+  });
+
+  const slotsStatus = (client: Client) => client.workflow.getHandle(SLOTS).query<SlotsStatus>('status');
+  const startSlots = (client: Client, queue: string) =>
+    client.workflow.start('taintReplacementsWorkflow', { taskQueue: queue, workflowId: SLOTS, args: [{}] });
+  const startNode = (client: Client, queue: string, node: string, data?: NodeTaintData): Promise<WorkflowHandle> =>
+    client.workflow.start('taintNodeWorkflow', { taskQueue: queue, workflowId: `taint/${node}`, args: [{ node, ...(data ? { data } : {}) }] });
+  const nodeStatus = (h: WorkflowHandle) => h.query<{ pod: string; state: string; attempts: number; lastError?: string }[]>('status');
+  const runIdOf = async (h: WorkflowHandle) => (await h.describe()).runId;
+  const fresh = () => `n${++n}-${Date.now() % 100000}`;
+  /** The taint goes: the node's workflow clears what is left and ends. */
+  const untaint = async (stubs: TaintStubs, h: WorkflowHandle, node: string) => {
+    stubs.taints.set(node, []);
+    await h.signal('nodeTaints', { taints: [] });
+    return h.result();
+  };
+
+  it('a blocked eviction continues as new with its slot; the new run resumes it without a new request or a second eviction', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.taint(node, [pod('a')]);
+    stubs.evictions.set('a', ['blocked', 'blocked', 'blocked', 'blocked', 'blocked']);
+    const queue = taskQueue('taint-can');
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node);
+      const firstRun = await runIdOf(h);
+      await waitFor('the eviction blocked', async () => (await nodeStatus(h)).some((p) => p.state === 'Blocked'), { timeoutMs: 30_000 });
+      await waitFor('taint/<node> to continue as new while the eviction is blocked', async () => {
+        const rows = await nodeStatus(h);
+        return (await runIdOf(h)) !== firstRun && rows.some((p) => p.state === 'Blocked' || p.state === 'Evicting') && rows;
+      }, { timeoutMs: 90_000 });
+      await waitFor('the pod replaced', async () => (await nodeStatus(h)).some((p) => p.state === 'Replaced'), { timeoutMs: 90_000 });
+      assert.equal(stubs.evicted('a'), 1, 'evicted exactly once');
+      const s = await slotsStatus(client);
+      assert.equal(s.granted, 1, 'one slot asked for and granted, over every run');
+      assert.deepEqual(s.inFlight, [], 'the slot given back');
+      await untaint(stubs, h, node);
+    });
+  });
+
+  it('a grant carried over continue-as-new is acted on by the new run', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.taint(node, [pod('g')]);
+    const queue = taskQueue('taint-grant');
+    const T = Date.now() - 60_000;
+    const data: NodeTaintData = {
+      node, settings: stubs.settings, taints: stubs.taints.get(node)!, firstSeen: { 'example.org/maintenance:NoSchedule': T },
+      pods: {
+        g: {
+          uid: 'g', namespace: 'ns', name: 'db-g', controllerUid: 'rs-uid', controller: { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'db' },
+          state: 'Queued', detectedAt: T, replacingAt: T, markedAt: T, written: { detected: T, replacing: T }, attempts: 0,
+        },
+      },
+      granted: ['g'],
+    };
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node, data);
+      await waitFor('the granted pod evicted', () => stubs.evicted('g') === 1, { timeoutMs: 30_000 });
+      await untaint(stubs, h, node);
+    });
+  });
+
+  it('a node workflow that fails clears its conditions and gives back its slots', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.taint(node, [pod('f')]);
+    stubs.evictions.set('f', Array(50).fill('blocked'));
+    const queue = taskQueue('taint-fail');
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node);
+      await waitFor('the slot held', async () => (await slotsStatus(client)).inFlight.length === 1, { timeoutMs: 30_000 });
+      stubs.refuseState = true;
+      await h.signal('nodeTaints', { taints: [] });
+      await assert.rejects(h.result());
+      assert.ok(stubs.cleared('f'), 'conditions cleared');
+      await waitFor('the slot given back', async () => (await slotsStatus(client)).inFlight.length === 0, { timeoutMs: 30_000 });
+    });
+  });
+
+  it('a node workflow terminated while it holds a slot: the coordinator takes it back and grants the next', async () => {
+    const stubs = new TaintStubs();
+    const [n1, n2] = [fresh(), fresh()];
+    stubs.taint(n1, [pod('t1')]);
+    stubs.taint(n2, [pod('t2')]);
+    stubs.evictions.set('t1', Array(50).fill('blocked'));
+    const queue = taskQueue('taint-term');
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h1 = await startNode(client, queue, n1);
+      await waitFor('t1 holds the slot', async () => (await slotsStatus(client)).inFlight.some((g) => g.uid === 't1'), { timeoutMs: 30_000 });
+      const h2 = await startNode(client, queue, n2);
+      await waitFor('t2 queued', async () => (await slotsStatus(client)).queue.some((r) => r.uid === 't2'), { timeoutMs: 30_000 });
+      await h1.terminate('gone wrong');
+      await waitFor('t2 granted and evicted', () => stubs.evicted('t2') === 1, { timeoutMs: 60_000 });
+      await untaint(stubs, h2, n2);
+    });
+  });
+
+  it('an eviction whose activity gives up returns its slot and is asked for again later', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.taint(node, [pod('x')]);
+    stubs.evictions.set('x', ['fail', 'evicted']);
+    const queue = taskQueue('taint-giveup');
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node);
+      await waitFor('the failed eviction shown', async () => (await nodeStatus(h)).some((p) => /eviction failed/.test(p.lastError ?? '')), { timeoutMs: 30_000 });
+      await waitFor('replaced on the second attempt', async () => (await nodeStatus(h)).some((p) => p.state === 'Replaced'), { timeoutMs: 60_000 });
+      await untaint(stubs, h, node);
+      assert.equal(stubs.evicted('x'), 1);
+      const s = await slotsStatus(client);
+      assert.equal(s.granted, 2, 'the slot was given back and granted again');
+      assert.deepEqual(s.inFlight, []);
+    });
+  });
+
+  it('a refused eviction gives its slot back and is never retried', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.taint(node, [pod('r')]);
+    stubs.evictions.set('r', ['refuse']);
+    const queue = taskQueue('taint-refuse');
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node);
+      await waitFor('refused shown', async () => (await nodeStatus(h)).some((p) => p.state === 'Replaced' && /refused/.test(p.lastError ?? '')), { timeoutMs: 30_000 });
+      await waitFor('the slot given back', async () => (await slotsStatus(client)).inFlight.length === 0, { timeoutMs: 30_000 });
+      assert.equal(stubs.callsOf('evictPod').length, 1);
+      await untaint(stubs, h, node);
+    });
+  });
+
+  it('the marking period counts from when NodeTaintReplacing became visible, not from when it was decided', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.settings.taintReplacementTimeSeconds = 2;
+    stubs.writeDelayMs = 1500;
+    stubs.taint(node, [pod('m')]);
+    const queue = taskQueue('taint-mark');
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node);
+      await waitFor('evicted', () => stubs.evicted('m') === 1, { timeoutMs: 60_000 });
+      const mark = stubs.callsOf('writeTaintConditions').find((c) => (c.result as { marked: Record<string, number> }).marked.m !== undefined)!;
+      const visibleAt = mark.at;
+      const evictedAt = stubs.callsOf('evictPod')[0]!.at;
+      assert.ok(evictedAt - visibleAt >= 2000, `marked visibly for ${evictedAt - visibleAt} ms before the eviction; taintReplacementTimeSeconds is 2`);
+      await untaint(stubs, h, node);
+    });
+  });
+
+  for (const at of ['Detected', 'Queued', 'Evicting', 'Blocked', 'Evicted'] as const) {
+    it(`cancelled while ${at}: conditions cleared, slots withdrawn`, async () => {
+      const stubs = new TaintStubs();
+      const node = fresh();
+      const uid = `c-${at}`;
+      if (at === 'Detected') stubs.settings.taintReplacementOptions[0]!.durationInSeconds = 3600;
+      stubs.taint(node, [pod(uid)]);
+      let open: () => void = () => undefined;
+      if (at === 'Evicting') stubs.evictGate = new Promise<void>((r) => (open = r));
+      if (at === 'Blocked') stubs.evictions.set(uid, Array(50).fill('blocked'));
+      if (at === 'Evicted') stubs.replacementReady = false;
+      const queue = taskQueue(`taint-cancel-${at.toLowerCase()}`);
+      await withWorker(env, queue, stubs.activities(), async (client) => {
+        const slots = await startSlots(client, queue);
+        if (at === 'Queued') {
+          // Another pod holds the only slot.
+          await slots.signal('requestReplacements', { node: 'other', requests: [{ node: 'other', uid: 'other', pod: 'ns/other', requestedAt: 0 }] });
+          await waitFor('the slot taken', async () => (await slotsStatus(client)).inFlight.length === 1, { timeoutMs: 30_000 });
+        }
+        const h = await startNode(client, queue, node);
+        await waitFor(`${at}`, async () => {
+          if (at === 'Evicting') return stubs.callsOf('evictPod:start').length === 1;
+          return (await nodeStatus(h)).some((p) => p.state === at);
+        }, { timeoutMs: 30_000 });
+        await h.cancel();
+        open();
+        await assert.rejects(h.result());
+        assert.ok(stubs.cleared(uid), 'conditions cleared');
+        await waitFor('nothing of the node left at the coordinator', async () => {
+          const s = await slotsStatus(client);
+          return ![...s.inFlight, ...s.queue].some((r) => r.node === node);
+        }, { timeoutMs: 30_000 });
+      });
+    });
+  }
+});
