@@ -41,9 +41,11 @@ export interface AppWorkflowInput {
 
 const HISTORY_LIMIT = 2000;
 
+// A check of the worker's configuration: it fails only by refusing (non-retryable)
+// or by a worker too busy to answer, which is retried until it answers.
 const { appInScope } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '10s',
-  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 5 },
+  retry: { initialInterval: '1s', maximumInterval: '10s' },
 });
 
 /** The message of an activity failure: its cause's, which says what went wrong. */
@@ -109,9 +111,18 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
   setHandler(appChangedSignal, (changed) => entity.observe(changed?.generation, changed?.uid, changed?.stoppedGeneration));
   setHandler(appDeletedSignal, () => entity.markDeleted());
   setHandler(appStateQuery, () => e);
-  setHandler(startUpdate, () => apply({ kind: 'start' }), { validator: refuseWhenGone });
-  setHandler(stopUpdate, () => apply({ kind: 'stop' }), { validator: refuseWhenGone });
-  setHandler(restartUpdate, async (req?: RestartRequest) => {
+  let updatesInFlight = 0;
+  const counted = <A extends unknown[]>(fn: (...args: A) => Promise<AppCommandResult>) => async (...args: A) => {
+    updatesInFlight++;
+    try {
+      return await fn(...args);
+    } finally {
+      updatesInFlight--;
+    }
+  };
+  setHandler(startUpdate, counted(() => apply({ kind: 'start' })), { validator: refuseWhenGone });
+  setHandler(stopUpdate, counted(() => apply({ kind: 'stop' })), { validator: refuseWhenGone });
+  setHandler(restartUpdate, counted(async (req?: RestartRequest) => {
     await inScope();
     const timeoutSeconds = req?.timeoutSeconds ?? 300;
     let seq: number;
@@ -132,7 +143,7 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
     if (entity.gone) return result(false, `App ${label} is gone`);
     if (e.last?.problem) return result(false, `the App's spec is refused: ${e.last.problem}`);
     return result(true, `${label} runs on new, ready pods`);
-  }, {
+  }), {
     validator: (req?: RestartRequest) => {
       refuseWhenGone();
       if (req?.strategy !== undefined && req.strategy !== 'stop-start' && req.strategy !== 'rolling') {
@@ -160,9 +171,10 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
     throw ApplicationFailure.nonRetryable(refusal.message, 'AppsRefused');
   }
 
+  // Updates being answered (signal handlers are synchronous: they never hold continue-as-new back).
   const continueAsNewNow = () => continueAsNewDue({
     suggested: workflowInfo().continueAsNewSuggested, length: workflowInfo().historyLength, limit: historyLimit,
-    handlersFinished: allHandlersFinished(),
+    handlersFinished: updatesInFlight === 0,
   });
   const recordFailure = (message: string, seq: number | undefined) => {
     entity.reconcileFailed(message, seq, new Date(Date.now()).toISOString());
@@ -180,6 +192,10 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
         // Whatever it waits on: a wait for pods is started again by the new
         // run; observations, commands left by a restart that timed out, a
         // deletion and a back-off are carried in the state.
+        // Signal handlers of this activation finish in a microtask; an update
+        // that arrives meanwhile needs this loop, so it sends us back to work.
+        await condition(() => allHandlersFinished() || updatesInFlight > 0);
+        if (updatesInFlight > 0) continue;
         wait?.cancel();
         await continueAsNew<typeof appWorkflow>({ namespace: e.namespace, name: e.name, state: e, historyLimit: input?.historyLimit });
       }
