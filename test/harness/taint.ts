@@ -90,7 +90,7 @@ export async function startTaintTend(ns: string, section: Record<string, unknown
   const config = await taintConfig({ podSelector: { matchLabels: managedLabel(ns) }, namespaces: [ns], ...section });
   const tend = new TendProcess(['run', '--config', config]);
   await waitFor('tend to start its worker and taint watch',
-    () => tend.output.includes('taint watch synced') && tend.output.includes('worker started'), { timeoutMs: 30_000 });
+    () => tend.output.includes('taint watch synced') && tend.output.includes('worker started'), { timeoutMs: 120_000 });
   return { config, tend };
 }
 

@@ -197,10 +197,14 @@ describe('taint workflows (stub activities)', function () {
       if (at === 'Evicted') stubs.replacementReady = false;
       const queue = taskQueue(`taint-cancel-${at.toLowerCase()}`);
       await withWorker(env, queue, stubs.activities(), async (client) => {
-        const slots = await startSlots(client, queue);
+        await startSlots(client, queue);
+        let other: WorkflowHandle | undefined;
+        const otherNode = fresh();
         if (at === 'Queued') {
-          // Another pod holds the only slot.
-          await slots.signal('requestReplacements', { node: 'other', requests: [{ node: 'other', uid: 'other', pod: 'ns/other', requestedAt: 0 }] });
+          // A pod on another node holds the only slot (its eviction blocked).
+          stubs.taint(otherNode, [pod(`other-${uid}`)]);
+          stubs.evictions.set(`other-${uid}`, Array(50).fill('blocked'));
+          other = await startNode(client, queue, otherNode);
           await waitFor('the slot taken', async () => (await slotsStatus(client)).inFlight.length === 1, { timeoutMs: 30_000 });
         }
         const h = await startNode(client, queue, node);
@@ -216,6 +220,7 @@ describe('taint workflows (stub activities)', function () {
           const s = await slotsStatus(client);
           return ![...s.inFlight, ...s.queue].some((r) => r.node === node);
         }, { timeoutMs: 30_000 });
+        if (other) await untaint(stubs, other, otherNode);
       });
     });
   }
