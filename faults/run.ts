@@ -38,7 +38,7 @@ try {
       seed: { type: 'string' },
       faults: { type: 'string' },
       'state-dir': { type: 'string', default: join(repo, '.tend', 'faults') },
-      'port-offset': { type: 'string', default: '500' },
+      'port-offset': { type: 'string', default: '50' },
       report: { type: 'string' },
       down: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
