@@ -21,14 +21,13 @@ import * as k8s from '@kubernetes/client-node';
 import { Context, CancelledFailure } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { toSelectorString } from '../config/label-selector.ts';
-import { deletePodIfSameUid, errorMessage, isNotFound, statusOf } from '../kube/writes.ts';
+import { deletePodIfSameUid, errorMessage, statusOf } from '../kube/writes.ts';
 import type { KubeClients } from '../kube/client.ts';
 import { recordEvent } from '../kube/events.ts';
 import { startInformer, type RunningInformer } from '../kube/informer.ts';
 import { log } from '../log.ts';
 import { controllerOf, decidePod, isDependant } from '../weeder/crashloop.ts';
 import { SERVICE_NAME_LABEL, serviceReady } from '../weeder/readiness.ts';
-import { mergeNewest } from '../weeder/resync.ts';
 import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
 import type { Candidate, PodSeen, WatchOutput, WeedOutcome } from '../weeder/window.ts';
 
@@ -127,24 +126,30 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig)
         }
       };
 
+      // Each informer relists every RESYNC_MS, merged by resourceVersion: a watch that
+      // stalls without an error costs at most that long.
       const sliceSelector = `${SERVICE_NAME_LABEL}=${service}`;
-      const slices = startInformer<k8s.V1EndpointSlice>({
+      const slices: RunningInformer<k8s.V1EndpointSlice> = startInformer<k8s.V1EndpointSlice>({
         kc: kube.kc,
-        path: `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`,
+        path: '/apis/discovery.k8s.io/v1/endpointslices',
+        namespaces: [namespace],
         list: () => kube.discovery.listNamespacedEndpointSlice({ namespace, labelSelector: sliceSelector }),
         labelSelector: sliceSelector,
         log: wlog,
-        onUpsert: () => { slicesNow = slices.cache.list(namespace); evaluate(); },
-        onDelete: () => { slicesNow = slices.cache.list(namespace); },
+        resyncMs: RESYNC_MS,
+        onUpsert: () => { slicesNow = slices.list(namespace); evaluate(); },
+        onDelete: () => { slicesNow = slices.list(namespace); },
       });
       const pods: RunningInformer<k8s.V1Pod>[] = podSelectors.map((selector) => {
         const labelSelector = toSelectorString(selector);
         const informer: RunningInformer<k8s.V1Pod> = startInformer<k8s.V1Pod>({
           kc: kube.kc,
-          path: `/api/v1/namespaces/${namespace}/pods`,
+          path: '/api/v1/pods',
+          namespaces: [namespace],
           list: () => kube.core.listNamespacedPod({ namespace, labelSelector }),
           labelSelector,
           log: wlog,
+          resyncMs: RESYNC_MS,
           onUpsert: (pod) => {
             podsNow.set(pod.metadata!.uid!, pod);
             if (synced && slicesNow && consider(pod)) linger ??= setTimeout(finish, LINGER_MS);
@@ -156,27 +161,10 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig)
       // Judged once every watch has listed: the slices may arrive after the pods.
       void Promise.all([slices.synced, ...pods.map((p) => p.synced)]).then(() => {
         synced = true;
-        slicesNow = slices.cache.list(namespace);
+        slicesNow = slices.list(namespace);
         evaluate();
       });
 
-      const resync = setInterval(() => {
-        void (async () => {
-          try {
-            const [s, ...ps] = await Promise.all([
-              kube.discovery.listNamespacedEndpointSlice({ namespace, labelSelector: sliceSelector }),
-              ...podSelectors.map((sel) => kube.core.listNamespacedPod({ namespace, labelSelector: toSelectorString(sel) })),
-            ]);
-            // Merged with what the watches delivered meanwhile: the newer version of each object wins.
-            slicesNow = mergeNewest(slicesNow ?? [], s.items);
-            const listed = ps.flatMap((l) => l.items);
-            for (const p of mergeNewest([...podsNow.values()], listed)) podsNow.set(p.metadata!.uid!, p);
-            evaluate();
-          } catch (err) {
-            wlog.warn({ err: errorMessage(err) }, 'weeder resync failed');
-          }
-        })();
-      }, RESYNC_MS);
       const heartbeatEvery = Math.max(1000, (ctx.info.heartbeatTimeoutMs ?? 60_000) / 2);
       const heartbeat = setInterval(() => ctx.heartbeat(), heartbeatEvery);
       const deadline = setTimeout(finish, Math.max(0, until - Date.now()));
@@ -190,7 +178,6 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig)
       } finally {
         clearTimeout(deadline);
         clearTimeout(linger);
-        clearInterval(resync);
         clearInterval(heartbeat);
         await Promise.all([slices.stop(), ...pods.map((p) => p.stop())]);
       }
@@ -273,13 +260,13 @@ function candidatesOf(pods: unknown): Candidate[] {
   return (pods as Candidate[]).map((p) => ({ name: p.name, uid: p.uid, containers: Array.isArray(p.containers) ? p.containers : [] }));
 }
 
+/**
+ * The pod of that name, or undefined when there is none. A list with a field
+ * selector, not a get: the weeder's rights on pods are list and watch (and
+ * delete).
+ */
 async function readPod(kube: KubeClients, namespace: string, name: string): Promise<k8s.V1Pod | undefined> {
-  try {
-    return await kube.core.readNamespacedPod({ namespace, name });
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
+  return (await kube.core.listNamespacedPod({ namespace, fieldSelector: `metadata.name=${name}` })).items[0];
 }
 
 interface Acting { workflowId: string; namespace: string; service: string }

@@ -15,14 +15,13 @@
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import type { WeederConfig } from '../config/weeder.ts';
-import { errorMessage, isNotFound } from '../kube/api.ts';
+import { errorMessage, isNotFound } from '../kube/writes.ts';
 import { statusOf } from '../kube/client.ts';
 import { kubeClients, type KubeClients } from '../kube/client.ts';
 import { startInformer, type RunningInformer } from '../kube/informer.ts';
 import { log } from '../log.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { armSignal, extendSignal } from '../weeder/messages.ts';
-import { mergeNewest } from '../weeder/resync.ts';
 import { readyEndpointIds, SERVICE_NAME_LABEL, serviceKeyOf, serviceReady, serviceUidOf, type SliceLike } from '../weeder/readiness.ts';
 import { READINESS_CONFIGMAP, ReadinessStore } from '../weeder/record.ts';
 import { decideTransition, parseRecorded, type Observed } from '../weeder/transition.ts';
@@ -42,57 +41,43 @@ export function weederWatch(config: WeederConfig, tendNamespace: string): Capabi
     const store = new ReadinessStore(kube, tendNamespace);
     const tracker = new ReadinessTracker(kube, store, client, config, temporal.taskQueue, wlog);
 
-    const scopes: (string | undefined)[] = config.namespaces ?? [undefined];
-    const informers: RunningInformer<k8s.V1EndpointSlice>[] = scopes.map((namespace) => {
-      const informer: RunningInformer<k8s.V1EndpointSlice> = startInformer<k8s.V1EndpointSlice>({
-        kc,
-        path: namespace ? `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices` : '/apis/discovery.k8s.io/v1/endpointslices',
-        list: () => (namespace
-          ? kube.discovery.listNamespacedEndpointSlice({ namespace, labelSelector })
-          : kube.discovery.listEndpointSliceForAllNamespaces({ labelSelector })),
-        labelSelector,
-        log: wlog,
-        onUpsert: (slice) => {
-          const key = serviceKeyOf(slice);
-          if (key) tracker.schedule(key, () => slicesOf(informers, key));
-        },
-        // A deleted slice is no transition (as in dependency-watchdog): the
-        // next update of the Service's slices is judged against the record.
-        onDelete: () => undefined,
-      });
-      return informer;
+    // One informer over the configured namespaces (or the whole cluster), relisting every
+    // RESYNC_MS so that a watch that stalls silently costs at most that long. After each
+    // relist every Service is judged again: a reconcile that failed (a signal Temporal
+    // did not take) is retried then.
+    const informer: RunningInformer<k8s.V1EndpointSlice> = startInformer<k8s.V1EndpointSlice>({
+      kc,
+      path: '/apis/discovery.k8s.io/v1/endpointslices',
+      ...(config.namespaces ? { namespaces: config.namespaces } : {}),
+      list: (namespace) => (namespace
+        ? kube.discovery.listNamespacedEndpointSlice({ namespace, labelSelector })
+        : kube.discovery.listEndpointSliceForAllNamespaces({ labelSelector })),
+      labelSelector,
+      log: wlog,
+      resyncMs: RESYNC_MS,
+      onUpsert: (slice) => {
+        const key = serviceKeyOf(slice);
+        if (key) tracker.schedule(key, () => slicesOf(informer, key));
+      },
+      // A deleted slice is no transition (as in dependency-watchdog): the
+      // next update of the Service's slices is judged against the record
+      // (a Service deleted and applied again has a new UID: a transition).
+      onDelete: () => undefined,
+      onResync: (all) => {
+        for (const key of new Set(all.map(serviceKeyOf))) if (key) tracker.schedule(key, () => slicesOf(informer, key));
+      },
     });
-
-    const resync = setInterval(() => {
-      void (async () => {
-        try {
-          const lists = await Promise.all(scopes.map((namespace) => (namespace
-            ? kube.discovery.listNamespacedEndpointSlice({ namespace, labelSelector })
-            : kube.discovery.listEndpointSliceForAllNamespaces({ labelSelector }))));
-          const byKey = new Map<string, k8s.V1EndpointSlice[]>();
-          for (const slice of lists.flatMap((l) => l.items)) {
-            const key = serviceKeyOf(slice);
-            if (key) byKey.set(key, [...(byKey.get(key) ?? []), slice]);
-          }
-          // Judged when its turn comes, against what the watch has delivered by then.
-          for (const [key, listed] of byKey) tracker.schedule(key, () => mergeNewest(slicesOf(informers, key), listed));
-        } catch (err) {
-          wlog.warn({ err: errorMessage(err) }, 'weeder resync failed');
-        }
-      })();
-    }, RESYNC_MS);
 
     wlog.info({ services, namespaces: config.namespaces ?? 'all', record: `${tendNamespace}/${READINESS_CONFIGMAP}` }, 'weeder watching EndpointSlices');
     await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
-    clearInterval(resync);
-    await Promise.all(informers.map((i) => i.stop()));
+    await informer.stop();
     await tracker.idle();
   };
 }
 
-function slicesOf(informers: RunningInformer<k8s.V1EndpointSlice>[], key: string): k8s.V1EndpointSlice[] {
+function slicesOf(informer: RunningInformer<k8s.V1EndpointSlice>, key: string): k8s.V1EndpointSlice[] {
   const namespace = key.slice(0, key.indexOf('/'));
-  return informers.flatMap((i) => i.cache.list(namespace)).filter((s) => serviceKeyOf(s) === key);
+  return informer.list(namespace).filter((s) => serviceKeyOf(s) === key);
 }
 
 /**

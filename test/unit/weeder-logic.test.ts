@@ -6,7 +6,7 @@ import { decideTransition, parseRecorded, type Observed } from '../../src/weeder
 import { crashLoopingContainers, decidePod, type PodLike } from '../../src/weeder/crashloop.ts';
 import { lanesWanted, heartbeatTimeoutMs, WindowState, weederWorkflowId } from '../../src/weeder/window.ts';
 import type { LabelSelector } from '../../src/config/label-selector.ts';
-import { mergeNewest } from '../../src/weeder/resync.ts';
+import { mergeNewest } from '../../src/kube/informer.ts';
 import { resolveWeederTarget } from '../../src/weeder/target.ts';
 import { carriedWindow } from '../../src/weeder/window.ts';
 import { parseRecordValue, recordKey, recordValue } from '../../src/weeder/record.ts';
