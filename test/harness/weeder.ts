@@ -45,11 +45,15 @@ export function restarts(pod: k8s.V1Pod): number {
  * from kubelet's own words ("back-off 16s restarting failed container=...")
  * and the end of its last run; 0 when it is not waiting. Tests bring an
  * upstream back only when every dependant still has seconds to wait, so a
- * dependant cannot restart by itself before the weeder acts.
+ * dependant cannot restart by itself before the weeder acts. `init`: the
+ * init containers waiting in CrashLoopBackOff, instead of the app containers.
  */
-export function backoffRemainingMs(pod: k8s.V1Pod, now = Date.now()): number {
+export function backoffRemainingMs(pod: k8s.V1Pod, now = Date.now(), which: 'containers' | 'init' = 'containers'): number {
   let least = Infinity;
-  for (const s of pod.status?.containerStatuses ?? []) {
+  const statuses = which === 'init'
+    ? (pod.status?.initContainerStatuses ?? []).filter((s) => s.state?.waiting?.reason === 'CrashLoopBackOff')
+    : pod.status?.containerStatuses ?? [];
+  for (const s of statuses) {
     const waiting = s.state?.waiting;
     const finished = s.lastState?.terminated?.finishedAt;
     const length = /back-off (\S+) restarting/.exec(waiting?.message ?? '')?.[1];
