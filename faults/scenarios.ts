@@ -394,7 +394,8 @@ export class AppsScenario implements Scenario {
     { description: 'Deployment deletion', method: 'DELETE', path: /^\/apis\/apps\/v1\/namespaces\/[^/]+\/deployments\/[^/]+$/ },
     { description: 'App status write', method: 'PATCH', path: /^\/apis\/tend\.dev\/v1alpha1\/namespaces\/[^/]+\/apps\/[^/]+\/status$/ },
   ];
-  readonly windowMs = 15_000;
+  // Two restarts take 5-15 s when nothing fails.
+  readonly windowMs = 8_000;
   readonly watcher = true;
   private ns = '';
   private readonly restarts = 2;
