@@ -4,7 +4,7 @@
 // audit log and the run itself recorded.
 import type * as k8s from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mergePatch } from '../src/kube/api.ts';
@@ -297,7 +297,6 @@ export class RepairScenario implements Scenario {
     d.spec!.template.spec!.terminationGracePeriodSeconds = 0;
     await w.kube.apps.createNamespacedDeployment({ namespace: ns, body: d });
     const dir = this.dir = join(w.dir, 'repair');
-    const { mkdirSync } = await import('node:fs');
     mkdirSync(dir, { recursive: true });
     const script = join(dir, 'repair.sh');
     writeFileSync(script, [
