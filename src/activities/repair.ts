@@ -16,8 +16,8 @@ import { z } from 'zod';
 import type * as k8s from '@kubernetes/client-node';
 import type { RepairConfig } from '../config/repair.ts';
 import type { KubeClients } from '../kube/client.ts';
-import { errorMessage, isConflict, isNotFound, mergePatch } from '../kube/api.ts';
-import { statusOf } from '../kube/client.ts';
+import { mergePatch } from '../kube/api.ts';
+import { deletePodIfSameUid, errorMessage, evictPod, isConflict, isForbidden, isNotFound, statusOf, type EvictOutcome } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
 import { decideDrain, drainLeft, type PodView } from '../repair/decide.ts';
 import { keyName, lookupCommand, lookupOperation, planOf, requestProblems, type RepairPlan, type ResolvedCommand } from '../repair/procedure.ts';
@@ -150,10 +150,12 @@ function podView(p: k8s.V1Pod): PodView {
  */
 function evictionRefusal(err: unknown): string | undefined {
   const status = statusOf(err);
-  if (status === 403 || status === 400 || status === 422) return `${status}: ${errorMessage(err)}`;
-  if (status === 500 && /more than one PodDisruptionBudget/i.test(errorMessage(err))) return `${status}: ${errorMessage(err)}`;
+  if (isForbidden(err) || status === 400 || status === 422) return `${status}: ${errorMessage(err)}`;
   return undefined;
 }
+
+/** evictPod answers `blocked` for a 429 and for this 500 alike; only the 429 is worth waiting for. */
+const MULTIPLE_BUDGETS = /more than one PodDisruptionBudget/i;
 
 export function createRepairActivities(kube: KubeClients, config?: RepairConfig) {
   /** The operation an entry's key names, in the worker's configuration as it is now. */
@@ -354,12 +356,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
         let evicted = 0;
         let deleted = 0;
         const del = async (p: PodView) => {
-          try {
-            await kube.core.deleteNamespacedPod({ namespace: p.namespace, name: p.name, body: { preconditions: { uid: p.uid } } });
-            deleted++;
-          } catch (err) {
-            if (!isNotFound(err) && !isConflict(err)) throw err;
-          }
+          if ((await deletePodIfSameUid(kube, p)).outcome === 'deleted') deleted++;
         };
         for (const p of plan.remove) await del(p);
         // Every pod gets its chance before a refusal interrupts the drain, so
@@ -368,30 +365,32 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
         for (const p of plan.evict) {
           for (let attempt = 1; ; attempt++) {
             if (signal.aborted) stopped(signal);
+            // Refused for good (a webhook's 403, two budgets over one pod): retrying cannot help; the entry fails with the reason.
+            const refuse = (why: string) => {
+              throw ApplicationFailure.nonRetryable(`eviction of ${p.namespace}/${p.name} refused: ${why}`, 'DrainRefused');
+            };
+            let out: EvictOutcome;
             try {
-              await kube.core.createNamespacedPodEviction({
-                namespace: p.namespace, name: p.name,
-                body: { metadata: { name: p.name, namespace: p.namespace }, deleteOptions: { preconditions: { uid: p.uid } } },
-              });
-              evicted++;
-              break;
+              out = await evictPod(kube, p);
             } catch (err) {
-              if (isNotFound(err) || isConflict(err)) break;
-              const refusedFor = evictionRefusal(err);
-              // Refused for good (a webhook's 403, two budgets over one pod): retrying cannot help; the entry fails with the reason.
-              if (refusedFor) throw ApplicationFailure.nonRetryable(`eviction of ${p.namespace}/${p.name} refused: ${refusedFor}`, 'DrainRefused');
-              if (statusOf(err) !== 429) throw err;
-              const isProtected = protectedNs === 'all' || protectedNs.has(p.namespace);
-              if (!isProtected) {
-                await del(p);
-                break;
-              }
-              if (attempt > c.evict_retries) {
-                refused.push(`${p.namespace}/${p.name} (${attempt} time(s): ${errorMessage(err)})`);
-                break;
-              }
-              await wait(c.evict_interval * c.time_scale * 1000);
+              const why = evictionRefusal(err);
+              if (why) refuse(why);
+              throw err;
             }
+            if (out.outcome === 'evicted') evicted++;
+            if (out.outcome !== 'blocked') break;
+            if (MULTIPLE_BUDGETS.test(out.message)) refuse(`500: ${out.message}`);
+            // 429: a PodDisruptionBudget says "not now".
+            const isProtected = protectedNs === 'all' || protectedNs.has(p.namespace);
+            if (!isProtected) {
+              await del(p);
+              break;
+            }
+            if (attempt > c.evict_retries) {
+              refused.push(`${p.namespace}/${p.name} (${attempt} time(s): ${out.message})`);
+              break;
+            }
+            await wait(c.evict_interval * c.time_scale * 1000);
           }
         }
         if (refused.length > 0) return giveUp(`eviction refused for ${refused.join(', ')}`);
