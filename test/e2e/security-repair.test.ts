@@ -87,7 +87,8 @@ describe('repair queue: forged requests through Temporal (e2e)', function () {
   });
 
   it('forged repairEntryWorkflow starts: commands in the input (old and new shape), a key not configured, a bad address, a hand start', async () => {
-    const keys = { index: '901', address: '192.0.2.90', machine_type: 'sim', operation: 'heal', enabled: true };
+    // `queue`: any run id (the attacker can read the queue's); it does not make a hand start the queue's child.
+    const keys = { index: '901', address: '192.0.2.90', machine_type: 'sim', operation: 'heal', enabled: true, queue: '0197a1b2-0000-7000-8000-000000000001' };
     assert.match(await forgedStart('repairEntryWorkflow', 'repair/901', { ...keys, health_check_command: touch() }),
       /repairEntryWorkflow: refused input: Unrecognized key: "health_check_command"/);
     // The input shape of earlier versions: the whole operation, argv and all.
@@ -107,6 +108,12 @@ describe('repair queue: forged requests through Temporal (e2e)', function () {
     // Well formed and configured, but not the queue's: it would skip the queue's limits.
     assert.match(await forgedStart('repairEntryWorkflow', 'repair/907', { ...keys, index: '907' }), /entries are started by the repair-queue workflow only/);
     assert.match(await forgedStart('repairEntryWorkflow', 'evil-entry', { ...keys, index: '908' }), /the workflow id must be repair\/908 for entry 908 \(got evil-entry\)/);
+    // A forged "continued" run: where it left off, with a command slipped into its plan.
+    const plan = { steps: [{ need_drain: false, watch_seconds: 1, command_timeout_seconds: 30, command_retries: 0, command_interval: 0, repair_command: touch() }], command_timeout_seconds: 30, eviction_timeout_seconds: 600, time_scale: 1 };
+    const resume = { nodename: '', step: 0, step_status: 'waiting', drain_backoff_count: 0, drain_backoff_expire: '0001-01-01T00:00:00Z', drained: false, commandDone: false, cordoned: false, watchUntil: 0, backoffExpire: 0, plan };
+    assert.match(await forgedStart('repairEntryWorkflow', 'repair/909', { ...keys, index: '909', resume }), /resume\.plan\.steps\[0\]: Unrecognized key: "repair_command"/);
+    assert.match(await forgedStart('repairEntryWorkflow', 'repair/910', { ...keys, index: '910', resume: { ...resume, plan: { ...plan, steps: [{ ...plan.steps[0], repair_command: undefined }] } } }),
+      /entries are started by the repair-queue workflow only/);
     await untouched('forged entries');
   });
 
@@ -157,10 +164,13 @@ describe('repair queue: forged requests through Temporal (e2e)', function () {
     await signal('repair-queue', 'entry-report', 'junk');
     await signal('repair-queue', 'entry-report', { index: e.index, fields: { address: '192.0.2.93', operation: 'evil' } });
     await signal('repair-queue', 'entry-report', { index: e.index, fields: { status: 'succeeded' }, command: touch() });
+    // Well formed, but not tied to this queue (an entry of an earlier, reset queue; or a forgery): refused.
+    await signal('repair-queue', 'entry-report', { index: e.index, queue: 'an-earlier-queue', fields: { status: 'succeeded' } });
     await signal(`repair/${e.index}`, 'set-enabled', { command: touch() });
     await signal(`repair/${e.index}`, 'reset-backoff', { command: touch() });
     await waitFor('the refusals logged', () =>
-      tend.logs.includes('entry-report needs {index, fields} or {index, removed: true}') &&
+      tend.logs.includes('entry-report needs {index, queue, fields} or {index, queue, removed: true}') &&
+      tend.logs.includes('belongs to an earlier repair queue (an-earlier-queue)') &&
       tend.logs.includes('Unrecognized keys: "address", "operation"') &&
       tend.logs.includes('set-enabled takes true or false') &&
       tend.logs.includes('reset-backoff takes no input'), { timeoutMs: 20_000 }).catch((err: Error) => {
