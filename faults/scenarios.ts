@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { mergePatch } from '../src/kube/api.ts';
+import { mergePatch, strategicMergePatch } from '../src/kube/api.ts';
 import { TEND_USER } from '../src/sandbox/sandbox.ts';
 import { listQuery, REPAIR_QUEUE_WORKFLOW_ID } from '../src/repair/messages.ts';
 import type { RepairQueueEntry } from '../src/repair/entry.ts';
@@ -209,11 +209,29 @@ export class TaintScenario implements Scenario {
     });
   }
 
-  private pods = async (w: World) => (await w.kube.core.listNamespacedPod({ namespace: this.ns, labelSelector: 'app=db' })).items;
+  /** Every managed pod seen during the round, and the node it was on. */
+  private seen = new Map<string, string>();
+  private pods = async (w: World) => {
+    const pods = (await w.kube.core.listNamespacedPod({ namespace: this.ns, labelSelector: 'app=db' })).items;
+    for (const p of pods) if (p.spec?.nodeName) this.seen.set(p.metadata!.name!, p.spec.nodeName);
+    return pods;
+  };
   private marked = (p: k8s.V1Pod) => (p.status?.conditions ?? []).filter((c) => TAINT_CONDITIONS.includes(c.type) && c.status === 'True').map((c) => c.type);
 
   async round(w: World, fault: Fault): Promise<RoundResult> {
     const notes: string[] = [];
+    // Conditions an earlier round left (reported then) would stall every later round: cleared, and said so.
+    const stale = await waitFor('no NodeTaint* condition left from an earlier round', async () => {
+      const left = live(await this.pods(w)).filter((p) => this.marked(p).length);
+      return left.length === 0 || undefined;
+    }, { timeoutMs: 30_000 }).then(() => [] as k8s.V1Pod[], async () => live(await this.pods(w)).filter((p) => this.marked(p).length));
+    for (const p of stale) {
+      await retry('clear conditions', () => w.kube.core.patchNamespacedPodStatus({
+        namespace: this.ns, name: p.metadata!.name!,
+        body: { status: { conditions: TAINT_CONDITIONS.map((type) => ({ type, $patch: 'delete' })) } },
+      }, strategicMergePatch));
+    }
+    if (stale.length) notes.push(`cleared conditions an earlier round left on ${stale.map((p) => p.metadata!.name).join(', ')}`);
     const start = await waitFor('four managed pods ready, none marked', async () => {
       const pods = live(await this.pods(w));
       return pods.length === 4 && pods.every(isReady) && pods.every((p) => !this.marked(p).length) && pods;
@@ -221,8 +239,10 @@ export class TaintScenario implements Scenario {
     const byNode = new Map<string, string[]>();
     for (const p of start) byNode.set(p.spec!.nodeName!, [...(byNode.get(p.spec!.nodeName!) ?? []), p.metadata!.name!]);
     const ranked = [...byNode.entries()].sort((a, b) => b[1].length - a[1].length);
-    const [dueNode, due] = ranked[0]!;
-    const [briefNode, notDue] = ranked[1] ?? [undefined, []];
+    const dueNode = ranked[0]![0];
+    const briefNode = ranked[1]?.[0];
+    const briefPods = ranked[1]?.[1] ?? [];
+    this.seen = new Map(start.map((p) => [p.metadata!.name!, p.spec!.nodeName!]));
     const mark = await w.audit.mark();
     fault.arm();
     await addTaint(w, dueNode, DUE_KEY);
@@ -230,17 +250,20 @@ export class TaintScenario implements Scenario {
     if (briefNode) {
       await waitFor('the pods on the briefly tainted node marked', async () => {
         const pods = await this.pods(w);
-        return notDue.every((n) => this.marked(pods.find((p) => p.metadata?.name === n) ?? {}).includes('NodeTaintDetected'));
+        return briefPods.every((n) => this.marked(pods.find((p) => p.metadata?.name === n) ?? {}).includes('NodeTaintDetected'));
       }, { timeoutMs: 30_000 }).catch(() => notes.push(`pods on ${briefNode} were not marked within 30 s`));
       await removeTaint(w, briefNode, BRIEF_KEY);
     }
+    const briefSeen = new Set([...this.seen].filter(([, n]) => n === briefNode).map(([p]) => p));
     await waitFor('every pod on the due node evicted and replaced', async () => {
-      const pods = await this.pods(w);
-      const gone = due.every((n) => !live(pods).some((p) => p.metadata?.name === n));
-      return gone && live(pods).filter(isReady).length === 4;
+      const pods = live(await this.pods(w));
+      return !pods.some((p) => p.spec?.nodeName === dueNode) && pods.filter(isReady).length === 4;
     }, { timeoutMs: 120_000 }).catch(() => notes.push(`not every pod on ${dueNode} was replaced within 120 s`));
     await fault.done();
     await removeTaint(w, dueNode, DUE_KEY);
+    // Due: every managed pod seen on the due node while it was tainted (a replacement the scheduler put there too).
+    const due = [...this.seen].filter(([, n]) => n === dueNode).map(([p]) => p);
+    const notDue = [...briefSeen].filter((p) => !due.includes(p));
     let left: { pod: string; conditions: string[] }[] = [];
     await waitFor('no NodeTaint* condition left', async () => {
       left = live(await this.pods(w)).map((p) => ({ pod: p.metadata!.name!, conditions: this.marked(p) })).filter((l) => l.conditions.length);
