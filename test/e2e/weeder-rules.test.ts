@@ -100,7 +100,11 @@ describe('weeder: what is weeded and what is left alone', function () {
     }, { timeoutMs: 90_000 });
 
     // db not ready: its workflow is armed (it watches db and weeds the moment db is ready), no window is open.
-    const armed = await temporal.workflow.getHandle(dbWindow()).query<WindowSnapshot>('window');
+    // (Asked until the workflow has taken its first task: its handlers are set once it has looked up its Service.)
+    const armed = await waitFor('db\'s workflow armed', async () => {
+      const w = await temporal.workflow.getHandle(dbWindow()).query<WindowSnapshot>('window');
+      return w.armed ? w : undefined;
+    }, { timeoutMs: 30_000 });
     assert.ok(armed.armed && armed.openedAt === undefined && armed.weeded.length === 0, JSON.stringify(armed));
     const list = await runTend(['weeder', 'list', '--json', '--config', config]);
     assert.equal(list.code, 0, list.stderr);
