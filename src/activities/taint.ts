@@ -16,6 +16,7 @@ import { isConflict, isNotFound, strategicMergePatch } from '../kube/api.ts';
 import { evictPod as evictPodOnce, type EvictOutcome } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
 import type { ConditionWrite, ListedPod, OwnerRef, TaintSettings } from '../taint/node.ts';
+import { controllerWhole } from '../taint/replace.ts';
 
 export const DETECTED = 'NodeTaintDetected';
 export const REPLACING = 'NodeTaintReplacing';
@@ -45,9 +46,18 @@ export interface AwaitReplacementInput {
   controller?: OwnerRef;
   /** How long this call waits before answering 'pending' (the workflow calls again). */
   waitMs: number;
+  /** The evicted pod's creationTimestamp (ms), when known: its replacement is created after it. */
+  createdAt?: number;
 }
 
 const selectorOf = (s: TaintSettings['podSelector']) => toSelectorString(s as LabelSelector);
+
+/** A Kubernetes timestamp (a Date, or a string from a raw object) in ms; undefined when absent or unreadable. */
+function timeOf(t: Date | string | undefined): number | undefined {
+  if (t === undefined) return undefined;
+  const ms = new Date(t as string).getTime();
+  return Number.isFinite(ms) ? ms : undefined;
+}
 
 function conditionTime(pod: k8s.V1Pod, type: string): number | undefined {
   const c = pod.status?.conditions?.find((x) => x.type === type && x.status === 'True');
@@ -143,34 +153,44 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
   };
 
   /**
-   * Whether the evicted pod's controller is whole again. ReplicaSets and
-   * StatefulSets say so in their status (ready replicas, which leave out
-   * terminating pods, up to the desired count): one small read however many
-   * pods they own. Other controllers: a Ready pod of theirs created after the
-   * evicted one.
+   * Whether the evicted pod's controller is whole again (controllerWhole, in
+   * src/taint/replace.ts), from its pods as they are now: a ReplicaSet's or
+   * StatefulSet's status may predate the eviction and still count the evicted
+   * pod as ready, so only its desired count and selector are read from it.
+   * A controller that is gone (or re-created) recreates nothing: the wait is over.
    */
-  const replacementReady = async (input: AwaitReplacementInput): Promise<boolean> => {
+  const replacementReady = async (input: AwaitReplacementInput, evictedCreatedAt: number | undefined): Promise<boolean> => {
     const owner = input.controller;
+    let desired: number | undefined;
+    let selector = selectorOf(configured().podSelector);
     if (owner?.apiVersion === 'apps/v1' && (owner.kind === 'ReplicaSet' || owner.kind === 'StatefulSet')) {
+      let set: k8s.V1ReplicaSet | k8s.V1StatefulSet;
       try {
-        const set = owner.kind === 'ReplicaSet'
+        set = owner.kind === 'ReplicaSet'
           ? await kube.apps.readNamespacedReplicaSet({ namespace: input.namespace, name: owner.name })
           : await kube.apps.readNamespacedStatefulSet({ namespace: input.namespace, name: owner.name });
-        if (set.metadata?.uid !== input.controllerUid || set.metadata?.deletionTimestamp) return true;
-        return (set.status?.readyReplicas ?? 0) >= (set.spec?.replicas ?? 1);
       } catch (err) {
-        // A deleted controller recreates nothing: the replacement is over.
         if (isNotFound(err)) return true;
         throw err;
       }
+      if (set.metadata?.uid !== input.controllerUid || set.metadata?.deletionTimestamp) return true;
+      desired = set.spec?.replicas ?? 1;
+      if (set.spec?.selector) selector = toSelectorString(set.spec.selector as LabelSelector);
     }
-    const pods = await kube.core.listNamespacedPod({ namespace: input.namespace, labelSelector: selectorOf(configured().podSelector) });
-    const ready = pods.items.some((p) =>
-      p.metadata?.uid !== input.uid &&
-      !p.metadata?.deletionTimestamp &&
-      p.metadata?.ownerReferences?.some((o) => o.controller && o.uid === input.controllerUid) &&
-      p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-    return ready || (owner !== undefined && (await controllerGone(input.namespace, owner, input.controllerUid)));
+    const pods = await kube.core.listNamespacedPod({ namespace: input.namespace, labelSelector: selector });
+    const mine = pods.items
+      .filter((p) => p.metadata?.ownerReferences?.some((o) => o.controller && o.uid === input.controllerUid))
+      .map((p) => ({
+        uid: p.metadata?.uid ?? '',
+        ...(timeOf(p.metadata?.creationTimestamp) !== undefined ? { createdAt: timeOf(p.metadata?.creationTimestamp)! } : {}),
+        ready: !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        terminating: !!p.metadata?.deletionTimestamp || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed',
+      }));
+    const createdAt = evictedCreatedAt ?? input.createdAt;
+    if (controllerWhole({ evicted: { uid: input.uid, ...(createdAt !== undefined ? { createdAt } : {}) }, ...(desired !== undefined ? { desired } : {}), pods: mine })) {
+      return true;
+    }
+    return desired === undefined && owner !== undefined && (await controllerGone(input.namespace, owner, input.controllerUid));
   };
 
   return {
@@ -214,6 +234,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
         const controller = pod.metadata?.ownerReferences?.find((o) => o.controller);
         const detectedSince = conditionTime(pod, DETECTED);
         const replacingSince = conditionTime(pod, REPLACING);
+        const createdAt = timeOf(pod.metadata?.creationTimestamp);
         return {
           uid: pod.metadata!.uid!,
           namespace: pod.metadata!.namespace!,
@@ -221,6 +242,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
           ...(controller ? { controllerUid: controller.uid, controller: { apiVersion: controller.apiVersion, kind: controller.kind, name: controller.name } } : {}),
           ...(detectedSince !== undefined ? { detectedSince } : {}),
           ...(replacingSince !== undefined ? { replacingSince } : {}),
+          ...(createdAt !== undefined ? { createdAt } : {}),
         };
       });
     },
@@ -316,14 +338,16 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       const deadline = Date.now() + input.waitMs;
       for (;;) {
         let oldGone = false;
+        let createdAt: number | undefined;
         try {
           const old = await kube.core.readNamespacedPod({ namespace: input.namespace, name: input.name });
           oldGone = old.metadata?.uid !== input.uid || !!old.metadata?.deletionTimestamp;
+          if (old.metadata?.uid === input.uid) createdAt = timeOf(old.metadata?.creationTimestamp);
         } catch (err) {
           if (!isNotFound(err)) throw err;
           oldGone = true;
         }
-        if (oldGone && (await replacementReady(input))) return 'replaced';
+        if (oldGone && (await replacementReady(input, createdAt))) return 'replaced';
         if (Date.now() >= deadline) return 'pending';
         await Context.current().sleep(2000);
       }

@@ -38,6 +38,8 @@ export interface ListedPod {
   /** The controlling owner; a pod without one would be lost if evicted. */
   controllerUid?: string;
   controller?: OwnerRef;
+  /** creationTimestamp (ms): a replacement of the pod is created after it. */
+  createdAt?: number;
   /** Our conditions as the pod carries them (lastTransitionTime, ms). */
   detectedSince?: number;
   replacingSince?: number;
@@ -55,6 +57,8 @@ export interface PodEntry {
   name: string;
   controllerUid?: string;
   controller?: OwnerRef;
+  /** creationTimestamp (ms), when listed with it. */
+  createdAt?: number;
   state: PodState;
   /** When NodeTaintDetected became true. */
   detectedAt: number;
@@ -135,6 +139,7 @@ export function reconcilePods(d: NodeTaintData, listed: readonly ListedPod[], no
       name: p.name,
       ...(p.controllerUid ? { controllerUid: p.controllerUid } : {}),
       ...(p.controller ? { controller: p.controller } : {}),
+      ...(typeof p.createdAt === 'number' ? { createdAt: p.createdAt } : {}),
       state: 'Detected',
       detectedAt: now,
       written: {
@@ -185,7 +190,16 @@ export function decideNode(d: NodeTaintData, now: number): NodeDecision {
   const taintText = (t: MatchedTaint) => `${t.key}${t.effect ? `:${t.effect}` : ''}`;
   for (const pod of Object.values(d.pods)) {
     if (pod.state === 'Blocked' && pod.retryAt !== undefined) later(pod.retryAt);
-    if (!WAITING.includes(pod.state)) continue;
+    if (!WAITING.includes(pod.state)) {
+      // A pod whose replacement is over (Replaced) may still carry our conditions:
+      // one whose eviction was refused (the taint went before the workflow heard
+      // of it), or an evicted pod still terminating. Once the taint is gone they
+      // are cleared too (a pod that is gone counts as cleared).
+      if (!due && !IN_FLIGHT.includes(pod.state) && carries(pod)) {
+        out.writes.push({ uid: pod.uid, namespace: pod.namespace, name: pod.name, detected: null, replacing: null });
+      }
+      continue;
+    }
     if (!due) {
       // The taint went before the replacement: clear, withdraw, forget.
       if (pod.state === 'Queued') out.withdraw.push(pod.uid);
@@ -242,8 +256,15 @@ export function decideNode(d: NodeTaintData, now: number): NodeDecision {
       out.writes.push({ uid: pod.uid, namespace: pod.namespace, name: pod.name, detected, replacing });
     }
   }
-  out.done = !due && !Object.values(d.pods).some((p) => IN_FLIGHT.includes(p.state));
+  // Done only once nothing is in flight and no pod still carries a condition this
+  // workflow wrote (a clearing write that failed is tried again, not left behind).
+  out.done = !due && !Object.values(d.pods).some((p) => IN_FLIGHT.includes(p.state) || carries(p));
   return out;
+}
+
+/** Whether the pod carries a condition this workflow wrote (as far as it knows). */
+function carries(pod: PodEntry): boolean {
+  return pod.written.detected !== undefined || pod.written.replacing !== undefined;
 }
 
 /**

@@ -217,3 +217,29 @@ export function awaitDone(d: NodeTaintData & ReplacementData, uid: string, r: 'r
 export function holders(d: NodeTaintData): string[] {
   return Object.values(d.pods).filter((p) => HOLDING.includes(p.state)).map((p) => p.uid);
 }
+
+/** One pod of the evicted pod's controller, as it is now. */
+export interface ControllerPod {
+  uid: string;
+  /** creationTimestamp (ms), when known. */
+  createdAt?: number;
+  ready: boolean;
+  terminating: boolean;
+}
+
+/**
+ * Whether the evicted pod's controller is whole again, from its pods as they
+ * are now, never from its status: a ReplicaSet's or StatefulSet's
+ * `readyReplicas` may have been written before the eviction (its controller
+ * lags, or the API server restarted) and still count the evicted pod. Counted
+ * are Ready pods that are not terminating, other than the evicted one.
+ * With a desired count (ReplicaSet, StatefulSet `spec.replicas`): as many as
+ * that. Without one (other controllers): one created after the evicted pod
+ * (any other, when the evicted pod's creation time is not known).
+ */
+export function controllerWhole(input: { evicted: { uid: string; createdAt?: number }; desired?: number; pods: readonly ControllerPod[] }): boolean {
+  const counted = input.pods.filter((p) => p.uid !== input.evicted.uid && p.ready && !p.terminating);
+  if (input.desired !== undefined) return counted.length >= input.desired;
+  const since = input.evicted.createdAt;
+  return counted.some((p) => since === undefined || (p.createdAt !== undefined && p.createdAt > since));
+}

@@ -132,6 +132,8 @@ async function runNode(
     else early.push(...uids);
     dirty = true;
   });
+  // Answered from the first workflow task on (a run continued as new is queried while it reads the node).
+  setHandler(nodeStatusQuery, () => (d ? statusRows(d) : []));
   // Refuses (non-retryably) when the worker has no taint replacement configured, or the name is no node's.
   const first = await taintNodeState({ node });
   if (!carried && first.taints.length === 0) {
@@ -179,7 +181,6 @@ async function runNode(
     listNeeded = true;
     dirty = true;
   });
-  setHandler(nodeStatusQuery, () => statusRows(data));
 
   /**
    * Runs one activity of the node's own steps. A refusal (or a cancellation)
@@ -216,7 +217,8 @@ async function runNode(
         let r: 'replaced' | 'pending' | { failed: string };
         try {
           r = await waiting.awaitReplacement({
-            ...target, controllerUid: pod.controllerUid!, ...(pod.controller ? { controller: pod.controller } : {}), waitMs: op.waitMs,
+            ...target, controllerUid: pod.controllerUid!, ...(pod.controller ? { controller: pod.controller } : {}),
+            ...(pod.createdAt !== undefined ? { createdAt: pod.createdAt } : {}), waitMs: op.waitMs,
           });
         } catch (err) {
           if (isCancellation(err)) throw err;

@@ -190,3 +190,36 @@ describe('taint: the coordinator checks grant holders', () => {
     assert.equal(nextCheckAt(sl), s(300));
   });
 });
+
+describe('taint: the node is done only once no pod carries its conditions', () => {
+  const untainted = (d: NodeTaintData) => observeTaints(d, [], settings, s(20));
+
+  it('a pod whose eviction was refused (Replaced, conditions on): cleared when the taint goes, and the node not done before', () => {
+    const d = node('Evicting');
+    evictDone(d, 'a', { outcome: 'refused', message: 'refused: node sim-1 carries none of the configured taints' }, s(8));
+    assert.equal(d.pods['a']!.state, 'Replaced');
+    untainted(d);
+    const first = decideNode(d, s(20));
+    assert.deepEqual(first.writes.map((w) => [w.uid, w.detected, w.replacing]), [['a', null, null]]);
+    assert.equal(first.done, false, 'not done while the pod still carries its conditions');
+    for (const w of first.writes) markWritten(d, w);
+    const second = decideNode(d, s(21));
+    assert.deepEqual(second.writes, []);
+    assert.equal(second.done, true);
+  });
+
+  it('a clearing write that did not land keeps the node from being done', () => {
+    const d = node('Replacing');
+    untainted(d);
+    const first = decideNode(d, s(20));
+    assert.deepEqual(first.writes.map((w) => w.uid), ['a']);
+    // The write failed: the workflow keeps the pod (it forgets only what it cleared).
+    assert.equal(first.done, false);
+    assert.equal(decideNode(d, s(50)).done, false);
+  });
+
+  it('while the taint is there, a Replaced pod keeps its conditions (no write)', () => {
+    const d = node('Replaced');
+    assert.deepEqual(decideNode(d, s(20)).writes, []);
+  });
+});

@@ -1,0 +1,76 @@
+// A node workflow never ends while a pod it marked still carries its
+// conditions: the shape the fault run found. Replacement pods that a lagging
+// scheduler put on the tainted node are marked; the taint is then removed
+// while the watcher is down (nobody tells the workflow), so their evictions
+// are refused ("the node carries none of the configured taints") and they
+// are left as Replaced with their conditions on; when the workflow finally
+// learns that the taint is gone, it must clear them before it completes.
+import assert from 'node:assert/strict';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { TaintStubs, type StubPod } from '../harness/taint.ts';
+import { waitFor } from '../harness/wait.ts';
+
+const SLOTS = 'taint-replacements';
+const pod = (uid: string): StubPod => ({ uid, namespace: 'ns', name: `db-${uid}` });
+
+/** Whether the stub's last condition write for a pod left conditions on it. */
+function carriesConditions(stubs: TaintStubs, uid: string): boolean {
+  let on = false;
+  for (const c of stubs.callsOf('writeTaintConditions')) {
+    for (const w of (c.input as { writes: { uid: string; detected: unknown; replacing: unknown }[] }).writes) {
+      if (w.uid === uid) on = w.detected !== null || w.replacing !== null;
+    }
+  }
+  return on;
+}
+
+describe('taint workflows: no conditions outlive the node workflow (stub activities)', function () {
+  this.timeout(180_000);
+  let env: TestWorkflowEnvironment;
+
+  before(async () => {
+    env = await startWorkflowEnv();
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+  afterEach(async () => {
+    await env.client.workflow.getHandle(SLOTS).terminate('test over').catch(() => undefined);
+  });
+
+  const startSlots = (client: Client, queue: string) =>
+    client.workflow.start('taintReplacementsWorkflow', { taskQueue: queue, workflowId: SLOTS, args: [{}] });
+  const startNode = (client: Client, queue: string, node: string): Promise<WorkflowHandle> =>
+    client.workflow.start('taintNodeWorkflow', { taskQueue: queue, workflowId: `taint/${node}`, args: [{ node }] });
+  const nodeStatus = (h: WorkflowHandle) => h.query<{ pod: string; state: string; lastError?: string }[]>('status');
+
+  it('replacements placed on the node, marked, then refused once the taint went unseen: cleared when the workflow ends', async () => {
+    const stubs = new TaintStubs();
+    const node = `end-${Date.now() % 100000}`;
+    stubs.taint(node, [pod('a')]);
+    const late = ['r1', 'r2', 'r3'];
+    // The taint is gone from the Node by the time these are granted: the eviction activity refuses them.
+    for (const uid of late) stubs.evictions.set(uid, ['refuse']);
+    const queue = taskQueue('taint-endings');
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node);
+      await waitFor('a replaced', async () => (await nodeStatus(h)).some((p) => p.pod === 'db-a' && p.state === 'Replaced'), { timeoutMs: 60_000 });
+      // The lagging scheduler puts the replacements on the tainted node; the workflow lists them and marks them.
+      stubs.pods.set(node, late.map(pod));
+      await h.signal('podsChanged');
+      await waitFor('the three marked and refused', async () => {
+        const rows = await nodeStatus(h);
+        return late.every((uid) => rows.some((p) => p.pod === `db-${uid}` && p.state === 'Replaced'));
+      }, { timeoutMs: 90_000 });
+      for (const uid of late) assert.ok(carriesConditions(stubs, uid), `${uid} was marked`);
+      // The watcher is back: the node's taint is gone; the workflow completes.
+      stubs.taints.set(node, []);
+      await h.signal('nodeTaints', { taints: [] });
+      await h.result();
+      for (const uid of late) assert.equal(carriesConditions(stubs, uid), false, `${uid}'s conditions cleared before the workflow ended`);
+    });
+  });
+});
