@@ -59,7 +59,7 @@ export function repairWorld(extra: Record<string, unknown> = {}): RepairWorld {
           op('heal-bad-success', [step(heal, 60)], { success_command: sh('echo cannot; exit 1') }),
           op('heal-success', [step(heal, 60)], { success_command: sh(`touch ${dir}/"$0".success`) }),
           op('drain', [step(`${logRun('heal')}; ${heal}`, 60, { need_drain: true })]),
-          op('slow', [step(`${logRun('start')}; sleep 4; ${logRun('slow')}; ${heal}`, 60)]),
+          op('slow', [step(`${logRun('start')}; sleep 8; ${logRun('slow')}; ${heal}`, 60)]),
           op('wait-heal', [step(logRun('wait'), 600)]),
           // Each run logs its start (ns, entry, step, attempt, its process group) and end (ns): runs of one entry never overlap.
           op('long', [step(`echo start $(date +%s%N) $TEND_REPAIR_INDEX $TEND_REPAIR_STEP $TEND_REPAIR_ATTEMPT $$ >> ${dir}/"$0".times; sleep 20; echo end $(date +%s%N) >> ${dir}/"$0".times; ${heal}`, 60, { command_timeout_seconds: 60 })]),
