@@ -327,8 +327,17 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
   // taint replacement), the breaker's counts from the Nodes: the settings and
   // nodeCounts signals only say "look again".
   const carried = input?.data;
-  const s = carried && typeof carried === 'object' && Array.isArray(carried.queue) && Array.isArray(carried.inFlight)
-    ? carried : emptySlots();
+  // Only the slots themselves are carried over; limits and counts start at the
+  // most cautious values until read from the worker and the Nodes, so that a
+  // forged input can never lend them its own.
+  const valid = !!carried && typeof carried === 'object' && Array.isArray(carried.queue) && Array.isArray(carried.inFlight);
+  const s: SlotData = {
+    ...emptySlots(),
+    ...(valid ? {
+      queue: carried.queue, inFlight: carried.inFlight,
+      granted: Number(carried.granted) || 0, peakInFlight: Number(carried.peakInFlight) || 0,
+    } : {}),
+  };
   let dirty = true;
   let settingsStale = true;
   let countsStale = true;

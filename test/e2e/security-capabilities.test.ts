@@ -213,8 +213,15 @@ describe('security: forged requests to the weeder, taint, App and check workflow
     await start('taintReplacementsWorkflow', id, { data: { maxConcurrentReplacements: 1000, maxTaintedNodes: 1000, taintedNodes: 0, totalNodes: 1000, queue: [], inFlight: [], granted: 0, peakInFlight: 0 } });
     const handle = temporal.workflow.getHandle(id);
     cleanups.push(() => handle.terminate('test done'));
-    const first = await waitFor('the coordinator to answer', () => handle.query<SlotsStatus>('status'));
     const nodes = (await kube().core.listNode()).items.length;
+    const seen: number[] = [];
+    // Until it has read the worker's settings and the Nodes it shows cautious defaults; never the forged values.
+    const first = await waitFor('the coordinator to read its settings and counts', async () => {
+      const q = await handle.query<SlotsStatus>('status');
+      seen.push(q.maxConcurrentReplacements);
+      return q.totalNodes === nodes && q;
+    });
+    assert.ok(!seen.includes(1000), `the forged limit was taken: ${seen.join(',')}`);
     assert.equal(first.maxConcurrentReplacements, 2);
     assert.equal(first.totalNodes, nodes);
     await cli(['workflow', 'signal', '--workflow-id', id, '--name', 'settings', '--input', JSON.stringify({ maxConcurrentReplacements: 1000, maxTaintedNodes: 1000 })]);
