@@ -27,6 +27,20 @@ export interface WorkflowEnvOptions {
    * `limit.historyCount.suggestContinueAsNew=200`).
    */
   dynamicConfig?: string[];
+  /**
+   * A small history limit: Temporal suggests continue-as-new past `suggest`
+   * events (and warns there) and terminates a run past `error`.
+   */
+  historyLimit?: { suggest: number; error: number };
+}
+
+/** The dev server's dynamic config values for a history limit. */
+function historyLimitConfig(l: { suggest: number; error: number }): string[] {
+  return [
+    `limit.historyCount.suggestContinueAsNew=${l.suggest}`,
+    `limit.historyCount.warn=${l.suggest}`,
+    `limit.historyCount.error=${l.error}`,
+  ];
 }
 
 /**
@@ -47,7 +61,7 @@ export async function startWorkflowEnv(opts: WorkflowEnvOptions = {}): Promise<T
     server: {
       executable: { type: 'existing-path', path: bin },
       searchAttributes: [TendCapability, TendTarget],
-      extraArgs: ['--log-level', 'error', ...(opts.dynamicConfig ?? []).flatMap((v) => ['--dynamic-config-value', v])],
+      extraArgs: ['--log-level', 'error', ...[...(opts.historyLimit ? historyLimitConfig(opts.historyLimit) : []), ...(opts.dynamicConfig ?? [])].flatMap((v) => ['--dynamic-config-value', v])],
     },
   });
 }

@@ -30,13 +30,7 @@ describe('App entity under a small history limit (workflow test)', function () {
   let env: TestWorkflowEnvironment;
 
   before(async () => {
-    env = await startWorkflowEnv({
-      dynamicConfig: [
-        `limit.historyCount.suggestContinueAsNew=${SUGGEST}`,
-        `limit.historyCount.warn=${SUGGEST}`,
-        `limit.historyCount.error=${ERROR}`,
-      ],
-    });
+    env = await startWorkflowEnv({ historyLimit: { suggest: SUGGEST, error: ERROR } });
   });
   after(async () => {
     await env?.teardown();

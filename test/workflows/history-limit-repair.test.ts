@@ -21,13 +21,7 @@ describe('repair workflows under a small history limit', function () {
   let tq: string;
 
   before(async () => {
-    env = await startWorkflowEnv({
-      dynamicConfig: [
-        `limit.historyCount.suggestContinueAsNew=${SUGGEST}`,
-        `limit.historyCount.warn=${SUGGEST}`,
-        `limit.historyCount.error=${ERROR}`,
-      ],
-    });
+    env = await startWorkflowEnv({ historyLimit: { suggest: SUGGEST, error: ERROR } });
   });
   after(async () => {
     await env?.teardown();

@@ -18,13 +18,7 @@ describe('taint workflows under a small history limit', function () {
   let env: TestWorkflowEnvironment;
 
   before(async () => {
-    env = await startWorkflowEnv({
-      dynamicConfig: [
-        `limit.historyCount.suggestContinueAsNew=${SUGGEST}`,
-        `limit.historyCount.warn=${ERROR - 50}`,
-        `limit.historyCount.error=${ERROR}`,
-      ],
-    });
+    env = await startWorkflowEnv({ historyLimit: { suggest: SUGGEST, error: ERROR } });
   });
   after(async () => {
     await env?.teardown();
