@@ -59,14 +59,17 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
   // checked against the worker's configuration (a refusal fails the workflow,
   // non-retryably, before anything is done) and a carried window must be one.
   const named: Record<string, unknown> = isRecord(input) ? input as unknown as Record<string, unknown> : {};
-  const watchMs = (await weederSettings({ namespace: named.namespace as string, service: named.service as string })).watchDuration.ms;
   const carried = carriedWindow(named.carried, Date.now());
+  const state = new WindowState('window' in carried ? carried.window : undefined);
+  // Answered from the first activation on: a query that reaches a new run
+  // (after continue-as-new) before its settings are read sees the carried window.
+  setHandler(windowQuery, () => state.snapshot());
+  const watchMs = (await weederSettings({ namespace: named.namespace as string, service: named.service as string })).watchDuration.ms;
   if ('refused' in carried) throw ApplicationFailure.nonRetryable(`refused: ${carried.refused}`, 'WeederRefused');
   const target = { namespace: named.namespace as string, service: named.service as string };
 
   // Signals delivered with the start (the watcher's signal-with-start: extend,
   // or arm) wait for their handlers, set here, and set what this run does first.
-  const state = new WindowState(carried.window);
   const lanes = new Map<Lane, CancellationScope>();
   const deleting = new Map<Promise<void>, CancellationScope>();
   let refused: { err: unknown } | undefined;
@@ -121,7 +124,6 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
     const problem = reasonProblem(args);
     if (problem) throw new Error(`stop refused: ${problem}`);
   } });
-  setHandler(windowQuery, () => state.snapshot());
   show();
 
   const weed = (pods: Candidate[]) => {

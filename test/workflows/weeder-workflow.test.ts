@@ -215,6 +215,28 @@ describe('weeder workflow: watching lanes, deletions through their own activity,
       });
     });
 
+    it('during the settings lookup of a run carried over: the window answers queries already', () => {
+      let lookups = 0;
+      return withWorker(env, queue, {
+        ...stubs.activities,
+        weederSettings: async () => {
+          lookups++;
+          await Context.current().cancelled;
+        },
+      }, async (client) => {
+        const weeded = [{ name: 'a', uid: 'uid-a', at: new Date().toISOString() }];
+        const carried = { deadline: Date.now() + 60_000, openedAt: Date.now(), transitions: 2, weeded, reported: [] };
+        const h = await client.workflow.start('weederWorkflow', {
+          workflowId: `weeder/ns/db-${randomBytes(3).toString('hex')}`, taskQueue: queue, args: [{ ...input('db'), carried }],
+        });
+        await waitFor('the settings lookup under way', () => lookups > 0);
+        const state = await h.query(windowQuery);
+        assert.deepEqual(state.weeded.map((p) => p.name), ['a']);
+        assert.equal(state.transitions, 2);
+        await h.terminate('test done');
+      });
+    });
+
     it('while watching: the watches are cancelled and the workflow ends cancelled', () => run(async (client) => {
       const h = await start(client, armSignal);
       const armed = await next(h, 'watch', lane('armed'));
