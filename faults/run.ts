@@ -15,7 +15,7 @@ import { waitFor } from '../test/harness/wait.ts';
 import { AuditLog } from './audit.ts';
 import { ApiProxy } from './proxy.ts';
 import { CAPABILITIES, FAULT_KINDS, faultPlan, formatReport, rng, type Capability, type FaultKind, type RoundRecord } from './report.ts';
-import { scenarioFor } from './scenarios.ts';
+import { endRun, scenarioFor } from './scenarios.ts';
 import { Fault, openWorld, Tend } from './world.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -143,6 +143,7 @@ for (const capability of capabilities) {
     records.push({ capability, round: 0, violations: [], notes: [], durationMs: 0, error: `setting up: ${(err as Error).message}` });
     say(`${capability}: ${(err as Error).message}`);
   } finally {
+    await endRun(world, capability).catch((err: Error) => say(`${capability}: ending its workflows: ${err.message}`));
     await tend?.stop();
     await scenario.teardown(world).catch(() => undefined);
   }

@@ -57,11 +57,31 @@ async function deleteNamespace(w: World, ns: string) {
   await w.kube.core.deleteNamespace({ name: ns }).catch(() => undefined);
 }
 
+const runningIds = async (w: World, capability: string) => {
+  const ids: string[] = [];
+  for await (const wf of w.temporal.workflow.list({ query: `TendCapability="${capability}" AND ExecutionStatus="Running"` })) ids.push(wf.workflowId);
+  return ids;
+};
+
 /** Ends running workflows of a capability left by earlier runs (another task queue, another configuration). */
 async function endRunning(w: World, capability: string) {
-  for await (const wf of w.temporal.workflow.list({ query: `TendCapability="${capability}" AND ExecutionStatus="Running"` })) {
-    await w.temporal.workflow.getHandle(wf.workflowId).terminate('fault run: a fresh start').catch(() => undefined);
+  for (const id of await runningIds(w, capability)) {
+    await w.temporal.workflow.getHandle(id).terminate('fault run: a fresh start').catch(() => undefined);
   }
+}
+
+/**
+ * At the end of a capability's rounds, while its tend still runs: cancels the
+ * workflows the run left (so they lift their cordons and clear their
+ * conditions), waits for them to close, and terminates any still running
+ * after timeoutMs. Nothing of the run is left on the Temporal server for
+ * whatever uses it next with another task queue.
+ */
+export async function endRun(w: World, capability: string, timeoutMs = 60_000): Promise<void> {
+  for (const id of await runningIds(w, capability)) await w.temporal.workflow.getHandle(id).cancel().catch(() => undefined);
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && (await runningIds(w, capability)).length) await new Promise((r) => setTimeout(r, 1000));
+  await endRunning(w, capability);
 }
 
 const running = async (w: World, id: string) =>

@@ -160,6 +160,7 @@ class TaintWatch {
     this.resyncing = true;
     try {
       const running = await runningTaintWorkflows(this.ctx.client);
+      await this.checkCoordinatorQueue(running);
       if (!running.includes(SLOTS_WORKFLOW_ID)) {
         this.log.warn('the taint coordinator is not running; starting it again');
         await this.startCoordinator();
@@ -172,6 +173,21 @@ class TaintWatch {
     } finally {
       this.resyncing = false;
     }
+  }
+
+  /**
+   * A coordinator left running on another task queue (an earlier tend with
+   * another `temporal.taskQueue`) is never served by this worker, so no slot is
+   * ever granted: said at every resync until someone ends it.
+   */
+  private async checkCoordinatorQueue(running: readonly string[]): Promise<void> {
+    if (!running.includes(SLOTS_WORKFLOW_ID)) return;
+    const { taskQueue } = await this.ctx.client.workflow.getHandle(SLOTS_WORKFLOW_ID).describe();
+    if (taskQueue === this.taskQueue) return;
+    this.log.error({ workflowId: SLOTS_WORKFLOW_ID, taskQueue, ours: this.taskQueue },
+      `${SLOTS_WORKFLOW_ID} runs on task queue "${taskQueue}", which this tend does not serve ("${this.taskQueue}"): ` +
+      `no replacement is granted a slot until it ends (temporal workflow terminate --workflow-id ${SLOTS_WORKFLOW_ID}) ` +
+      `or temporal.taskQueue is set to "${taskQueue}"`);
   }
 
   /** Workflows of nodes that lost their taints (or vanished) while the watcher was away are told so. */

@@ -10,6 +10,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../harness/env.ts';
+import { connectClient } from '../../src/temporal/connection.ts';
 import { sandbox } from '../harness/hooks.ts';
 import type { RoundRecord } from '../../faults/report.ts';
 import { CAPABILITIES, FAULT_KINDS } from '../../faults/report.ts';
@@ -57,5 +58,16 @@ describe('fault run (e2e): one round per capability', function () {
     assert.equal(r.code, violations ? 1 : 0, 'the exit code says whether an invariant was violated');
     if (violations) assert.match(r.stdout, /VIOLATIONS\n- /);
     else assert.match(r.stdout, /no violations/);
+    // Nothing of the run is left running for whatever uses this Temporal next
+    // (a coordinator left on the run's task queue would never be served again).
+    const client = await connectClient({ address: sandbox().temporalAddress, namespace: 'default', taskQueue: 'unused' });
+    try {
+      const left: string[] = [];
+      const query = 'TendCapability IS NOT NULL AND ExecutionStatus="Running" AND TaskQueue STARTS_WITH "tend-faults-"';
+      for await (const wf of client.workflow.list({ query })) left.push(`${wf.workflowId} (${wf.taskQueue})`);
+      assert.deepEqual(left, [], 'the fault run ends the workflows it started');
+    } finally {
+      await client.connection.close();
+    }
   });
 });

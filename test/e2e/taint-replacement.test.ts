@@ -220,4 +220,17 @@ describe('taint replacement', function () {
     const runs = JSON.parse(temporal) as { execution: { workflowId: string } }[];
     assert.deepEqual(runs.map((r) => r.execution.workflowId), [`taint/${node}`]);
   });
+
+  it('a coordinator left running on another task queue is named in the log, with how to end it', async () => {
+    await temporalCli(['workflow', 'start', '--type', 'taintReplacementsWorkflow', '--task-queue', 'elsewhere',
+      '--workflow-id', 'taint-replacements', '--input', '{}', '--search-attribute', 'TendCapability="taint"']);
+    try {
+      await startTend({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 3600 }] });
+      await waitFor('the stranded coordinator named in the log', async () =>
+        /taint-replacements runs on task queue "elsewhere", which this tend does not serve \("tend-taint"\).*temporal workflow terminate --workflow-id taint-replacements/
+          .test(tend!.logs), { timeoutMs: 60_000 });
+    } finally {
+      await temporalCli(['workflow', 'terminate', '--workflow-id', 'taint-replacements', '--reason', 'test done']).catch(() => undefined);
+    }
+  });
 });
