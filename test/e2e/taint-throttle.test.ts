@@ -57,6 +57,23 @@ describe('taint replacement: limits and failures', function () {
     await kube.apps.createNamespacedDeployment({ namespace: ns, body: deployment({ namespace: ns, name, replicas, labels: managedLabel(ns) }) });
     return readyPods(name, replicas);
   };
+  /** Stops the Temporal dev server (SIGTERM, waited for); its database stays. */
+  const stopTemporal = async () => {
+    const { pid } = JSON.parse(await readFile(join(testStateDir, 'run', 'temporal.pid'), 'utf8')) as { pid: number };
+    process.kill(pid, 'SIGTERM');
+    await waitFor('temporal to stop', () => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, { timeoutMs: 30_000 });
+  };
+  const startTemporal = async () => {
+    const up = await runTend(['sandbox', 'up', '--state-dir', testStateDir], { timeoutMs: 120_000 });
+    assert.equal(up.code, 0, up.stderr);
+  };
   const evicted = (p: k8s.V1Pod | undefined, uid: string) => !p || p.metadata?.uid !== uid || !!p.metadata?.deletionTimestamp;
 
   it('maxConcurrentReplacements 1: pods on two tainted nodes are replaced one at a time', async () => {
@@ -177,6 +194,28 @@ describe('taint replacement: limits and failures', function () {
     stoppedNodes.delete(node);
   });
 
+  it('Temporal down while several nodes are tainted: every node\'s failed start is retried, and all their pods are marked once it is back', async () => {
+    await start({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 3600 }] });
+    const pods = await createDeployment('db', 4);
+    const nodes = [...new Set(pods.map((p) => p.spec!.nodeName!))].sort();
+    assert.ok(nodes.length >= 2, `pods spread over nodes: ${nodes.join(',')}`);
+    await stopTemporal();
+    try {
+      for (const n of nodes) await taintNode(n);
+      await waitFor('every node\'s start seen failing, waiting for its retry', () => nodes.every((n) =>
+        tend!.logs.split('\n').some((l) => l.includes('failed; retrying') && l.includes(n))), { timeoutMs: 60_000 });
+    } finally {
+      await startTemporal();
+    }
+    // Retried every RETRY_MS until Temporal answers: well before the next periodic resync would notice.
+    await waitFor('every pod on the tainted nodes marked', async () => {
+      const marked = await Promise.all(pods.map(async (p) => condition(await readPod(kube, ns, p.metadata!.name!), 'NodeTaintDetected')));
+      return marked.every(Boolean);
+    }, { timeoutMs: 60_000 });
+    const status = await taintStatusJson(config!);
+    assert.deepEqual(status.nodes, nodes, 'one workflow per tainted node');
+  });
+
   it('worker killed after detection and Temporal restarted: the deadline holds and the pod is replaced once', async () => {
     const section = { taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 3 }], taintReplacementTimeSeconds: 3 };
     const cfg = await start(section);
@@ -189,18 +228,8 @@ describe('taint replacement: limits and failures', function () {
     await tend!.stop('SIGKILL');
 
     // Restart the Temporal dev server on its persistent database.
-    const { pid } = JSON.parse(await readFile(join(testStateDir, 'run', 'temporal.pid'), 'utf8')) as { pid: number };
-    process.kill(pid, 'SIGTERM');
-    await waitFor('temporal to stop', () => {
-      try {
-        process.kill(pid, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    }, { timeoutMs: 30_000 });
-    const up = await runTend(['sandbox', 'up', '--state-dir', testStateDir], { timeoutMs: 120_000 });
-    assert.equal(up.code, 0, up.stderr);
+    await stopTemporal();
+    await startTemporal();
     assert.ok(!evicted(await readPod(kube, ns, name), uid), 'nothing happens while tend is down');
 
     // Back after the deadline passed: marked now, replaced taintReplacementTimeSeconds later, exactly once.
