@@ -92,6 +92,12 @@ export const kubernetesSchema = z.strictObject({
   namespace: kubeNameSchema(dns1123LabelProblem).optional(),
 });
 
+/** tend's one HTTP port: /metrics, /healthz and /readyz. */
+export const httpSchema = z.strictObject({
+  /** host:port to listen on; `--http-address` overrides it. */
+  address: addressSchema.default('0.0.0.0:9464'),
+});
+
 type SectionsShape = { [K in SectionName]: z.ZodOptional<(typeof sections)[K]['schema']> };
 
 const sectionsShape = Object.fromEntries(
@@ -101,12 +107,14 @@ const sectionsShape = Object.fromEntries(
 export const configSchema = z.strictObject({
   temporal: temporalSchema.prefault({}),
   kubernetes: kubernetesSchema.prefault({}),
+  http: httpSchema.prefault({}),
   ...sectionsShape,
 });
 
 export type TlsOptions = z.output<typeof tlsOptionsSchema>;
 export type TemporalConfig = z.output<typeof temporalSchema>;
 export type KubernetesConfig = z.output<typeof kubernetesSchema>;
+export type HttpConfig = z.output<typeof httpSchema>;
 export type Config = z.output<typeof configSchema>;
 /** What a config file may hold, before defaults. */
 export type ConfigInput = z.input<typeof configSchema>;

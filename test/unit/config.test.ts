@@ -70,7 +70,7 @@ describe('config', () => {
       });
     });
 
-    const defaults = { temporal: { address: 'localhost:7233', namespace: 'default', taskQueue: 'tend' }, kubernetes: {} };
+    const defaults = { temporal: { address: 'localhost:7233', namespace: 'default', taskQueue: 'tend' }, kubernetes: {}, http: { address: '0.0.0.0:9464' } };
     for (const [name, text] of [
       ['an empty file', ''],
       ['a file of comments', '# nothing here\n'],
