@@ -14,6 +14,7 @@ import {
   withConfigOptions, type ConfigFlags,
 } from './cli-support.ts';
 import { registerCapabilityCommands } from './capability-commands.ts';
+import { registerSetupCommands } from './setup-commands.ts';
 
 async function runParts(config: Config, parts: { worker: boolean; watcher: boolean }, signal: AbortSignal) {
   const { runWorker } = await import('../workers/worker.ts');
@@ -148,6 +149,7 @@ export function buildProgram(): Command {
       });
   }
   registerCapabilityCommands(program);
+  registerSetupCommands(program);
   return program;
 }
 
