@@ -10,7 +10,7 @@ import { registerSecret } from '../log.ts';
 import { ConfigError, type ConfigProblem } from './errors.ts';
 import { dns1123LabelProblem, dns1123SubdomainProblem } from './kube-names.ts';
 import { issueMessage, pathString, problemsOf, type DocumentPath } from './problems.ts';
-import { configSchema, type Config } from './schema.ts';
+import { configSchema, temporalOrigins, type Config } from './schema.ts';
 import { sections, type Section, type SectionName } from './sections.ts';
 
 export type { Config } from './schema.ts';
@@ -164,12 +164,16 @@ async function readConfigMap(source: { configMap: string } & KubeOptions): Promi
 export function describeConfig(config: Config): string {
   const { temporal, kubernetes } = config;
   const tls = temporal.tls === true ? 'TLS with system roots' : temporal.tls ? 'TLS' : 'no TLS';
-  const apiKey = temporal.apiKeyEnv ? `API key from $${temporal.apiKeyEnv}` : temporal.apiKey ? 'API key' : 'no API key';
+  const origins = temporalOrigins(temporal);
+  const apiKey = temporal.apiKeyEnv ? `API key from $${temporal.apiKeyEnv}`
+    : temporal.apiKey ? (origins?.apiKey && !origins.apiKey.startsWith('temporal.') ? `API key from ${origins.apiKey}` : 'API key')
+    : 'no API key';
+  const from = (origin: string | undefined) => (origin && !origin.startsWith('temporal.') ? ` (from ${origin})` : '');
   const kube = kubernetes.kubeconfig
     ? `kubeconfig ${kubernetes.kubeconfig}`
     : 'in-cluster credentials (outside a cluster: $KUBECONFIG or ~/.kube/config)';
   const lines = [
-    `temporal: ${temporal.address}, namespace ${temporal.namespace}, task queue ${temporal.taskQueue}, ${tls}, ${apiKey}`,
+    `temporal: ${temporal.address}${from(origins?.address)}, namespace ${temporal.namespace}${from(origins?.namespace)}, task queue ${temporal.taskQueue}, ${tls}, ${apiKey}`,
     `kubernetes: ${kube}${kubernetes.context ? `, context ${kubernetes.context}` : ''}`,
   ];
   for (const [name, section] of Object.entries(sections)) {

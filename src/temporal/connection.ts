@@ -5,12 +5,17 @@ import { NativeConnection } from '@temporalio/worker';
 import { readFile } from 'node:fs/promises';
 import { expandHome } from '../kube/client.ts';
 import { log, redact, registerSecret } from '../log.ts';
+import { temporalOrigins } from '../config/schema.ts';
 
 export interface TemporalTls {
   serverName?: string;
   serverRootCACertPath?: string;
   clientCertPath?: string;
   clientKeyPath?: string;
+  /** PEM text given inline (TEMPORAL_TLS_*_DATA, a temporal CLI profile's *_data). */
+  serverRootCAData?: string;
+  clientCertData?: string;
+  clientKeyData?: string;
 }
 
 export interface TemporalSettings {
@@ -29,13 +34,17 @@ export class UnreachableError extends Error {}
  * Cloud) and plain otherwise; `false`: plain even with an API key (a server on the same host, or
  * behind a proxy that terminates TLS), said in a warning because the key then travels in clear.
  */
-async function tlsOptions(tls: TemporalSettings['tls']) {
+async function tlsOptions(s: TemporalSettings) {
+  const { tls } = s;
   if (tls === undefined || tls === true) return tls;
   if (tls === false) return false;
+  const from = (setting: string) => temporalOrigins(s)?.tls[setting] ?? `temporal.tls.${setting}`;
+  for (const key of [tls.clientCertData, tls.clientKeyData]) if (key) registerSecret(key);
+  const inline = (data: string | undefined) => (data === undefined ? undefined : Buffer.from(data));
   const [serverRootCACertificate, crt, key] = await Promise.all([
-    readTlsFile('serverRootCACertPath', tls.serverRootCACertPath),
-    readTlsFile('clientCertPath', tls.clientCertPath),
-    readTlsFile('clientKeyPath', tls.clientKeyPath),
+    inline(tls.serverRootCAData) ?? readTlsFile(from('serverRootCACertPath'), tls.serverRootCACertPath),
+    inline(tls.clientCertData) ?? readTlsFile(from('clientCertPath'), tls.clientCertPath),
+    inline(tls.clientKeyData) ?? readTlsFile(from('clientKeyPath'), tls.clientKeyPath),
   ]);
   return {
     serverNameOverride: tls.serverName,
@@ -59,7 +68,7 @@ function apiKeyOf(s: TemporalSettings): string | undefined {
   return undefined;
 }
 
-/** The TLS files, named in errors by their path (their contents are never shown). */
+/** The TLS files, named in errors by where their path came from and the path (their contents are never shown). */
 async function readTlsFile(setting: string, path: string | undefined): Promise<Buffer | undefined> {
   if (!path) return undefined;
   try {
@@ -67,15 +76,26 @@ async function readTlsFile(setting: string, path: string | undefined): Promise<B
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const reason = code === 'ENOENT' ? 'file not found' : code === 'EACCES' ? 'permission denied' : `cannot be read (${code ?? 'error'})`;
-    throw new UnreachableError(`temporal.tls.${setting} ${path}: ${reason}`);
+    throw new UnreachableError(`${setting} ${path}: ${reason}`);
   }
 }
+
+/** gRPC status NOT_FOUND: describeNamespace's answer for a namespace the server does not have. */
+const NOT_FOUND = 5;
+
+export class NamespaceNotFoundError extends UnreachableError {}
 
 function unreachable(s: TemporalSettings, err: unknown): UnreachableError {
   // The server's or the transport's words may quote what was sent: never a credential.
   const reason = redact((err as Error)?.message ?? String(err));
+  const origins = temporalOrigins(s);
+  if ((err as { code?: number })?.code === NOT_FOUND && /namespace/i.test(reason)) {
+    return new NamespaceNotFoundError(
+      `Temporal at ${s.address} has no namespace "${s.namespace}"${origins ? ` (the namespace from ${origins.namespace})` : ''}: ${reason}\n` +
+      `  Create it (\`temporal operator namespace create --namespace ${s.namespace} --address ${s.address}\`, or in Temporal Cloud's console), or name another.`);
+  }
   return new UnreachableError(
-    `cannot reach Temporal at ${s.address} (namespace ${s.namespace}): ${reason}\n` +
+    `cannot reach Temporal at ${s.address}${origins ? ` (from ${origins.address})` : ''} (namespace ${s.namespace}): ${reason}\n` +
     '  Is the server running and is temporal.address right? For the local sandbox run `tend sandbox up`.');
 }
 
@@ -89,7 +109,7 @@ export async function connectClient(s: TemporalSettings): Promise<Client> {
   try {
     const apiKey = apiKeyOf(s);
     warnPlainKey(s, apiKey);
-    connection = await Connection.connect({ address: s.address, tls: await tlsOptions(s.tls), apiKey, connectTimeout: '5s' });
+    connection = await Connection.connect({ address: s.address, tls: await tlsOptions(s), apiKey, connectTimeout: '5s' });
     await connection.workflowService.describeNamespace({ namespace: s.namespace });
   } catch (err) {
     if (err instanceof UnreachableError) throw err;
@@ -103,7 +123,7 @@ export async function connectNative(s: TemporalSettings): Promise<NativeConnecti
   try {
     const apiKey = apiKeyOf(s);
     warnPlainKey(s, apiKey);
-    const conn = await NativeConnection.connect({ address: s.address, tls: await tlsOptions(s.tls), apiKey });
+    const conn = await NativeConnection.connect({ address: s.address, tls: await tlsOptions(s), apiKey });
     await conn.workflowService.describeNamespace({ namespace: s.namespace });
     return conn;
   } catch (err) {
