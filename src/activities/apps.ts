@@ -13,6 +13,7 @@ import { statusOf } from '../kube/client.ts';
 import { recordEvent } from '../kube/events.ts';
 import type { ReconcileResult, WaitOutcome } from '../apps/entity.ts';
 import { stableJson } from '../apps/hash.ts';
+import { countedReconcile, noteAppRestart } from '../metrics/apps.ts';
 import {
   decideRevisions, processesHash, revOf, revisionsChange, type AppCommand, type LastSeen, type RevisionDecision,
 } from '../apps/revisions.ts';
@@ -90,7 +91,7 @@ export function createAppActivities(kube: KubeClients, apps?: AppsConfig) {
     const problem = appScopeProblem(apps, namespace, name);
     if (problem) throw ApplicationFailure.nonRetryable(`refused: ${problem}; nothing was read or changed`, APPS_REFUSED);
   };
-  return {
+  const activities = {
     /** Whether the worker's configuration lets it act on this App: the workflow asks first. */
     async appInScope(input: { namespace: string; name: string }): Promise<void> {
       inScope(input?.namespace, input?.name);
@@ -121,6 +122,7 @@ export function createAppActivities(kube: KubeClients, apps?: AppsConfig) {
               spec: { desiredState: revs.desiredState },
             },
           }, mergePatch)) as App;
+          if (revs.reason === 'rolling-restart') noteAppRestart(namespace);
         } catch (err) {
           // Someone else wrote the App since it was read: retried from a fresh read.
           if (isConflict(err)) throw ApplicationFailure.retryable(`App ${namespace}/${name} changed while being reconciled: ${errorMessage(err)}`, 'Conflict');
@@ -186,6 +188,8 @@ export function createAppActivities(kube: KubeClients, apps?: AppsConfig) {
       }
     },
   };
+  // Counted for /metrics: every reconcile attempt, and those that failed.
+  return { ...activities, reconcileApp: countedReconcile(activities.reconcileApp) };
 }
 
 function stopsThrough(revs: RevisionDecision, written: App): number | undefined {

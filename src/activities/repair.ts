@@ -25,6 +25,7 @@ import { runOnce as runGroup, stateDir, type RunResult } from '../repair/process
 import { addInputSchema, check, entryKeySchema, indexSchema, MAX_REQUESTS_PER_ADD } from '../repair/validate.ts';
 import { recordEvent } from '../kube/events.ts';
 import { log } from '../log.ts';
+import { repairCommands } from '../metrics/registry.ts';
 
 /** One run of argv + address in its own process group (no entry lock): for benchmarks and tools. */
 export function runOnce(command: string[], address: string, timeoutSeconds: number, signal?: AbortSignal): Promise<RunResult> {
@@ -435,6 +436,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
           Context.current().heartbeat(started);
           last = await run(key, key.step, key.kind, c, signal, first + attempt);
           if (signal.aborted) throw signal.reason;
+          repairCommands.inc({ kind: key.kind, result: last.ok ? 'ok' : 'failed' });
           if (last.ok) return { ...last, attempts: attempt, ...(cutOff ? { cutOff } : {}) };
           log.warn({ what: key.kind, index: key.index, error: last.error, attempt }, 'repair: command failed');
           if (attempt <= c.retries) await sleep(c.intervalSeconds * 1000, undefined, { signal });

@@ -17,6 +17,7 @@ import { evictPod as evictPodOnce, type EvictOutcome } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
 import type { ConditionWrite, ListedPod, OwnerRef, TaintSettings } from '../taint/node.ts';
 import { controllerWhole } from '../taint/replace.ts';
+import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metrics/registry.ts';
 
 export const DETECTED = 'NodeTaintDetected';
 export const REPLACING = 'NodeTaintReplacing';
@@ -292,6 +293,9 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
           try {
             await kube.core.patchNamespacedPodStatus({ namespace: w.namespace, name: w.name, body }, strategicMergePatch);
             written++;
+            // Counted when a condition the pod did not show is set (a rewrite of a shown one is not a new mark).
+            if (w.detected && conditionTime(pod, DETECTED) === undefined) taintPodsMarked.inc({ condition: DETECTED });
+            if (w.replacing && conditionTime(pod, REPLACING) === undefined) taintPodsMarked.inc({ condition: REPLACING });
             if (replacingSince !== undefined) marked[w.uid] = replacingSince;
             return;
           } catch (err) {
@@ -324,9 +328,14 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     async evictPod(input: { node: string; namespace: string; name: string; uid: string }): Promise<EvictResult> {
       const c = configured();
       const node = nodeName(input?.node);
-      if (!(await checkedPod(c, node, input, true, (n) => configuredTaints(c, n)))) return { outcome: 'gone' };
+      if (!(await checkedPod(c, node, input, true, (n) => configuredTaints(c, n)))) {
+        taintEvictions.inc({ outcome: 'gone' });
+        return { outcome: 'gone' };
+      }
       // UID-bound (a namesake is never evicted); a PodDisruptionBudget's refusal is 'blocked'.
-      return evictPodOnce(kube, { namespace: input.namespace, name: input.name, uid: input.uid });
+      const result = await evictPodOnce(kube, { namespace: input.namespace, name: input.name, uid: input.uid });
+      taintEvictions.inc({ outcome: result.outcome === 'blocked' ? 'refused' : result.outcome });
+      return result;
     },
 
     /**
@@ -347,7 +356,10 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
           if (!isNotFound(err)) throw err;
           oldGone = true;
         }
-        if (oldGone && (await replacementReady(input, createdAt))) return 'replaced';
+        if (oldGone && (await replacementReady(input, createdAt))) {
+          taintReplacementsDone.inc();
+          return 'replaced';
+        }
         if (Date.now() >= deadline) return 'pending';
         await Context.current().sleep(2000);
       }

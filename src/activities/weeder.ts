@@ -26,6 +26,7 @@ import type { KubeClients } from '../kube/client.ts';
 import { recordEvent } from '../kube/events.ts';
 import { startInformer, type RunningInformer } from '../kube/informer.ts';
 import { log } from '../log.ts';
+import { noteReadyAt, weederOutcomes } from '../metrics/weeder.ts';
 import { controllerOf, decidePod, isDependant } from '../weeder/crashloop.ts';
 import { SERVICE_NAME_LABEL, serviceReady } from '../weeder/readiness.ts';
 import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
@@ -120,6 +121,7 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig)
         // ready opens the window, returned at once with what there is to weed.
         if (input.openOnReady && out.readyAt === undefined && serviceReady(slicesNow)) {
           out.readyAt = Date.now();
+          noteReadyAt(namespace, service, out.readyAt);
           finish();
         } else if (found) {
           finish();
@@ -203,7 +205,7 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig)
         ...asked.map((c) => readPod(kube, namespace, c.name)),
       ]);
       const ready = serviceReady(slices.items);
-      return Promise.all(asked.map(async (c, i): Promise<WeedOutcome> => {
+      const outcomes = await Promise.all(asked.map(async (c, i): Promise<WeedOutcome> => {
         const pod = found[i];
         const at = new Date().toISOString();
         const gone = !pod || pod.metadata?.uid !== c.uid;
@@ -235,6 +237,8 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig)
           throw err;
         }
       }));
+      weederOutcomes(namespace, service, outcomes);
+      return outcomes;
     },
 
     /** What became of pods whose deletion's answer was lost: gone, being deleted, or still there. Reads only. */

@@ -6,8 +6,8 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { AppsConfig } from '../config/apps.ts';
 import { errorMessage } from '../kube/api.ts';
 import { kubeClients } from '../kube/client.ts';
-import { startInformer } from '../kube/informer.ts';
 import { log, type Logger } from '../log.ts';
+import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { appChangedSignal, appDeletedSignal, type AppChanged } from '../apps/messages.ts';
 import { APP_GROUP, APP_PLURAL, APP_VERSION, appKey, appWorkflowId, parseAppKey, type App } from '../apps/types.ts';
@@ -59,7 +59,7 @@ export function appsWatch(config: AppsConfig): CapabilityWatch {
     // RESYNC_MS and merged by resourceVersion: a watch that stalls silently
     // costs at most that, and an App deleted during a gap in the watch is
     // delivered as a deletion by the relist.
-    const informer = startInformer<App>({
+    const informer = startWatchedInformer<App>('apps', 'apps', {
       kc,
       path: `/apis/${APP_GROUP}/${APP_VERSION}/${APP_PLURAL}`,
       ...(config.namespaces && { namespaces: config.namespaces }),

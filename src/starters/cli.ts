@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // The `tend` command: the operator's tool, and the process that runs the
 // worker and the watcher. Exit codes: 0 ok, 1 failure, 2 usage or configuration.
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../config/errors.ts';
 import { describeConfig, loadConfig, type Config } from '../config/load.ts';
 import { KubeUnreachableError } from '../kube/client.ts';
-import { redact } from '../log.ts';
+import { log, redact } from '../log.ts';
+import { workerCheckOf } from '../http/worker-state.ts';
 import { UnreachableError } from '../temporal/connection.ts';
 import { SandboxError } from '../sandbox/sandbox.ts';
 import {
@@ -15,6 +16,70 @@ import {
 } from './cli-support.ts';
 import { registerCapabilityCommands } from './capability-commands.ts';
 import { registerSetupCommands } from './setup-commands.ts';
+import { parseListenAddress, type ListenAddress } from '../http/address.ts';
+
+interface RunFlags extends ConfigFlags {
+  httpAddress?: ListenAddress;
+}
+
+/** --http-address HOST:PORT: overrides the config's http.address. */
+const httpAddressOption = () =>
+  new Option('--http-address <host:port>', "serve /metrics, /healthz and /readyz here (default: the config's http.address, 0.0.0.0:9464)")
+    .argParser((v: string) => {
+      const a = parseListenAddress(v);
+      if ('problem' in a) throw new InvalidArgumentError(`--http-address: ${a.problem}`);
+      return a;
+    });
+
+/** Runs the parts with tend's HTTP port open: its checks follow the parts, its /metrics adds the SDK's. */
+async function runServed(config: Config, parts: { worker: boolean; watcher: boolean }, signal: AbortSignal, flag?: ListenAddress) {
+  const { startHttpServer, ListenError } = await import('../http/server.ts');
+  const { health } = await import('../http/health.ts');
+  const { tendMetrics } = await import('../metrics/registry.ts');
+  const runtime = await import('../workers/runtime.ts');
+  const configured = parseListenAddress(config.http.address);
+  if ('problem' in configured) throw new UsageError(`http.address: ${configured.problem}`);
+  const address = flag ?? configured;
+  if (parts.worker) runtime.installRuntime({ coreMetricsPort: await runtime.freeLoopbackPort() });
+  const workerCheck = parts.worker ? watchWorkerState(health, runtime.onWorkerState) : undefined;
+  let server;
+  try {
+    server = await startHttpServer({
+      address, health,
+      metrics: async () => {
+        const [tend, sdk] = await Promise.all([
+          tendMetrics(),
+          runtime.coreMetrics().catch((err: unknown) => `# the Temporal SDK's metrics could not be read: ${String((err as Error)?.message ?? err).replace(/\n/g, ' ')}\n`),
+        ]);
+        return `${tend}\n${sdk}`;
+      },
+      onError: (err, path) => log.warn({ err, path }, 'HTTP request failed'),
+    });
+  } catch (err) {
+    workerCheck?.();
+    if (err instanceof ListenError) throw new OperatorError(err.message);
+    throw err;
+  }
+  log.info({ address: address.text, port: server.port }, 'serving /metrics, /healthz and /readyz');
+  try {
+    await runParts(config, parts, signal);
+  } finally {
+    workerCheck?.();
+    await server.close();
+  }
+}
+
+/** The worker's check, from the SDK Worker's state: alive unless stopped or failed, ready while it polls. */
+function watchWorkerState(
+  health: import('../http/health.ts').Health, onWorkerState: typeof import('../workers/runtime.ts').onWorkerState,
+): () => void {
+  const check = health.settable('worker', { alive: true, ready: false, reason: 'starting: connecting to Temporal and Kubernetes' });
+  const stop = onWorkerState((state) => check.set(workerCheckOf(state)));
+  return () => {
+    stop();
+    check.remove();
+  };
+}
 
 async function runParts(config: Config, parts: { worker: boolean; watcher: boolean }, signal: AbortSignal) {
   const { runWorker } = await import('../workers/worker.ts');
@@ -44,23 +109,25 @@ export function buildProgram(): Command {
   withConfigOptions(program
     .command('run')
     .description('run the worker and the watcher in one process; on the local sandbox when no configuration is given'))
-    .action(async (flags: ConfigFlags) => {
+    .addOption(httpAddressOption())
+    .action(async (flags: RunFlags) => {
       const signal = shutdownSignal();
       if (!flags.config && !flags.configMap) {
         const { runOnSandbox } = await import('./demo.ts');
-        await runOnSandbox(signal, (config) => runParts(config, { worker: true, watcher: true }, signal));
+        await runOnSandbox(signal, (config) => runServed(config, { worker: true, watcher: true }, signal, flags.httpAddress));
         return;
       }
-      await runParts(await configFrom(flags), { worker: true, watcher: true }, signal);
+      await runServed(await configFrom(flags), { worker: true, watcher: true }, signal, flags.httpAddress);
     });
 
   for (const part of ['worker', 'watcher'] as const) {
     withConfigOptions(program
       .command(part)
       .description(part === 'worker' ? 'run only the worker (workflows and activities)' : 'run only the watcher (informers that start workflows)'))
-      .action(async (flags: ConfigFlags) => {
+      .addOption(httpAddressOption())
+      .action(async (flags: RunFlags) => {
         const signal = shutdownSignal();
-        await runParts(await configFrom(flags), { worker: part === 'worker', watcher: part === 'watcher' }, signal);
+        await runServed(await configFrom(flags), { worker: part === 'worker', watcher: part === 'watcher' }, signal, flags.httpAddress);
       });
   }
 

@@ -9,8 +9,9 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { taintReplacementActive, type TaintReplacementConfig } from '../config/taint-replacement.ts';
 import { toSelectorString } from '../config/label-selector.ts';
 import { errorMessage } from '../kube/api.ts';
-import { startInformer, type RunningInformer } from '../kube/informer.ts';
+import type { RunningInformer } from '../kube/informer.ts';
 import { log as rootLog } from '../log.ts';
+import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { matchingTaints, sameTaints, taintId, type MatchedTaint } from '../taint/match.ts';
 import {
@@ -103,7 +104,7 @@ class TaintWatch {
     // The coordinator first: node workflows ask it for slots.
     await this.startCoordinator();
     const core = kc.makeApiClient(k8s.CoreV1Api);
-    this.nodes = startInformer<k8s.V1Node>({
+    this.nodes = startWatchedInformer<k8s.V1Node>('taint', 'nodes', {
       kc, path: '/api/v1/nodes', list: () => core.listNode(), log: this.log,
       resyncMs: RESYNC_MS,
       onUpsert: (node) => this.nodeChanged(node.metadata!.name!, node),
@@ -112,7 +113,7 @@ class TaintWatch {
     });
     const labelSelector = toSelectorString(this.config.podSelector);
     const fieldSelector = 'spec.nodeName!=';
-    const pods = startInformer<k8s.V1Pod>({
+    const pods = startWatchedInformer<k8s.V1Pod>('taint', 'pods', {
       kc,
       path: '/api/v1/pods',
       ...(this.config.namespaces ? { namespaces: this.config.namespaces } : {}),

@@ -18,8 +18,9 @@ import type { WeederConfig } from '../config/weeder.ts';
 import { errorMessage, isNotFound } from '../kube/writes.ts';
 import { statusOf } from '../kube/client.ts';
 import { kubeClients, type KubeClients } from '../kube/client.ts';
-import { startInformer, type RunningInformer } from '../kube/informer.ts';
+import type { RunningInformer } from '../kube/informer.ts';
 import { log } from '../log.ts';
+import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { armSignal, extendSignal } from '../weeder/messages.ts';
 import { readyEndpointIds, SERVICE_NAME_LABEL, serviceKeyOf, serviceReady, serviceUidOf, type SliceLike } from '../weeder/readiness.ts';
@@ -45,7 +46,7 @@ export function weederWatch(config: WeederConfig, tendNamespace: string): Capabi
     // RESYNC_MS so that a watch that stalls silently costs at most that long. After each
     // relist every Service is judged again: a reconcile that failed (a signal Temporal
     // did not take) is retried then.
-    const informer: RunningInformer<k8s.V1EndpointSlice> = startInformer<k8s.V1EndpointSlice>({
+    const informer: RunningInformer<k8s.V1EndpointSlice> = startWatchedInformer<k8s.V1EndpointSlice>('weeder', 'endpointslices', {
       kc,
       path: '/apis/discovery.k8s.io/v1/endpointslices',
       ...(config.namespaces ? { namespaces: config.namespaces } : {}),

@@ -1,30 +1,150 @@
 // The Temporal SDK's process-wide Runtime: installed once, before any worker
-// or native connection, with tend's logger.
-import { Runtime, DefaultLogger } from '@temporalio/worker';
+// or native connection, with tend's logger, the Rust core's logs forwarded to
+// it, and the core's metrics exported for tend's /metrics.
+import { createServer } from 'node:net';
+import { Runtime, type LogLevel, type LogMetadata, type Logger as SdkLogger } from '@temporalio/worker';
 import { log } from '../log.ts';
 
 let runtimeInstalled = false;
+let coreMetricsPort: number | undefined;
 
 const sdkLevels = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
+const levelOrder: LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
+
+/** The SDK's lines are written from this level on: TEND_LOG_LEVEL when set, else WARN. */
+function sdkLevel(): LogLevel {
+  const wanted = process.env.TEND_LOG_LEVEL?.toUpperCase();
+  if (wanted === 'FATAL') return 'ERROR';
+  return wanted && wanted in sdkLevels ? (wanted as LogLevel) : 'WARN';
+}
 
 /**
- * The SDK's own log lines (worker, workflow and activity loggers) go through
- * tend's logger: one JSON stream, with credentials masked like every other line.
+ * The field names tend's own lines use, for what the core (snake_case) and the
+ * SDK name otherwise: a core line about a workflow task carries workflowId,
+ * runId, activityType like a workflow's or an activity's own lines.
  */
-function sdkLogger(): DefaultLogger {
-  const wanted = process.env.TEND_LOG_LEVEL?.toUpperCase();
-  const level = wanted && wanted in sdkLevels ? (wanted as keyof typeof sdkLevels) : 'WARN';
-  return new DefaultLogger(level, ({ level: l, message, meta }) => {
-    // An Error under `error` goes to pino's `err`, whose serializer keeps its type, message and stack.
-    const { error, ...rest } = meta ?? {};
-    log[sdkLevels[l]]({ ...rest, ...(error instanceof Error ? { err: error } : error !== undefined ? { error } : {}), source: 'temporal-sdk' }, message);
+const fieldNames: Record<string, string> = {
+  workflow_id: 'workflowId', run_id: 'runId', activity_type: 'activityType', activity_id: 'activityId',
+  workflow_type: 'workflowType', task_queue: 'taskQueue', namespace: 'namespace',
+};
+
+/**
+ * An SDK line's metadata as tend writes it: an Error under `error` (or `err`)
+ * goes to pino's `err` (type, message, stack kept), core fields get tend's
+ * names, the core's span list is flattened into fields, and `source` says who
+ * wrote it (temporal-core, or temporal-sdk for the TypeScript side).
+ */
+export function sdkLogFields(meta: LogMetadata | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const { error, err, spanContexts, sdkComponent, ...rest } = (meta ?? {}) as Record<string, unknown>;
+  // The core nests a task's ids in the spans the line was written in: outermost first, innermost wins.
+  if (Array.isArray(spanContexts)) {
+    for (const span of spanContexts) {
+      const fields = (span && typeof span === 'object' && 'fields' in span ? (span as { fields: unknown }).fields : span) as Record<string, unknown> | undefined;
+      if (!fields || typeof fields !== 'object') continue;
+      for (const [k, v] of Object.entries(fields)) if (k in fieldNames && v !== undefined) out[fieldNames[k]!] = v;
+    }
+  }
+  for (const [k, v] of Object.entries(rest)) {
+    if (typeof k === 'symbol') continue;
+    out[fieldNames[k] ?? k] = v;
+  }
+  const e = error ?? err;
+  if (e instanceof Error) out.err = e;
+  else if (e !== undefined) out.error = e;
+  out.source = sdkComponent === 'core' ? 'temporal-core' : 'temporal-sdk';
+  if (sdkComponent !== undefined && sdkComponent !== 'core') out.sdkComponent = sdkComponent;
+  return out;
+}
+
+/** What the SDK's Worker last said of its state (RUNNING: it polls). */
+export interface WorkerStateListener {
+  (state: string, meta: Record<string, unknown>): void;
+}
+const stateListeners = new Set<WorkerStateListener>();
+
+/** Told each time a Worker's state changes (INITIALIZED, RUNNING, STOPPING, DRAINING, DRAINED, STOPPED, FAILED). */
+export function onWorkerState(listener: WorkerStateListener): () => void {
+  stateListeners.add(listener);
+  return () => stateListeners.delete(listener);
+}
+
+/**
+ * The SDK's log lines (worker, workflow and activity loggers, and the core's,
+ * forwarded) go through tend's logger: one JSON stream, credentials masked like
+ * every other line. Every line is seen here whatever the level, so the
+ * Worker's state changes (logged at INFO) reach the health checks.
+ */
+class TendSdkLogger implements SdkLogger {
+  private readonly min = levelOrder.indexOf(sdkLevel());
+
+  log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    if (message === 'Worker state changed' && typeof meta?.state === 'string') {
+      for (const l of stateListeners) l(meta.state, meta as Record<string, unknown>);
+    }
+    if (levelOrder.indexOf(level) < this.min) return;
+    log[sdkLevels[level]](sdkLogFields(meta), message);
+  }
+  trace(message: string, meta?: LogMetadata) { this.log('TRACE', message, meta); }
+  debug(message: string, meta?: LogMetadata) { this.log('DEBUG', message, meta); }
+  info(message: string, meta?: LogMetadata) { this.log('INFO', message, meta); }
+  warn(message: string, meta?: LogMetadata) { this.log('WARN', message, meta); }
+  error(message: string, meta?: LogMetadata) { this.log('ERROR', message, meta); }
+}
+
+/** A loopback port free now (the kernel's pick), for the core's metrics exporter. */
+export async function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
   });
 }
 
-/** Signals are handled by the tend process itself, which shuts every part down in order. */
-export function installRuntime() {
+export interface RuntimeOptions {
+  /**
+   * Export the core's metrics (temporal_*) on this loopback port (one
+   * freeLoopbackPort() picked), for /metrics to append (coreMetrics()).
+   * Absent: no SDK metrics.
+   */
+  coreMetricsPort?: number;
+}
+
+/**
+ * Installs the Runtime (once; later calls do nothing). Signals are handled by
+ * the tend process itself, which shuts every part down in order.
+ *
+ * Why the core's own Prometheus exporter on 127.0.0.1 rather than a meter of
+ * tend's: it is the SDK's supported path and writes its histograms, counters
+ * and gauges as Prometheus expects; tend's port appends its scrape, so
+ * operators scrape one port. Only loopback: nothing outside the pod sees it.
+ */
+export function installRuntime(opts: RuntimeOptions = {}): void {
   if (runtimeInstalled) return;
-  Runtime.install({ shutdownSignals: [], logger: sdkLogger() });
+  const logging = { filter: { core: sdkLevel(), other: 'ERROR' as LogLevel }, forward: {} };
+  const port = opts.coreMetricsPort;
+  Runtime.install({
+    shutdownSignals: [],
+    logger: new TendSdkLogger(),
+    telemetryOptions: {
+      logging,
+      ...(port !== undefined && {
+        metrics: { prometheus: { bindAddress: `127.0.0.1:${port}`, countersTotalSuffix: true, useSecondsForDurations: true, unitSuffix: true } },
+      }),
+    },
+  });
   runtimeInstalled = true;
+  coreMetricsPort = port;
+}
+
+/** The core's metrics in Prometheus text format; empty when not exported (no worker in this process). */
+export async function coreMetrics(timeoutMs = 3000): Promise<string> {
+  if (coreMetricsPort === undefined) return '';
+  const res = await fetch(`http://127.0.0.1:${coreMetricsPort}/metrics`, { signal: AbortSignal.timeout(timeoutMs) });
+  if (!res.ok) throw new Error(`the Temporal SDK's metrics exporter answered ${res.status}`);
+  return res.text();
 }
 

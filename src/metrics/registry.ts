@@ -1,0 +1,209 @@
+// tend's own metrics, named tend_*: one prom-client registry for the process.
+// Every metric is documented in docs/metrics.md (name, type, labels, meaning);
+// keep the two together.
+//
+// Where each is measured:
+// - activities count what they do (pods weeded, marks written, evictions,
+//   restarts, reconcile errors): in the worker process, when it happens;
+// - the watcher counts the events its informers deliver and their restarts;
+// - gauges that describe workflow state (the repair queue, the taint slots,
+//   weeder windows) are read from the workflows by the watcher at scrape time,
+//   cached and bounded (state.ts).
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export const registry = new Registry();
+// process_* and nodejs_*: CPU, memory, event-loop lag, handles.
+collectDefaultMetrics({ register: registry });
+
+const registers = [registry];
+
+// --- weeder -----------------------------------------------------------------
+
+export const weederPodsWeeded = new Counter({
+  name: 'tend_weeder_pods_weeded_total',
+  help: 'Crash-looping dependants deleted by a weeder window (one per pod deleted).',
+  labelNames: ['namespace', 'service'] as const,
+  registers,
+});
+
+export const weederPodsReported = new Counter({
+  name: 'tend_weeder_pods_reported_total',
+  help: 'Crash-looping dependants without a controller, reported (an Event) and never deleted.',
+  labelNames: ['namespace', 'service'] as const,
+  registers,
+});
+
+export const weederDeletesRefused = new Counter({
+  name: 'tend_weeder_deletes_refused_total',
+  help: 'Deletions of a dependant the API server refused for good (forbidden, invalid, a webhook).',
+  labelNames: ['namespace', 'service'] as const,
+  registers,
+});
+
+export const weederReaction = new Histogram({
+  name: 'tend_weeder_reaction_seconds',
+  help: 'From an armed window seeing its Service ready (EndpointSlices) to the deletion of the crash-looping dependants.',
+  labelNames: ['namespace', 'service'] as const,
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
+  registers,
+});
+
+export const weederWindows = new Gauge({
+  name: 'tend_weeder_windows',
+  help: 'Running weeder windows by state: open (weeding until its deadline) or armed (waiting for its Service to be ready). Read from the workflows at scrape time.',
+  labelNames: ['state'] as const,
+  registers,
+});
+
+// --- taint replacement ------------------------------------------------------
+
+export const taintPodsMarked = new Counter({
+  name: 'tend_taint_pods_marked_total',
+  help: 'Pod conditions newly set by taint replacement: NodeTaintDetected, NodeTaintReplacing.',
+  labelNames: ['condition'] as const,
+  registers,
+});
+
+export const taintEvictions = new Counter({
+  name: 'tend_taint_evictions_total',
+  help: 'Eviction requests by outcome: evicted, refused (a PodDisruptionBudget said no; retried with back-off), gone (the pod had left already).',
+  labelNames: ['outcome'] as const,
+  registers,
+});
+
+export const taintReplacementsDone = new Counter({
+  name: 'tend_taint_replacements_completed_total',
+  help: 'Evicted pods whose replacement (a newer pod of the same controller) became Ready.',
+  registers,
+});
+
+export const taintPods = new Gauge({
+  name: 'tend_taint_pods',
+  help: 'Pods on tainted nodes by the condition they carry now (NodeTaintDetected, NodeTaintReplacing). Read from the taint/<node> workflows at scrape time.',
+  labelNames: ['condition'] as const,
+  registers,
+});
+
+export const taintInFlight = new Gauge({
+  name: 'tend_taint_replacements_in_flight',
+  help: 'Replacement slots granted and not yet given back (the coordinator taint-replacements).',
+  registers,
+});
+
+export const taintQueued = new Gauge({
+  name: 'tend_taint_replacements_queued',
+  help: 'Pods due for replacement waiting for a slot.',
+  registers,
+});
+
+export const taintBreakerOpen = new Gauge({
+  name: 'tend_taint_breaker_open',
+  help: '1 while too many nodes are tainted (maxTaintedNodes) and no replacement is granted, else 0.',
+  registers,
+});
+
+export const taintNodesTainted = new Gauge({
+  name: 'tend_taint_nodes_tainted',
+  help: 'Nodes with a configured taint, as the coordinator last counted them.',
+  registers,
+});
+
+// --- apps -------------------------------------------------------------------
+
+export const appsReconciles = new Counter({
+  name: 'tend_apps_reconciles_total',
+  help: 'App reconciles that completed (workloads applied, status written).',
+  labelNames: ['namespace'] as const,
+  registers,
+});
+
+export const appsReconcileErrors = new Counter({
+  name: 'tend_apps_reconcile_errors_total',
+  help: 'App reconciles that failed (each attempt; the workflow retries with back-off).',
+  labelNames: ['namespace'] as const,
+  registers,
+});
+
+export const appsRestarts = new Counter({
+  name: 'tend_apps_restarts_total',
+  help: 'Rolling restarts of an App tend started (its app-rev moved for a restart).',
+  labelNames: ['namespace'] as const,
+  registers,
+});
+
+// --- repair queue (CKE's shapes) ---------------------------------------------
+
+export const repairQueueEnabled = new Gauge({
+  name: 'tend_repair_queue_enabled',
+  help: '1 when the repair queue is enabled (entries are processed), 0 when disabled. Absent when no queue runs.',
+  registers,
+});
+
+export const repairQueueItems = new Gauge({
+  name: 'tend_repair_queue_items',
+  help: 'Repair queue entries by status: queued, processing, succeeded, failed.',
+  labelNames: ['status'] as const,
+  registers,
+});
+
+export const repairQueueEntry = new Gauge({
+  name: 'tend_repair_queue_entry',
+  help: 'One series per repair queue entry, value 1: its index, address, operation, status and step (CKE\'s cke_sabakan-like entry gauge).',
+  labelNames: ['index', 'address', 'operation', 'status', 'step'] as const,
+  registers,
+});
+
+export const repairCommands = new Counter({
+  name: 'tend_repair_commands_total',
+  help: 'Runs of a repair step\'s commands by this worker, by kind (repair_command, success_command) and result (ok, failed: a non-zero exit or a timeout).',
+  labelNames: ['kind', 'result'] as const,
+  registers,
+});
+
+// --- watcher ----------------------------------------------------------------
+
+export const watcherEvents = new Counter({
+  name: 'tend_watcher_events_total',
+  help: 'Objects the watcher\'s informers delivered (new or changed: upsert; deleted: delete), by capability and resource.',
+  labelNames: ['capability', 'resource', 'kind'] as const,
+  registers,
+});
+
+export const watcherInformerRestarts = new Counter({
+  name: 'tend_watcher_informer_restarts_total',
+  help: 'Times an informer\'s list or watch failed outright and was restarted after a back-off.',
+  labelNames: ['capability', 'resource'] as const,
+  registers,
+});
+
+// --- the scrape-time state reader (state.ts) ----------------------------------
+
+export const stateReadErrors = new Counter({
+  name: 'tend_state_read_errors_total',
+  help: 'Failed reads of workflow state for the gauges above (query or list): the gauges keep their last values.',
+  labelNames: ['what'] as const,
+  registers,
+});
+
+export const stateReadAge = new Gauge({
+  name: 'tend_state_read_age_seconds',
+  help: 'Seconds since the workflow-state gauges were last read successfully.',
+  labelNames: ['what'] as const,
+  registers,
+});
+
+// --- the exposition ----------------------------------------------------------
+
+const beforeScrape = new Set<() => Promise<void>>();
+
+/** Runs `refresh` before each scrape (it must bound its own time); returns a function that stops it. */
+export function onScrape(refresh: () => Promise<void>): () => void {
+  beforeScrape.add(refresh);
+  return () => beforeScrape.delete(refresh);
+}
+
+/** Every tend_* (and process) metric in Prometheus text format, refreshed first. */
+export async function tendMetrics(): Promise<string> {
+  await Promise.allSettled([...beforeScrape].map((r) => r()));
+  return registry.metrics();
+}

@@ -1,0 +1,161 @@
+// Gauges that describe workflow state, read from the workflows themselves by
+// the watcher process (it holds a Temporal client) when /metrics is scraped:
+// the repair queue (queries list and is-enabled), the taint coordinator (its
+// status query), the taint/<node> workflows and the weeder windows (a list by
+// TendCapability, then each one's query, at most MAX_WORKFLOWS of each).
+//
+// Bounded and cached: one read at a time, at most once per CACHE_MS (a scrape
+// within that answers the last values), each read given READ_TIMEOUT_MS. A
+// failed read (a worker that does not answer queries, Temporal down) keeps the
+// last values, counts tend_state_read_errors_total and lets
+// tend_state_read_age_seconds grow: stale gauges are visible as such.
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Config } from '../config/load.ts';
+import { isEnabledQuery, listQuery, REPAIR_QUEUE_WORKFLOW_ID } from '../repair/messages.ts';
+import { repairStatuses, type RepairQueueEntry } from '../repair/entry.ts';
+import { nodeStatusQuery, SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../taint/messages.ts';
+import { windowQuery } from '../weeder/messages.ts';
+import type { WindowSnapshot } from '../weeder/window.ts';
+import type { PodStatusRow } from '../taint/node.ts';
+import {
+  onScrape, repairQueueEnabled, repairQueueEntry, repairQueueItems, stateReadAge, stateReadErrors, taintBreakerOpen,
+  taintInFlight, taintNodesTainted, taintPods, taintQueued, weederWindows,
+} from './registry.ts';
+
+export const CACHE_MS = 10_000;
+export const READ_TIMEOUT_MS = 5_000;
+export const MAX_WORKFLOWS = 200;
+
+/** Weeder windows by state, from their window queries. */
+export function windowStates(windows: readonly WindowSnapshot[], now: number): { open: number; armed: number } {
+  let open = 0;
+  let armed = 0;
+  for (const w of windows) {
+    if (w.stopped || w.failure) continue;
+    if (w.armed && w.armed.until > now) armed++;
+    else if (w.openedAt !== undefined && w.deadline > now) open++;
+  }
+  return { open, armed };
+}
+
+/** Repair queue entries by status (every status present, 0 when none). */
+export function itemsByStatus(entries: readonly RepairQueueEntry[]): Record<string, number> {
+  const counts: Record<string, number> = Object.fromEntries(repairStatuses.map((s) => [s, 0]));
+  for (const e of entries) counts[e.status] = (counts[e.status] ?? 0) + 1;
+  return counts;
+}
+
+/** Taint pod rows by the condition they carry now. */
+export function podsByCondition(rows: readonly PodStatusRow[]): Record<string, number> {
+  const counts: Record<string, number> = { NodeTaintDetected: 0, NodeTaintReplacing: 0 };
+  for (const r of rows) if (r.condition) counts[r.condition] = (counts[r.condition] ?? 0) + 1;
+  return counts;
+}
+
+type Sections = Pick<Config, 'repair' | 'taintReplacement' | 'weeder'>;
+
+/** Starts reading workflow state at scrape time; returns a function that stops it. */
+export function startStateGauges(client: Client, config: Sections): () => void {
+  const lastOk = new Map<string, number>();
+  let running: Promise<void> | undefined;
+  let readAt = 0;
+
+  const timed = <T>(fn: () => Promise<T>) => client.withDeadline(Date.now() + READ_TIMEOUT_MS, fn);
+  const read = async (what: string, fn: () => Promise<void>) => {
+    try {
+      await fn();
+      lastOk.set(what, Date.now());
+    } catch {
+      stateReadErrors.inc({ what });
+    }
+  };
+  const running_ = async (capability: string, prefix?: string): Promise<string[]> => {
+    const ids: string[] = [];
+    const query = `TendCapability = '${capability}' AND ExecutionStatus = 'Running'`;
+    for await (const wf of client.workflow.list({ query, pageSize: 100 })) {
+      if (!prefix || wf.workflowId.startsWith(prefix)) ids.push(wf.workflowId);
+      if (ids.length >= MAX_WORKFLOWS) break;
+    }
+    return ids;
+  };
+
+  const refresh = async () => {
+    const reads: Promise<void>[] = [];
+    if (config.repair) {
+      reads.push(read('repair', async () => {
+        const handle = client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID);
+        let entries: RepairQueueEntry[];
+        let enabled: boolean;
+        try {
+          [entries, enabled] = await timed(() => Promise.all([handle.query(listQuery), handle.query(isEnabledQuery)]));
+        } catch (err) {
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+          // No queue has been started: nothing to show.
+          repairQueueEnabled.reset();
+          repairQueueItems.reset();
+          repairQueueEntry.reset();
+          return;
+        }
+        repairQueueEnabled.set(enabled ? 1 : 0);
+        for (const [status, n] of Object.entries(itemsByStatus(entries))) repairQueueItems.set({ status }, n);
+        repairQueueEntry.reset();
+        for (const e of entries) {
+          repairQueueEntry.set({ index: e.index, address: e.address, operation: e.operation, status: e.status, step: String(e.step) }, 1);
+        }
+      }));
+    }
+    if (config.taintReplacement) {
+      reads.push(read('taint-replacements', async () => {
+        try {
+          const s = await timed(() => client.workflow.getHandle(SLOTS_WORKFLOW_ID).query(slotsStatusQuery));
+          taintInFlight.set(s.inFlight.length);
+          taintQueued.set(s.queue.length);
+          taintBreakerOpen.set(s.breakerOpen ? 1 : 0);
+          taintNodesTainted.set(s.taintedNodes);
+        } catch (err) {
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+          for (const g of [taintInFlight, taintQueued, taintBreakerOpen, taintNodesTainted]) g.set(0);
+        }
+      }));
+      reads.push(read('taint-nodes', async () => {
+        const rows = await timed(async () => {
+          const ids = await running_('taint', 'taint/');
+          const all = await Promise.all(ids.map((id) => client.workflow.getHandle(id).query(nodeStatusQuery).catch((err: unknown) => {
+            if (err instanceof WorkflowNotFoundError) return [] as PodStatusRow[]; // ended since it was listed
+            throw err;
+          })));
+          return all.flat();
+        });
+        for (const [condition, n] of Object.entries(podsByCondition(rows))) taintPods.set({ condition }, n);
+      }));
+    }
+    if (config.weeder) {
+      reads.push(read('weeder', async () => {
+        const windows = await timed(async () => {
+          const ids = await running_('weeder');
+          const all = await Promise.all(ids.map((id) => client.workflow.getHandle(id).query(windowQuery).catch((err: unknown) => {
+            if (err instanceof WorkflowNotFoundError) return undefined;
+            throw err;
+          })));
+          return all.filter((w): w is WindowSnapshot => w !== undefined);
+        });
+        const { open, armed } = windowStates(windows, Date.now());
+        weederWindows.set({ state: 'open' }, open);
+        weederWindows.set({ state: 'armed' }, armed);
+      }));
+    }
+    await Promise.all(reads);
+    const now = Date.now();
+    for (const [what, at] of lastOk) stateReadAge.set({ what }, (now - at) / 1000);
+  };
+
+  return onScrape(async () => {
+    if (running) return running;
+    if (Date.now() - readAt < CACHE_MS) return;
+    running = refresh().finally(() => {
+      readAt = Date.now();
+      running = undefined;
+    });
+    return running;
+  });
+}
