@@ -1,17 +1,45 @@
 // Runs the check workflow and waits for its answer: if this works, the
 // configuration, Temporal, the worker and its Kubernetes access all do.
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
 import type { Config } from '../config/load.ts';
 import { connectClient } from '../temporal/connection.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import type { CheckResult } from '../workflows/check.ts';
 import { OperatorError } from './cli-support.ts';
+import { searchAttributeCommands, searchAttributeProblems, type SearchAttributeProblem } from './setup-commands.ts';
 
 export class NoWorkerError extends OperatorError {}
 
+/** The Temporal namespace lacks what tend needs: exactly what, and how to add it. */
+export class TemporalSetupError extends OperatorError {}
+
+/**
+ * What the namespace lacks of tend's search attributes, as an error that names each and the fix;
+ * undefined when nothing is missing, or when the server does not let tend ask (Temporal Cloud's
+ * API keys have no operator service: starting the check workflow then says it instead).
+ */
+async function setupProblem(client: Client, config: Config): Promise<TemporalSetupError | undefined> {
+  let problems: SearchAttributeProblem[];
+  try {
+    problems = await searchAttributeProblems(client, config.temporal.namespace);
+  } catch {
+    return undefined;
+  }
+  if (problems.length === 0) return undefined;
+  const { address, namespace } = config.temporal;
+  return new TemporalSetupError(
+    `Temporal namespace ${namespace} at ${address} is missing what tend needs:\n` +
+    problems.map((p) => `  - search attribute ${p.name}: ${p.problem}`).join('\n') + '\n' +
+    'Register them with `tend setup temporal` (same configuration), or run:\n' +
+    searchAttributeCommands(config.temporal).map((l) => `  ${l}`).join('\n'));
+}
+
 export async function doctor(config: Config, timeoutMs: number): Promise<CheckResult> {
+  // Connecting checks the namespace exists (and says so when it does not).
   const client = await connectClient(config.temporal);
   try {
+    const missing = await setupProblem(client, config);
+    if (missing) throw missing;
     const handle = await client.workflow.start('checkWorkflow', {
       taskQueue: config.temporal.taskQueue,
       workflowId: `check/${new Date().toISOString()}`,
