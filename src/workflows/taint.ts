@@ -7,12 +7,12 @@
 // Decisions live in src/taint (pure, unit-tested); these only act on them.
 import {
   allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew, getExternalWorkflowHandle, isCancellation,
-  log, proxyActivities, setHandler, workflowInfo,
+  log, proxyActivities, setCurrentDetails, setHandler, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import {
   decideNode, markWritten, newNodeTaintData, observeTaints, reconcilePods, statusRows, type ConditionWrite, type NodeTaintData,
-  type TaintSettings,
+  type PodState, type TaintSettings,
 } from '../taint/node.ts';
 import {
   nodeCountsSignal, nodeStatusQuery, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, releaseReplacementSignal,
@@ -312,6 +312,8 @@ async function runNode(
     if (dirty) continue;
     const next = [decision.nextAt, replacements.nextAt, stepRetryAt, out.request.length + out.release.length > 0 ? resendAt : undefined]
       .filter((t): t is number => t !== undefined);
+    // The Web UI's Current Details (records no command).
+    setCurrentDetails(nodeDetails(data, running.size, next.length > 0 ? Math.min(...next) : undefined, stepRetryAt !== undefined));
     if (next.length === 0) await condition(() => dirty);
     else await condition(() => dirty, Math.max(1, Math.min(...next) - Date.now()));
   }
@@ -420,10 +422,46 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
       await continueAsNew<typeof taintReplacementsWorkflow>({ data: s });
     }
     if (dirty) continue;
+    // The Web UI's Current Details (records no command).
+    setCurrentDetails(slotsDetails(s, slotBreakerOpen(s), settingsStale || countsStale));
     const next = [nextCheckAt(s), retryAt].filter((t): t is number => t !== undefined);
     if (next.length === 0) await condition(() => dirty);
     else await condition(() => dirty, Math.max(1, Math.min(...next) - Date.now()));
   }
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** What taint/<node> shows in the Web UI: its taints, its pods by state, what it waits for. */
+export function nodeDetails(d: NodeTaintData, replacing: number, nextAt: number | undefined, retrying: boolean): string {
+  const taints = d.taints.map((t) => `${t.key}:${t.effect}`).join(', ');
+  const lines = [taints ? `Node ${d.node} carries ${taints}.` : `Node ${d.node}: no configured taint left; clearing its pods' conditions.`];
+  const byState = new Map<PodState, string[]>();
+  for (const p of Object.values(d.pods)) byState.set(p.state, [...(byState.get(p.state) ?? []), `${p.namespace}/${p.name}`]);
+  if (byState.size === 0) lines.push('No managed pods on it.');
+  for (const [state, pods] of [...byState].sort(([a], [b]) => a.localeCompare(b))) {
+    const shown = pods.sort().slice(0, 10).join(', ');
+    lines.push(`${state} (${pods.length}): ${shown}${pods.length > 10 ? ', ...' : ''}.`);
+  }
+  if (replacing > 0) lines.push(`Replacement steps under way: ${replacing}.`);
+  const asking = (d.outbox?.request.length ?? 0) + (d.granted?.length ?? 0);
+  if (asking > 0) lines.push(`Slots asked for or granted, not yet used: ${asking}.`);
+  if (retrying) lines.push('A step failed; trying again.');
+  if (nextAt !== undefined) lines.push(`Next look: ${iso(nextAt)}.`);
+  return lines.join('\n\n');
+}
+
+/** What taint-replacements shows in the Web UI: the slots, the breaker, the queue. */
+export function slotsDetails(s: SlotData, breakerOpen: boolean, stale: boolean): string {
+  const lines = [
+    `Replacements in flight: ${s.inFlight.length} of ${s.maxConcurrentReplacements}; waiting for a slot: ${s.queue.length}.`,
+    `Tainted nodes: ${s.taintedNodes} of ${s.totalNodes} (limit ${s.maxTaintedNodes}): breaker ${breakerOpen ? 'OPEN, no replacement is granted' : 'closed'}.`,
+  ];
+  if (s.inFlight.length > 0) lines.push(`In flight: ${s.inFlight.slice(0, 10).map((g) => `${g.pod} on ${g.node}`).join(', ')}${s.inFlight.length > 10 ? ', ...' : ''}.`);
+  if (s.queue.length > 0) lines.push(`Next in the queue: ${s.queue.slice(0, 10).map((r) => `${r.pod} on ${r.node}`).join(', ')}${s.queue.length > 10 ? ', ...' : ''}.`);
+  lines.push(`Granted since it started: ${s.granted}; most in flight at once: ${s.peakInFlight}.`);
+  if (stale) lines.push('The settings or node counts could not be read yet: the most cautious limits apply.');
+  return lines.join('\n\n');
 }
 
 function messageOf(err: unknown): string {
