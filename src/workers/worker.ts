@@ -2,6 +2,10 @@
 import { Worker } from '@temporalio/worker';
 import { installRuntime } from './runtime.ts';
 import { fileURLToPath } from 'node:url';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
 import { createActivities } from '../activities/index.ts';
 import { beginRepairShutdown } from '../activities/repair.ts';
 import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
@@ -10,6 +14,58 @@ import { log } from '../log.ts';
 import type { WorkerSections } from '../activities/index.ts';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+// ---------------------------------------------------------------------------------------------
+// The pre-built workflow bundle. `npm run bundle` (and the image build) writes the workflow code
+// bundled by webpack to dist/workflow-bundle.js, and beside it the fingerprint of the sources it
+// was built from. A worker whose sources have that fingerprint loads the file (no webpack, no
+// swc, nothing written to /tmp: fast, and fine on a read-only root filesystem); any other bundles
+// its workflows at start-up as before.
+// ---------------------------------------------------------------------------------------------
+const srcRoot = fileURLToPath(new URL('..', import.meta.url));
+export const workflowBundlePath = fileURLToPath(new URL('../../dist/workflow-bundle.js', import.meta.url));
+const fingerprintPath = (bundle: string) => bundle.replace(/\.js$/, '.fingerprint');
+
+/**
+ * The fingerprint of everything a bundle is built from: every TypeScript file under src/ (the
+ * workflows and whatever they import) and the SDK's version. Conservative: any source change
+ * makes the bundle stale.
+ */
+export async function workflowSourcesFingerprint(): Promise<string> {
+  const hash = createHash('sha256');
+  const walk = async (dir: string): Promise<string[]> => (await Promise.all(
+    (await readdir(dir, { withFileTypes: true })).map((e) => {
+      const path = join(dir, e.name);
+      return e.isDirectory() ? walk(path) : e.name.endsWith('.ts') ? [path] : [];
+    }))).flat();
+  for (const file of (await walk(srcRoot)).sort()) {
+    hash.update(`${relative(srcRoot, file)}\0`).update(await readFile(file)).update('\0');
+  }
+  const sdk = JSON.parse(await readFile(fileURLToPath(import.meta.resolve('@temporalio/workflow/package.json')), 'utf8')) as { version: string };
+  hash.update(`@temporalio/workflow@${sdk.version}`);
+  return hash.digest('hex');
+}
+
+/** Bundles the workflow code to `path` with its fingerprint (`npm run bundle`, the image build). */
+export async function writeWorkflowBundle(path = workflowBundlePath): Promise<{ path: string; bytes: number }> {
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const { code } = await bundleWorkflowCode({ workflowsPath });
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(path, code);
+  await writeFile(fingerprintPath(path), `${await workflowSourcesFingerprint()}\n`);
+  return { path, bytes: Buffer.byteLength(code) };
+}
+
+/** The worker's workflow code: the pre-built bundle when it matches the sources, else the sources (bundled now). */
+export async function workflowCode(path = workflowBundlePath): Promise<{ workflowBundle: { codePath: string } } | { workflowsPath: string }> {
+  if (process.env.TEND_WORKFLOW_BUNDLE === 'off' || !existsSync(path)) return { workflowsPath };
+  const recorded = (await readFile(fingerprintPath(path), 'utf8').catch(() => '')).trim();
+  if (recorded !== await workflowSourcesFingerprint()) {
+    log.warn({ bundle: path }, 'the pre-built workflow bundle is not of these sources: bundling the workflows now (run `npm run bundle` to refresh it)');
+    return { workflowsPath };
+  }
+  return { workflowBundle: { codePath: path } };
+}
 
 /**
  * On SIGTERM a worker that runs repair commands stops polling and gives
@@ -34,16 +90,17 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal): Promi
   const kc = loadKubeConfig(opts.kubernetes);
   const version = await checkKubernetes(kc);
   const connection = await connectNative(opts.temporal);
+  const code = await workflowCode();
   try {
     const worker = await Worker.create({
       connection,
       namespace: opts.temporal.namespace,
       taskQueue: opts.temporal.taskQueue,
-      workflowsPath,
+      ...code,
       activities: createActivities({ kube: kubeClients(kc), config: opts }),
       shutdownGraceTime: opts.repair ? `${SHUTDOWN_GRACE_SECONDS}s` : 0,
     });
-    log.info({ taskQueue: opts.temporal.taskQueue, temporal: opts.temporal.address, kubernetes: version }, 'worker started');
+    log.info({ taskQueue: opts.temporal.taskQueue, temporal: opts.temporal.address, kubernetes: version, workflowBundle: 'workflowBundle' in code ? code.workflowBundle.codePath : 'bundled at start-up' }, 'worker started');
     const stop = () => {
       beginRepairShutdown();
       worker.shutdown();
