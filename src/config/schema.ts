@@ -199,7 +199,7 @@ function profileOf(env: NodeJS.ProcessEnv): { profile: ClientConfigProfile; wher
   }
   try {
     // The file's own environment handling is off: the environment is its own source here.
-    const profile = loadClientConfigProfile({ configSource: { path: file.path }, disableEnv: true, overrideEnvVars: { ...env } as Record<string, string> });
+    const profile = loadClientConfigProfile({ profile: name, configSource: { path: file.path }, disableEnv: true, overrideEnvVars: { ...env } as Record<string, string> });
     return { profile, where };
   } catch (err) {
     const message = (err as Error)?.message ?? String(err);

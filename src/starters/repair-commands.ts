@@ -16,13 +16,42 @@ import {
 import { requestProblems } from '../repair/procedure.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { connectClient } from '../temporal/connection.ts';
-import { configOrSandbox, EXIT_FAILURE, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
 
 /** The queue refused a request (its validator said why): exit 1 with that message. */
 class RefusedError extends Error {}
 
+/**
+ * The repair queue's workflow id is one per Temporal namespace. A queue running on another task
+ * queue belongs to another tend (its worker runs it, with that tend's repair configuration): a
+ * command from this one would reach it only through that worker, or wait for ever when none polls.
+ * Refused, naming both task queues; a closed or absent queue is anyone's to start.
+ */
+export async function checkQueueOwner(client: Client, config: Config): Promise<void> {
+  let description;
+  try {
+    description = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return;
+    throw err;
+  }
+  if (description.status.name !== 'RUNNING' || description.taskQueue === config.temporal.taskQueue) return;
+  throw new OperatorError(
+    `the repair queue (workflow ${REPAIR_QUEUE_WORKFLOW_ID}, run ${description.runId}) in namespace ${config.temporal.namespace} ` +
+    `runs on task queue "${description.taskQueue}", but this configuration's task queue is "${config.temporal.taskQueue}": ` +
+    `use the configuration of the tend whose worker polls "${description.taskQueue}" (temporal.taskQueue), ` +
+    'or end that queue first (`temporal workflow terminate --workflow-id repair-queue`) if it is abandoned');
+}
+
 async function connect(config: Config): Promise<Client> {
-  return connectClient(config.temporal);
+  const client = await connectClient(config.temporal);
+  try {
+    await checkQueueOwner(client, config);
+  } catch (err) {
+    await client.connection.close();
+    throw err;
+  }
+  return client;
 }
 
 /**

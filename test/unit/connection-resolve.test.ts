@@ -209,3 +209,9 @@ describe('Temporal connection: bad values name where they came from', () => {
     }
   });
 });
+
+describe('Temporal connection: an empty TEMPORAL_PROFILE', () => {
+  it('is the profile "default", as when it is unset', () => {
+    assert.equal(resolve({}, { TEMPORAL_CONFIG_FILE: profiles, TEMPORAL_PROFILE: '' }).address, 'profile-default:7233');
+  });
+});
