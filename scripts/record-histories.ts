@@ -17,7 +17,7 @@
 // label's folder is replaced as a whole; other labels' folders are left alone
 // (see docs/upgrading.md for how long they are kept).
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -231,6 +231,8 @@ async function main() {
     await writeFile(config, toYaml({
       temporal: { address, namespace: 'default', taskQueue: TASK_QUEUE },
       kubernetes: { kubeconfig: info.tendKubeconfig },
+      // tend's HTTP port (metrics, health) on a free port of its own, not the default 9464.
+      http: { address: `127.0.0.1:${await freePort()}` },
       weeder: {
         watchDuration: '10m', namespaces: [NS.weeder],
         servicesAndDependantSelectors: { db: { podSelectors: [{ matchLabels: { role: 'api' } }] } },
@@ -260,10 +262,8 @@ async function main() {
     say('tend run');
     tendRun = new Proc(process.execPath, [tendCli, 'run', '--config', config]);
     const running = tendRun;
-    await waitFor('tend to start its worker', () => {
-      if (running.exited) throw new Error(`tend run exited:\n${running.output.slice(-4000)}`);
-      return running.output.includes('worker started');
-    }, 240_000);
+    await waitFor('tend to start its worker', () => running.output.includes('worker started') || running.exited, 240_000);
+    if (running.exited) throw new Error('tend run exited');
 
     // check: `tend doctor`.
     say('check: tend doctor');
@@ -399,7 +399,9 @@ async function writeHistories(client: Client) {
   const version = (JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
   const label = flags.label ?? `${version}-${commit}`;
-  const dir = join(resolve(flags.out), label);
+  const final = join(resolve(flags.out), label);
+  // Written aside first: a failure leaves no half-written label for the replay test to trip on.
+  const dir = `${final}.partial`;
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
 
@@ -428,7 +430,9 @@ async function writeHistories(client: Client) {
   }
   const manifest: Manifest = { label, version, commit, recordedAt: new Date().toISOString(), histories };
   await writeFile(join(dir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-  say(`${histories.length} histories in ${dir}`);
+  await rm(final, { recursive: true, force: true });
+  await rename(dir, final);
+  say(`${histories.length} histories in ${final}`);
 }
 
 await main();
