@@ -26,9 +26,13 @@ const kustomize = async (dir: string): Promise<Obj[]> =>
 describe('install: kubectl apply -k deploy/kubernetes', function () {
   this.timeout(5 * 60_000);
   /** A copy of deploy/ in the state folder, so overlays and edits never touch the repository. */
-  const copy = mkdtempSync(join(sandbox().stateDir, 'install-'));
-  cpSync(join(repoRoot, 'deploy'), join(copy, 'deploy'), { recursive: true });
-  const base = join(copy, 'deploy/kubernetes');
+  let copy = '';
+  let base = '';
+  before(() => {
+    copy = mkdtempSync(join(sandbox().stateDir, 'install-'));
+    cpSync(join(repoRoot, 'deploy'), join(copy, 'deploy'), { recursive: true });
+    base = join(copy, 'deploy/kubernetes');
+  });
 
   it('includes the App CRD and a hash-suffixed tend-config that the Deployment and the Role name', async () => {
     const objects = await kustomize(base);
