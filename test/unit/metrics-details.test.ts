@@ -4,7 +4,7 @@ import { nodeDetails, slotsDetails } from '../../src/workflows/taint.ts';
 import { emptySlots } from '../../src/taint/slots.ts';
 import type { NodeTaintData, PodEntry } from '../../src/taint/node.ts';
 
-const pod = (name: string, state: PodEntry['state']): PodEntry => ({ uid: name, namespace: 'ns', name, state, detectedAt: 0, written: {} });
+const pod = (name: string, state: PodEntry['state']): PodEntry => ({ uid: name, namespace: 'ns', name, state, detectedAt: 0, attempts: 0, written: {} });
 
 describe('taint workflows: Current Details', () => {
   it('a node: its taints, its pods by state, what it waits for', () => {
@@ -13,7 +13,7 @@ describe('taint workflows: Current Details', () => {
       taints: [{ key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' }],
       pods: { a: pod('a', 'Replacing'), b: pod('b', 'Evicting'), c: pod('c', 'Replacing') },
       outbox: { request: ['x'], release: [] },
-    } as NodeTaintData;
+    } as unknown as NodeTaintData;
     assert.equal(nodeDetails(d, 1, Date.UTC(2030, 0, 1), false), [
       'Node sim-1 carries node.kubernetes.io/unreachable:NoExecute.',
       'Evicting (1): ns/b.',
