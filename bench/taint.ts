@@ -142,8 +142,10 @@ await writeFile(config, toYaml({
 await grantRightsFor(info.kubeconfig, config, 'tend-bench');
 
 const cli = join(repo, 'src/starters/cli.ts');
+// The worker and the watcher each serve their own HTTP port.
+const httpPorts: Record<string, number> = { worker: 19481, watcher: 19482 };
 const run = (part: string): ChildProcess => {
-  const child = spawn(process.execPath, [cli, part, '--config', config], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: 'warn' } });
+  const child = spawn(process.execPath, [cli, part, '--config', config, '--http-address', `127.0.0.1:${httpPorts[part]}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: 'warn' } });
   child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${part}] ${d}`));
   return child;
 };

@@ -78,7 +78,7 @@ if (!info) {
     stateDir,
     settings: {
       nodes: 3, timeScale: 0.1, nodeMonitorGraceSeconds: 8, auditLog: true,
-      ports: { etcdClient: p(24790), etcdPeer: p(24800), apiserver: p(17443), controllerManager: p(11357), scheduler: p(11359), temporal: p(7333), temporalUi: p(8333) },
+      ports: { etcdClient: p(24790), etcdPeer: p(25800), apiserver: p(17443), controllerManager: p(11357), scheduler: p(11359), temporal: p(7333), temporalUi: p(8333) },
     },
     progress: (m) => say(`sandbox: ${m}`),
   });
@@ -104,7 +104,7 @@ for (const capability of capabilities) {
   let tend: Tend | undefined;
   try {
     const config = await scenario.setup(world);
-    tend = new Tend(config, dir, capability, scenario.watcher);
+    tend = new Tend(config, dir, capability, scenario.watcher, p(19400));
     tend.start();
     for (let i = 0; i < rounds; i++) {
       // Each round starts with tend up: a part killed by the last round's fault may still be starting (bundling its workflows).

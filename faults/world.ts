@@ -61,10 +61,13 @@ class Part {
   readonly part: 'worker' | 'watcher';
   readonly log: string;
   private readonly config: string;
-  constructor(part: 'worker' | 'watcher', config: string, log: string) {
+  /** Its own HTTP port: the worker and the watcher run side by side. */
+  private readonly httpAddress: string;
+  constructor(part: 'worker' | 'watcher', config: string, log: string, httpPort: number) {
     this.part = part;
     this.config = config;
     this.log = log;
+    this.httpAddress = `127.0.0.1:${httpPort}`;
   }
 
   /** Where its log ended when it was last started: what it printed since is this run's. */
@@ -80,7 +83,7 @@ class Part {
     })();
     const fd = openSync(this.log, 'a');
     try {
-      this.child = spawn(process.execPath, [cli, this.part, '--config', this.config], { stdio: ['ignore', fd, fd] });
+      this.child = spawn(process.execPath, [cli, this.part, '--config', this.config, '--http-address', this.httpAddress], { stdio: ['ignore', fd, fd] });
     } finally {
       closeSync(fd);
     }
@@ -120,9 +123,10 @@ export class Tend {
   readonly worker: Part;
   readonly watcher: Part;
   readonly withWatcher: boolean;
-  constructor(config: string, dir: string, capability: string, withWatcher: boolean) {
-    this.worker = new Part('worker', config, join(dir, `${capability}-worker.log`));
-    this.watcher = new Part('watcher', config, join(dir, `${capability}-watcher.log`));
+  /** httpPort: the worker's HTTP port; the watcher's is the next one. */
+  constructor(config: string, dir: string, capability: string, withWatcher: boolean, httpPort: number) {
+    this.worker = new Part('worker', config, join(dir, `${capability}-worker.log`), httpPort);
+    this.watcher = new Part('watcher', config, join(dir, `${capability}-watcher.log`), httpPort + 1);
     this.withWatcher = withWatcher;
   }
 

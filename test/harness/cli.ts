@@ -1,9 +1,24 @@
 // Runs the real `tend` CLI as a child process, as an operator would.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { repoRoot } from './env.ts';
+import { repoRoot, testPort } from './env.ts';
 
 const cli = join(repoRoot, 'src/starters/cli.ts');
+
+const SERVING = new Set(['run', 'worker', 'watcher']);
+let nextHttpPort = 0;
+
+/**
+ * A tend that serves its HTTP port (run, worker, watcher) gets one of its own
+ * when the test names none: several run at once (a worker and a watcher, two
+ * replicas) and each would take the default 0.0.0.0:9464.
+ */
+export function withHttpAddress(args: string[]): string[] {
+  if (!SERVING.has(args[0] ?? '') || args.includes('--http-address') || args.includes('--help')) return args;
+  // 50 ports per TEND_TEST_PORT_OFFSET, taken in turn (a process 50 starts ago has long exited).
+  const port = 20000 + testPort(0) * 50 + (nextHttpPort++ % 50);
+  return [...args, '--http-address', `127.0.0.1:${port}`];
+}
 
 export interface CliResult {
   code: number | null;
@@ -13,7 +28,7 @@ export interface CliResult {
 
 export function runTend(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cli, ...withHttpAddress(args)], { env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -68,7 +83,7 @@ export class TendProcess {
 
   constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
     this.args = args;
-    this.child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [cli, ...withHttpAddress(args)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.on('data', (d) => (this.output += d));
     this.child.stderr!.on('data', (d) => (this.output += d));
     this.child.once('exit', () => (this.exitedAt = Date.now()));

@@ -18,7 +18,7 @@ export const testSettings: Omit<SandboxSettings, 'minRequestTimeoutSeconds'> = {
   timeScale: 0.1,
   nodeMonitorGraceSeconds: 8,
   ports: {
-    etcdClient: testPort(24790), etcdPeer: testPort(24800), apiserver: testPort(17443), controllerManager: testPort(11357), scheduler: testPort(11359),
+    etcdClient: testPort(24790), etcdPeer: testPort(25800), apiserver: testPort(17443), controllerManager: testPort(11357), scheduler: testPort(11359),
     temporal: testPort(7333), temporalUi: testPort(8333),
   },
 };
