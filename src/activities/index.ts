@@ -4,7 +4,7 @@ import type { KubeClients } from '../kube/client.ts';
 import type { Config } from '../config/schema.ts';
 import { createAppActivities } from './apps.ts';
 import { createClusterActivities } from './cluster.ts';
-import { createRepairActivities } from './repair.ts';
+import { createRepairActivities, REPAIR_COMMAND_ACTIVITIES } from './repair.ts';
 import { createTaintActivities } from './taint.ts';
 import { createWeederActivities } from './weeder.ts';
 
@@ -22,6 +22,20 @@ export interface ActivityDeps {
   config: WorkerSections;
 }
 
+/** The capabilities a worker can be limited to (`tend worker --capabilities`). */
+export const CAPABILITIES = ['weeder', 'taint', 'apps', 'repair'] as const;
+export type Capability = (typeof CAPABILITIES)[number];
+
+export interface ActivityOptions {
+  /** Register only these capabilities' activities (and the cluster checks `tend doctor` uses); absent: all. */
+  capabilities?: readonly Capability[];
+  /**
+   * The worker polling repair.taskQueue: only the activities that run the
+   * operator's repair commands, and no Kubernetes connection (deps.kube unused).
+   */
+  repairCommandsOnly?: boolean;
+}
+
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createAppActivities(deps.kube, deps.config.apps),
@@ -33,3 +47,36 @@ export function createActivities(deps: ActivityDeps) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+
+/**
+ * The activities a worker registers: every capability's by default, or only
+ * the named capabilities' (with the cluster checks), or, on the worker that
+ * polls repair.taskQueue, only the repair command activities.
+ */
+export function workerActivities(deps: { kube?: KubeClients; config: WorkerSections }, opts: ActivityOptions = {}): Partial<Activities> {
+  if (opts.repairCommandsOnly) {
+    const repair = createRepairActivities(undefined, deps.config.repair, 'commands');
+    return Object.fromEntries(REPAIR_COMMAND_ACTIVITIES.map((name) => [name, repair[name]])) as Partial<Activities>;
+  }
+  if (!deps.kube) throw new Error('workerActivities: a Kubernetes connection is needed for these activities');
+  const kube = deps.kube;
+  const wanted = new Set<Capability>(opts.capabilities ?? CAPABILITIES);
+  return {
+    ...(wanted.has('apps') ? createAppActivities(kube, deps.config.apps) : {}),
+    ...createClusterActivities(kube),
+    ...(wanted.has('repair') ? createRepairActivities(kube, deps.config.repair) : {}),
+    ...(wanted.has('taint') ? createTaintActivities(kube, deps.config.taintReplacement) : {}),
+    ...(wanted.has('weeder') ? createWeederActivities(kube, deps.config.weeder) : {}),
+  };
+}
+
+/** Parses `--capabilities weeder,repair`: every name known, at least one; a bad one is named. */
+export function parseCapabilities(text: string): Capability[] | { problem: string } {
+  const names = text.split(',').map((n) => n.trim());
+  if (names.every((n) => n === '')) return { problem: `name at least one capability (${CAPABILITIES.join(', ')})` };
+  const unknown = names.filter((n) => !(CAPABILITIES as readonly string[]).includes(n));
+  if (unknown.length > 0) {
+    return { problem: `unknown capability ${unknown.map((n) => JSON.stringify(n)).join(', ')} (known: ${CAPABILITIES.join(', ')})` };
+  }
+  return [...new Set(names as Capability[])];
+}

@@ -158,7 +158,36 @@ function evictionRefusal(err: unknown): string | undefined {
 /** evictPod answers `blocked` for a 429 and for this 500 alike; only the 429 is worth waiting for. */
 const MULTIPLE_BUDGETS = /more than one PodDisruptionBudget/i;
 
-export function createRepairActivities(kube: KubeClients, config?: RepairConfig) {
+/**
+ * The activities that run the operator's commands (repair, health check and
+ * success commands, with their per-entry state files): where the commands run.
+ * With repair.taskQueue set, the entry workflow sends them to that task queue,
+ * polled by `tend worker --capabilities repair`; everything else (the plan,
+ * Kubernetes reads, cordon, drain) stays on the main task queue.
+ */
+export const REPAIR_COMMAND_ACTIVITIES = ['repairRunCommand', 'repairWatchHealth'] as const;
+
+/**
+ * Which worker the activities are for: `main` (tend's task queue: they refuse
+ * to run commands when repair.taskQueue sends them elsewhere), or `commands`
+ * (the worker polling repair.taskQueue; it has no Kubernetes connection).
+ */
+export type RepairRole = 'main' | 'commands';
+
+export function createRepairActivities(kube: KubeClients | undefined, config?: RepairConfig, role: RepairRole = 'main') {
+  function kubeOrRefuse(): KubeClients {
+    if (!kube) notConfigured('this worker runs repair commands only (repair.taskQueue); it has no Kubernetes connection');
+    return kube;
+  }
+
+  /** On the main worker when the commands run on a task queue of their own: nothing runs here. */
+  function commandsHere(what: string): void {
+    if (role === 'main' && config?.taskQueue) {
+      notConfigured(`${what}: repair commands run on task queue "${config.taskQueue}" (repair.taskQueue), ` +
+        'polled by `tend worker --capabilities repair`; this worker does not run them');
+    }
+  }
+
   /** The operation an entry's key names, in the worker's configuration as it is now. */
   function operationOf(key: EntryKey) {
     if (!config) notConfigured(`${keyName(key.machine_type, key.operation)}: the worker has no repair section in its configuration`);
@@ -188,12 +217,12 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
 
   /** The Node whose InternalIP is the address, or undefined: the address is what was checked, never a node name from a message. */
   async function nodeOf(address: string): Promise<k8s.V1Node | undefined> {
-    const nodes = await kube.core.listNode();
+    const nodes = await kubeOrRefuse().core.listNode();
     return nodes.items.find((n) => n.status?.addresses?.some((a) => a.type === 'InternalIP' && a.address === address));
   }
 
   async function podsOn(nodename: string): Promise<PodView[]> {
-    const list = await kube.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodename}` });
+    const list = await kubeOrRefuse().core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodename}` });
     return list.items.map(podView);
   }
 
@@ -202,7 +231,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
     for (let attempt = 0; ; attempt++) {
       let node: k8s.V1Node;
       try {
-        node = await kube.core.readNode({ name: nodename });
+        node = await kubeOrRefuse().core.readNode({ name: nodename });
       } catch (err) {
         if (isNotFound(err)) return 'gone';
         throw err;
@@ -218,7 +247,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
         body = { metadata: { resourceVersion: node.metadata!.resourceVersion, annotations: { [REPAIR_CORDON_ANNOTATION]: null } }, spec: { unschedulable: null } };
       }
       try {
-        await kube.core.patchNode({ name: nodename, body, fieldManager: 'tend' }, mergePatch);
+        await kubeOrRefuse().core.patchNode({ name: nodename, body, fieldManager: 'tend' }, mergePatch);
         log.info({ node: nodename, index, cordon }, cordon ? 'repair: cordoned node' : 'repair: uncordoned node');
         await nodeEvent(node, index, {
           reason: cordon ? 'RepairCordoned' : 'RepairUncordoned', action: cordon ? 'Cordon' : 'Uncordon',
@@ -237,7 +266,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
 
   /** An Event on the Node for `kubectl describe node`; never fails the activity. */
   async function nodeEvent(node: k8s.V1Node, index: string, e: { reason: string; action: string; note: string; dedupKey: string; type?: 'Normal' | 'Warning' }) {
-    await recordEvent(kube, {
+    await recordEvent(kubeOrRefuse(), {
       regarding: { apiVersion: 'v1', kind: 'Node', name: node.metadata!.name!, uid: node.metadata?.uid },
       ...e,
     }).catch((err: unknown) => log.warn({ node: node.metadata!.name, index, error: errorMessage(err) }, 'repair: could not record an Event'));
@@ -245,7 +274,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
 
   async function protectedNamespaceNames(selector: LabelSelector | undefined): Promise<Set<string> | 'all'> {
     if (!selector) return 'all';
-    const list = await kube.core.listNamespace({ labelSelector: toSelectorString(selector) });
+    const list = await kubeOrRefuse().core.listNamespace({ labelSelector: toSelectorString(selector) });
     return new Set(list.items.map((n) => n.metadata!.name!));
   }
 
@@ -284,6 +313,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
      */
     async repairInspect(input: EntryKey): Promise<{ nodename: string; healthy: boolean; plan: RepairPlan }> {
       const key = parsed(entryKeySchema, input, 'repairInspect');
+      commandsHere('repairInspect');
       const plan = planOf(config!, operationOf(key));
       const health = commandOf(key, 0, 'health_check_command');
       return heartbeating(async () => {
@@ -293,6 +323,28 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
         if (signal.aborted) stopped(signal);
         return { nodename: node?.metadata?.name ?? '', healthy: r.ok && r.output.trim() === 'true', plan };
       });
+    },
+
+    /**
+     * The task queue the entry's commands go to, from this worker's own
+     * configuration (a local activity: it runs on the worker that runs the
+     * entry's workflow). Never from a workflow input or a signal.
+     */
+    async repairCommandQueue(): Promise<{ taskQueue?: string }> {
+      return config?.taskQueue ? { taskQueue: config.taskQueue } : {};
+    },
+
+    /**
+     * repairInspect without the health check, for an entry whose commands run
+     * on repair.taskQueue: its plan (numbers only) and the Node whose
+     * InternalIP is the address ('' when none). The first health check is
+     * then a repairWatchHealth on the commands' task queue.
+     */
+    async repairLocate(input: EntryKey): Promise<{ nodename: string; plan: RepairPlan }> {
+      const key = parsed(entryKeySchema, input, 'repairLocate');
+      const plan = planOf(config!, operationOf(key));
+      const node = await nodeOf(key.address);
+      return { nodename: node?.metadata?.name ?? '', plan };
     },
 
     /** Lifts the cordon this entry set on the address's Node; any other cordon stays. */
@@ -329,7 +381,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
         const index = key.index;
         const giveUp = async (reason: string): Promise<DrainResult> => {
           await setCordon(nodename, index, false);
-          const n = await kube.core.readNode({ name: nodename }).catch(() => undefined);
+          const n = await kubeOrRefuse().core.readNode({ name: nodename }).catch(() => undefined);
           if (n) {
             await nodeEvent(n, index, {
               type: 'Warning', reason: 'RepairDrainInterrupted', action: 'Drain',
@@ -357,7 +409,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
         let evicted = 0;
         let deleted = 0;
         const del = async (p: PodView) => {
-          if ((await deletePodIfSameUid(kube, p)).outcome === 'deleted') deleted++;
+          if ((await deletePodIfSameUid(kubeOrRefuse(), p)).outcome === 'deleted') deleted++;
         };
         for (const p of plan.remove) await del(p);
         // Every pod gets its chance before a refusal interrupts the drain, so
@@ -372,7 +424,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
             };
             let out: EvictOutcome;
             try {
-              out = await evictPod(kube, p);
+              out = await evictPod(kubeOrRefuse(), p);
             } catch (err) {
               const why = evictionRefusal(err);
               if (why) refuse(why);
@@ -416,6 +468,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
      */
     async repairRunCommand(input: CommandInput): Promise<CommandResult> {
       const key = parsed(commandInputSchema, input, 'repairRunCommand');
+      commandsHere('repairRunCommand');
       const c = commandOf(key, key.step, key.kind);
       const info = Context.current().info;
       const earlier = info.heartbeatDetails as Partial<RunStarted> | undefined;
@@ -448,6 +501,7 @@ export function createRepairActivities(kube: KubeClients, config?: RepairConfig)
     /** Polls the health check until it prints `true` or `until` passes. One activity per watch keeps actions low. */
     async repairWatchHealth(input: WatchInput): Promise<{ healthy: boolean; checks: number }> {
       const key = parsed(watchInputSchema, input, 'repairWatchHealth');
+      commandsHere('repairWatchHealth');
       const health = commandOf(key, key.step, 'health_check_command');
       const pollMs = HEALTH_POLL_SECONDS * config!.time_scale * 1000;
       return heartbeating(async () => {

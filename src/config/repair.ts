@@ -67,6 +67,15 @@ export const repairSchema = z.strictObject({
    * ~/.local/state/tend/repair (TMPDIR/tend-UID/repair on a read-only home).
    */
   state_dir: z.string().min(1, 'must name a folder').refine((d) => d.startsWith('/'), 'must be an absolute path').optional(),
+  /**
+   * tend's addition: the Temporal task queue the repair commands (repair,
+   * health check and success commands) are sent to, polled by a worker of
+   * their own (`tend worker --capabilities repair`) on a host that has the
+   * management tools. Absent: the commands run on the main worker.
+   */
+  taskQueue: z.string({ error: 'taskQueue must be a task queue name' }).min(1, 'must name a task queue')
+    .max(200, 'must be at most 200 characters')
+    .refine((q) => q.trim() === q && !/[\s\u0000-\u001f]/.test(q), 'must be a task queue name without spaces or control characters').optional(),
 });
 
 export type RepairStep = z.output<typeof repairStepSchema>;
@@ -78,5 +87,6 @@ export function describeRepair(repair: RepairConfig): string {
   const types = repair.repair_procedures.flatMap((p) => p.machine_types);
   const ops = new Set(repair.repair_procedures.flatMap((p) => p.repair_operations.map((o) => o.operation)));
   return `${types.length} machine type(s) (${types.join(', ')}), operations ${[...ops].join(', ')}, at most ${repair.max_concurrent_repairs} at once` +
-    (repair.time_scale !== 1 ? `, time scale ${repair.time_scale}` : '');
+    (repair.time_scale !== 1 ? `, time scale ${repair.time_scale}` : '') +
+    (repair.taskQueue ? `, commands on task queue ${repair.taskQueue}` : '');
 }

@@ -7,7 +7,8 @@
 // workflows only wait and act, and continue-as-new before any history limit.
 import {
   ActivityCancellationType, ActivityFailure, allHandlersFinished, ApplicationFailure, CancellationScope, ChildWorkflowCancellationType,
-  condition, ContinueAsNew, continueAsNew, getExternalWorkflowHandle, isCancellation, log, ParentClosePolicy, proxyActivities, setHandler,
+  condition, ContinueAsNew, continueAsNew, getExternalWorkflowHandle, isCancellation, log, ParentClosePolicy, patched, proxyActivities, proxyLocalActivities,
+  setHandler,
   startChild, TemporalFailure, WorkflowIdReusePolicy, workflowInfo, type RetryPolicy,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
@@ -27,6 +28,9 @@ import {
 import {
   addInputSchema, check, deleteInputSchema, entryInputSchema, entryReportSchema, noInput, parseOrThrow, queueStateSchema,
 } from '../repair/validate.ts';
+
+/** Entries whose commands may run on repair.taskQueue (a local activity reads it first). */
+export const REPAIR_TASK_QUEUE_PATCH = 'repair-task-queue';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -406,15 +410,26 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
     r.entry.drain_backoff_expire = ZERO_TIME;
   });
 
+  /**
+   * The task queue of the activities that run the operator's commands (repair,
+   * health check, success command): repair.taskQueue of the worker running this
+   * workflow, read by a local activity, never from an input or a signal; absent,
+   * tend's own. Runs started before this existed replay without it.
+   */
+  let commandQueue: string | undefined;
+  const onCommandQueue = () => (commandQueue ? { taskQueue: commandQueue } : {});
+
   // Activity timeouts bound hung activities; a dead worker is noticed by the heartbeat timeout.
   const slack = (seconds: number) => (seconds + 60) * 1000;
   const watch = (until: number) => proxyActivities<Activities>({
+    ...onCommandQueue(),
     startToCloseTimeout: Math.max(0, until - Date.now()) + slack(r.plan!.command_timeout_seconds),
     heartbeatTimeout: heartbeatTimeout(),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: retry(),
   }).repairWatchHealth({ ...r.key, step: r.entry.step, until });
   const command = (kind: 'repair_command' | 'success_command', timeoutSeconds: number, retries = 0, intervalSeconds = 0) => proxyActivities<Activities>({
+    ...onCommandQueue(),
     startToCloseTimeout: ((timeoutSeconds + intervalSeconds) * (retries + 1) + 60) * 1000,
     heartbeatTimeout: heartbeatTimeout(),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -447,6 +462,16 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
   };
 
   try {
+    if (patched(REPAIR_TASK_QUEUE_PATCH)) {
+      commandQueue = (await proxyLocalActivities<Activities>({ startToCloseTimeout: '10s', retry: { maximumInterval: '10s' } })
+        .repairCommandQueue()).taskQueue;
+    }
+    if (!r.plan && commandQueue) {
+      // The commands run elsewhere: the plan and the Node here; the first health check is a watch on the commands' task queue (check-health).
+      const first = await proxyActivities<Activities>({ startToCloseTimeout: '5m', retry: retry() }).repairLocate(r.key);
+      r.plan = first.plan;
+      r.entry.nodename = first.nodename;
+    }
     if (!r.plan) {
       // The first look: the plan (numbers only), the Node, and the health check; its timeout is unknown yet, so an hour bounds it.
       const first = await proxyActivities<Activities>({
