@@ -17,9 +17,31 @@ import {
 import { registerCapabilityCommands } from './capability-commands.ts';
 import { registerSetupCommands } from './setup-commands.ts';
 import { parseListenAddress, type ListenAddress } from '../http/address.ts';
+import type { Capability } from '../activities/index.ts';
 
 interface RunFlags extends ConfigFlags {
   httpAddress?: ListenAddress;
+  capabilities?: string;
+}
+
+/** What runs: the worker and/or the watcher; the worker limited to some capabilities (`tend worker --capabilities`). */
+interface Parts {
+  worker: boolean;
+  watcher: boolean;
+  capabilities?: Capability[];
+}
+
+/** --capabilities LIST (worker only): a comma list, parsed when the worker starts (an unknown name: exit 2, named). */
+const capabilitiesOption = () =>
+  new Option('--capabilities <list>', "run only these capabilities' activities (comma list of weeder, taint, apps, repair); " +
+    'with repair.taskQueue set, `repair` alone is the worker that runs the repair commands on that task queue (docs/repair.md)');
+
+async function capabilitiesOf(text: string | undefined): Promise<{ capabilities?: Capability[] }> {
+  if (text === undefined) return {};
+  const { parseCapabilities } = await import('../activities/index.ts');
+  const c = parseCapabilities(text);
+  if ('problem' in c) throw new UsageError(`--capabilities: ${c.problem}`);
+  return { capabilities: c };
 }
 
 /** --http-address HOST:PORT: overrides the config's http.address. */
@@ -32,7 +54,7 @@ const httpAddressOption = () =>
     });
 
 /** Runs the parts with tend's HTTP port open: its checks follow the parts, its /metrics adds the SDK's. */
-async function runServed(config: Config, parts: { worker: boolean; watcher: boolean }, signal: AbortSignal, flag?: ListenAddress) {
+async function runServed(config: Config, parts: Parts, signal: AbortSignal, flag?: ListenAddress) {
   const { startHttpServer, ListenError } = await import('../http/server.ts');
   const { health } = await import('../http/health.ts');
   const { tendMetrics } = await import('../metrics/registry.ts');
@@ -81,7 +103,7 @@ function watchWorkerState(
   };
 }
 
-async function runParts(config: Config, parts: { worker: boolean; watcher: boolean }, signal: AbortSignal) {
+async function runParts(config: Config, parts: Parts, signal: AbortSignal) {
   const { runWorker } = await import('../workers/worker.ts');
   const { runWatcher } = await import('./watcher.ts');
   const { capabilityWatches } = await import('./watches.ts');
@@ -93,7 +115,7 @@ async function runParts(config: Config, parts: { worker: boolean; watcher: boole
     throw err;
   });
   const running: Promise<void>[] = [];
-  if (parts.worker) running.push(guard(runWorker(config, ac.signal)));
+  if (parts.worker) running.push(guard(runWorker(config, ac.signal, parts.capabilities ? { capabilities: parts.capabilities } : {})));
   if (parts.watcher) running.push(guard(runWatcher(config, capabilityWatches(config), ac.signal)));
   const results = await Promise.allSettled(running);
   const failed = results.find((r) => r.status === 'rejected');
@@ -121,14 +143,16 @@ export function buildProgram(): Command {
     });
 
   for (const part of ['worker', 'watcher'] as const) {
-    withConfigOptions(program
+    const command = withConfigOptions(program
       .command(part)
       .description(part === 'worker' ? 'run only the worker (workflows and activities)' : 'run only the watcher (informers that start workflows)'))
-      .addOption(httpAddressOption())
-      .action(async (flags: RunFlags) => {
-        const signal = shutdownSignal();
-        await runServed(await configFrom(flags), { worker: part === 'worker', watcher: part === 'watcher' }, signal, flags.httpAddress);
-      });
+      .addOption(httpAddressOption());
+    if (part === 'worker') command.addOption(capabilitiesOption());
+    command.action(async (flags: RunFlags) => {
+      const capabilities = await capabilitiesOf(flags.capabilities);
+      const signal = shutdownSignal();
+      await runServed(await configFrom(flags), { worker: part === 'worker', watcher: part === 'watcher', ...capabilities }, signal, flags.httpAddress);
+    });
   }
 
   withConfigOptions(program

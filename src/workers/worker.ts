@@ -1,4 +1,5 @@
-// The worker: hosts every workflow and activity on one task queue.
+// The worker: hosts every workflow and activity on one task queue; with
+// repair.taskQueue set, the repair commands run on a worker of their own.
 import { Worker } from '@temporalio/worker';
 import { installRuntime } from './runtime.ts';
 import { fileURLToPath } from 'node:url';
@@ -6,7 +7,9 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
-import { createActivities } from '../activities/index.ts';
+import { workerActivities, type Capability } from '../activities/index.ts';
+import { ConfigError } from '../config/errors.ts';
+import { UsageError } from '../starters/cli-support.ts';
 import { beginRepairShutdown } from '../activities/repair.ts';
 import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
 import { connectNative, type TemporalSettings } from '../temporal/connection.ts';
@@ -84,23 +87,68 @@ export interface WorkerOptions extends WorkerSections {
   kubernetes: KubeOptions;
 }
 
+/** What a worker runs: every capability (the default), or only some (`tend worker --capabilities`). */
+export interface WorkerScope {
+  capabilities?: readonly Capability[];
+}
+
+/**
+ * Where a worker polls and what it registers. With repair.taskQueue set,
+ * `--capabilities repair` is the repair command worker: it polls only that
+ * task queue, registers only the command activities and no workflows, and
+ * needs no Kubernetes connection. Any other worker polls the main task queue.
+ * Bad combinations are configuration errors, named.
+ */
+export function workerPlan(opts: Pick<WorkerOptions, 'temporal' | 'repair'>, scope: WorkerScope = {}):
+  { kind: 'main'; taskQueue: string; capabilities?: readonly Capability[] } | { kind: 'repair-commands'; taskQueue: string } {
+  const repairQueue = opts.repair?.taskQueue;
+  if (repairQueue !== undefined && repairQueue === opts.temporal.taskQueue) {
+    throw new ConfigError('repair.taskQueue', [{ path: 'repair.taskQueue', message: `must differ from temporal.taskQueue ("${repairQueue}"): it is the repair commands' own task queue` }]);
+  }
+  const caps = scope.capabilities;
+  if (caps?.includes('repair') && !opts.repair) {
+    throw new UsageError('--capabilities repair: the configuration has no repair section (the command worker needs the same repair section as the main worker)');
+  }
+  if (repairQueue && caps?.includes('repair')) {
+    if (caps.length > 1) {
+      throw new UsageError(`--capabilities ${caps.join(',')}: with repair.taskQueue set, "repair" is the worker that runs the repair commands on task queue "${repairQueue}" only; ` +
+        `run the other capabilities (${caps.filter((c) => c !== 'repair').join(', ')}) in a worker of their own`);
+    }
+    return { kind: 'repair-commands', taskQueue: repairQueue };
+  }
+  return { kind: 'main', taskQueue: opts.temporal.taskQueue, ...(caps ? { capabilities: caps } : {}) };
+}
+
 /** Connects to both sides, then runs until `signal` aborts. */
-export async function runWorker(opts: WorkerOptions, signal: AbortSignal): Promise<void> {
+export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope: WorkerScope = {}): Promise<void> {
+  const plan = workerPlan(opts, scope);
   installRuntime();
-  const kc = loadKubeConfig(opts.kubernetes);
-  const version = await checkKubernetes(kc);
+  const commandsOnly = plan.kind === 'repair-commands';
+  // The repair command worker runs commands only: it needs no Kubernetes connection (nor rights).
+  const kc = commandsOnly ? undefined : loadKubeConfig(opts.kubernetes);
+  const version = kc ? await checkKubernetes(kc) : undefined;
   const connection = await connectNative(opts.temporal);
-  const code = await workflowCode();
+  const code = commandsOnly ? undefined : await workflowCode();
   try {
     const worker = await Worker.create({
       connection,
       namespace: opts.temporal.namespace,
-      taskQueue: opts.temporal.taskQueue,
+      taskQueue: plan.taskQueue,
       ...code,
-      activities: createActivities({ kube: kubeClients(kc), config: opts }),
+      activities: workerActivities({ ...(kc ? { kube: kubeClients(kc) } : {}), config: opts },
+        commandsOnly ? { repairCommandsOnly: true } : { ...(plan.capabilities ? { capabilities: plan.capabilities } : {}) }),
       shutdownGraceTime: opts.repair ? `${SHUTDOWN_GRACE_SECONDS}s` : 0,
     });
-    log.info({ taskQueue: opts.temporal.taskQueue, temporal: opts.temporal.address, kubernetes: version, workflowBundle: 'workflowBundle' in code ? code.workflowBundle.codePath : 'bundled at start-up' }, 'worker started');
+    log.info({
+      taskQueue: plan.taskQueue, temporal: opts.temporal.address,
+      ...(commandsOnly
+        ? { runs: 'repair commands only (repair.taskQueue)' }
+        : {
+          kubernetes: version, ...(plan.capabilities ? { capabilities: plan.capabilities } : {}),
+          ...(opts.repair?.taskQueue ? { repairCommandsOn: opts.repair.taskQueue } : {}),
+          workflowBundle: code && 'workflowBundle' in code ? code.workflowBundle.codePath : 'bundled at start-up',
+        }),
+    }, 'worker started');
     const stop = () => {
       beginRepairShutdown();
       worker.shutdown();
