@@ -15,7 +15,7 @@ import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { matchingTaints, sameTaints, taintId, type MatchedTaint } from '../taint/match.ts';
 import {
-  nodeCountsSignal, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal,
+  announceSlotsSignal, nodeCountsSignal, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal,
   TAINT_CAPABILITY, type SlotSettings,
 } from '../taint/messages.ts';
 import type { CapabilityWatch, WatchContext } from './watcher.ts';
@@ -127,7 +127,11 @@ class TaintWatch {
     });
     try {
       await this.nodes.synced;
-      await this.reconcileRunning(await runningTaintWorkflows(client));
+      const running = await runningTaintWorkflows(client);
+      // The coordinator may have just been started fresh (nothing told us
+      // otherwise): every node workflow tells it the slots it holds.
+      await this.announceSlots(running);
+      await this.reconcileRunning(running);
       this.synced = true;
       this.log.info({ nodes: this.nodes.cache.list().length }, 'taint watch synced');
       this.kick();
@@ -165,6 +169,7 @@ class TaintWatch {
       if (!running.includes(SLOTS_WORKFLOW_ID)) {
         this.log.warn('the taint coordinator is not running; starting it again');
         await this.startCoordinator();
+        await this.announceSlots(running);
         this.lastCounts = '';
       }
       await this.reconcileRunning(running);
@@ -173,6 +178,25 @@ class TaintWatch {
       this.log.warn({ err: errorMessage(err) }, 'taint resync failed; the next one retries');
     } finally {
       this.resyncing = false;
+    }
+  }
+
+  /**
+   * Asks every running node workflow to tell the coordinator which slots it
+   * holds (and to ask again for those it waits for): a coordinator started
+   * fresh knows nothing of the grants of the one before it, and would grant
+   * beyond the limit. Harmless to one that knows them already.
+   */
+  private async announceSlots(running: readonly string[]): Promise<void> {
+    const nodes = running.filter((id) => id !== SLOTS_WORKFLOW_ID);
+    for (let i = 0; i < nodes.length; i += CONCURRENCY) {
+      await Promise.all(nodes.slice(i, i + CONCURRENCY).map(async (id) => {
+        try {
+          await this.ctx.client.workflow.getHandle(id).signal(announceSlotsSignal);
+        } catch (err) {
+          if (!(err instanceof WorkflowNotFoundError)) this.log.warn({ workflowId: id, err: errorMessage(err) }, 'asking a node workflow for its slots failed');
+        }
+      }));
     }
   }
 

@@ -49,6 +49,14 @@ export const requestReplacementSignal = defineSignal<[{ node: string; requests: 
 /** Replacements that ended, or requests taken back. */
 export const releaseReplacementSignal = defineSignal<[{ uids: string[] }]>('releaseReplacements');
 export const withdrawNodeSignal = defineSignal<[{ node: string }]>('withdrawNode');
+/**
+ * To taint/<node>, from the watcher after it started a fresh coordinator (the
+ * previous one ended, with whatever it knew): tell it which slots you hold,
+ * and ask again for the ones you wait for.
+ */
+export const announceSlotsSignal = defineSignal('announceSlots');
+/** To the coordinator: slots a node's workflow holds (answering announceSlots); counted in flight. */
+export const slotsHeldSignal = defineSignal<[{ node: string; held: SlotRequest[] }]>('slotsHeld');
 
 export interface SlotsStatus {
   maxConcurrentReplacements: number;

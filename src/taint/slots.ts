@@ -62,6 +62,20 @@ export function requestSlot(s: SlotData, req: SlotRequest): void {
   s.queue.push(req);
 }
 
+/**
+ * A slot a node's workflow says it holds (a fresh coordinator learning what
+ * the one before it granted): counted in flight from now, even above the
+ * limit, so that nothing more is granted until enough are given back. A
+ * holder that does not hold it after all gives it back at the next check
+ * (grantsToCheck).
+ */
+export function adoptHeld(s: SlotData, held: SlotRequest, now: number): void {
+  s.queue = s.queue.filter((r) => r.uid !== held.uid);
+  if (s.inFlight.some((g) => g.uid === held.uid)) return;
+  s.inFlight.push({ ...held, grantedAt: now });
+  s.peakInFlight = Math.max(s.peakInFlight, s.inFlight.length);
+}
+
 /** Ends a pod's replacement, or takes back its request. */
 export function releaseSlot(s: SlotData, uid: string): void {
   s.queue = s.queue.filter((r) => r.uid !== uid);

@@ -17,15 +17,15 @@ import {
 import {
   nodeCountsSignal, nodeStatusQuery, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, releaseReplacementSignal,
   replacementGrantedSignal, requestReplacementSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal, slotsStatusQuery,
-  withdrawNodeSignal,
+  withdrawNodeSignal, announceSlotsSignal, slotsHeldSignal,
 } from '../taint/messages.ts';
 import { taintId, type MatchedTaint } from '../taint/match.ts';
 import {
-  askFor, awaitDone, decideReplacements, evictDone, giveBack, noteGrants, outboxOf, STEP_RETRY_MS, takeGrants, type EvictOutcome,
+  askFor, awaitDone, decideReplacements, evictDone, giveBack, holders, noteGrants, outboxOf, STEP_RETRY_MS, takeGrants, type EvictOutcome,
   type ReplaceOp,
 } from '../taint/replace.ts';
 import {
-  byNode, decideGrants, emptySlots, grantsToCheck, nextCheckAt, releaseSlot, requestSlot, slotBreakerOpen, withdrawNode,
+  adoptHeld, byNode, decideGrants, emptySlots, grantsToCheck, nextCheckAt, releaseSlot, requestSlot, slotBreakerOpen, withdrawNode,
   type SlotData,
 } from '../taint/slots.ts';
 
@@ -181,6 +181,12 @@ async function runNode(
     listNeeded = true;
     dirty = true;
   });
+  // A fresh coordinator asks: the slots held are told to it, the pods queued ask again.
+  let announce = false;
+  setHandler(announceSlotsSignal, () => {
+    announce = true;
+    dirty = true;
+  });
 
   /**
    * Runs one activity of the node's own steps. A refusal (or a cancellation)
@@ -235,6 +241,24 @@ async function runNode(
         dirty = true;
       });
     running.set(op.uid, task);
+  };
+
+  /** Answers a fresh coordinator's announceSlots: what this node holds, and its queued pods asked for again. */
+  const announceHeld = async () => {
+    if (!announce || (resendAt !== undefined && Date.now() < resendAt)) return;
+    askFor(data, Object.values(data.pods).filter((p) => p.state === 'Queued').map((p) => p.uid));
+    const held = holders(data).map((uid) => {
+      const pod = data.pods[uid]!;
+      return { node, uid, pod: `${pod.namespace}/${pod.name}`, requestedAt: Date.now() };
+    });
+    try {
+      if (held.length > 0) await slots.signal(slotsHeldSignal, { node, held });
+      announce = false;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      // The coordinator is not there (yet): the outbox's resend timer brings us back.
+      resendAt = Date.now() + RESEND_MS;
+    }
   };
 
   /** Delivers the outbox to the coordinator: one signal each way, however many pods (signals are billed). */
@@ -304,13 +328,14 @@ async function runNode(
     // Continuing as new: no new activity; those under way finish first (each is bounded).
     const continuing = workflowInfo().continueAsNewSuggested;
     if (!continuing) for (const op of replacements.ops) launch(op);
+    await announceHeld();
     await flush();
     const out = outboxOf(data);
     const quiet = running.size === 0 && out.request.length === 0 && out.release.length === 0 && (data.granted ?? []).length === 0;
     if (decision.done && quiet && !dirty) return false;
     if (continuing && running.size === 0) return true;
     if (dirty) continue;
-    const next = [decision.nextAt, replacements.nextAt, stepRetryAt, out.request.length + out.release.length > 0 ? resendAt : undefined]
+    const next = [decision.nextAt, replacements.nextAt, stepRetryAt, out.request.length + out.release.length > 0 || announce ? resendAt : undefined]
       .filter((t): t is number => t !== undefined);
     // The Web UI's Current Details (records no command).
     setCurrentDetails(nodeDetails(data, running.size, next.length > 0 ? Math.min(...next) : undefined, stepRetryAt !== undefined));
@@ -365,6 +390,12 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
   });
   setHandler(withdrawNodeSignal, (m) => {
     if (typeof m?.node === 'string') withdrawNode(s, m.node);
+    dirty = true;
+  });
+  setHandler(slotsHeldSignal, (m) => {
+    for (const h of Array.isArray(m?.held) ? m.held : []) {
+      if (typeof h?.uid === 'string' && typeof h.node === 'string') adoptHeld(s, { node: h.node, uid: h.uid, pod: String(h.pod), requestedAt: Number(h.requestedAt) || 0 }, Date.now());
+    }
     dirty = true;
   });
   setHandler(slotsStatusQuery, () => ({

@@ -7,7 +7,7 @@ import {
   decideNode, evictionBackoffMs, markWritten, newNodeTaintData, observeTaints, reconcilePods, replacingDue, statusRows,
   stillWanted, type ListedPod, type NodeTaintData, type TaintSettings,
 } from '../../src/taint/node.ts';
-import { decideGrants, emptySlots, releaseSlot, requestSlot, withdrawNode } from '../../src/taint/slots.ts';
+import { adoptHeld, decideGrants, emptySlots, releaseSlot, requestSlot, withdrawNode } from '../../src/taint/slots.ts';
 
 const M = 'example.org/maintenance';
 const D = 'example.org/disconnected';
@@ -102,6 +102,26 @@ describe('taint: slots', () => {
     assert.deepEqual(decideGrants(s, 0), []);
     s.taintedNodes = 1;
     assert.deepEqual(decideGrants(s, 0).map((g) => g.uid), ['a']);
+  });
+
+  it('a slot a node says it holds is counted in flight, even above the limit, and leaves the queue; twice is once', () => {
+    const s = { ...emptySlots(), maxConcurrentReplacements: 1, totalNodes: 3 };
+    requestSlot(s, req('a', 'n1'));
+    requestSlot(s, req('b', 'n2'));
+    decideGrants(s, 0);
+    adoptHeld(s, req('c', 'n3'), 5);
+    adoptHeld(s, req('b', 'n2'), 6);
+    adoptHeld(s, req('c', 'n3'), 7);
+    assert.deepEqual(s.inFlight.map((g) => [g.uid, g.grantedAt]), [['a', 0], ['c', 5], ['b', 6]]);
+    assert.deepEqual(s.queue, []);
+    assert.equal(s.peakInFlight, 3);
+    requestSlot(s, req('d', 'n1'));
+    assert.deepEqual(decideGrants(s, 8), [], 'nothing granted while more than the limit are in flight');
+    releaseSlot(s, 'a');
+    releaseSlot(s, 'c');
+    assert.deepEqual(decideGrants(s, 9), [], 'b still holds the only slot');
+    releaseSlot(s, 'b');
+    assert.deepEqual(decideGrants(s, 10).map((g) => g.uid), ['d']);
   });
 
   it('withdrawing a node drops its requests and grants only', () => {

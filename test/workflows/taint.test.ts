@@ -130,6 +130,39 @@ describe('taint workflows (stub activities)', function () {
     });
   });
 
+  it('a fresh coordinator (the one before terminated) learns the slots held when it asks: nothing is granted beyond the limit', async () => {
+    const stubs = new TaintStubs();
+    const [n1, n2] = [fresh(), fresh()];
+    stubs.taint(n1, [pod('h1')]);
+    stubs.taint(n2, [pod('h2')]);
+    stubs.evictions.set('h1', Array(100).fill('blocked'));
+    const queue = taskQueue('taint-fresh');
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h1 = await startNode(client, queue, n1);
+      await waitFor('h1 holds the slot', async () => (await slotsStatus(client)).inFlight.some((g) => g.uid === 'h1'), { timeoutMs: 30_000 });
+      await client.workflow.getHandle(SLOTS).terminate('ended by hand');
+      await startSlots(client, queue);
+      // What the watcher does when it starts a coordinator that was not running.
+      await h1.signal('announceSlots');
+      await waitFor('the fresh coordinator counts h1 in flight', async () => (await slotsStatus(client)).inFlight.some((g) => g.uid === 'h1'), { timeoutMs: 30_000 });
+      const h2 = await startNode(client, queue, n2);
+      await waitFor('h2 queued behind it', async () => (await slotsStatus(client)).queue.some((r) => r.uid === 'h2'), { timeoutMs: 30_000 });
+      // Grant checks come every 2 s here: h1 keeps its slot through them, and h2 stays queued.
+      const since = Date.now();
+      await waitFor('a grant check of h1 passed', async () => {
+        const g = (await slotsStatus(client)).inFlight.find((x) => x.uid === 'h1');
+        return (g?.checkedAt ?? 0) > since;
+      }, { timeoutMs: 30_000 });
+      const s = await slotsStatus(client);
+      assert.deepEqual(s.inFlight.map((g) => g.uid), ['h1'], 'one in flight, the limit');
+      assert.equal(stubs.evicted('h2'), 0, 'h2 not evicted while h1 holds the only slot');
+      await untaint(stubs, h1, n1);
+      await waitFor('h2 granted once h1 gives its slot back, and evicted', () => stubs.evicted('h2') === 1, { timeoutMs: 60_000 });
+      await untaint(stubs, h2, n2);
+    });
+  });
+
   it('an eviction whose activity gives up returns its slot and is asked for again later', async () => {
     const stubs = new TaintStubs();
     const node = fresh();
