@@ -27,10 +27,11 @@ export function plan(more: Partial<RepairPlan> = {}): RepairPlan {
   };
 }
 
-export type Name = 'repairInspect' | 'repairDrain' | 'repairRunCommand' | 'repairWatchHealth' | 'repairUncordon';
+export type Name = 'repairInspect' | 'repairLocate' | 'repairDrain' | 'repairRunCommand' | 'repairWatchHealth' | 'repairUncordon';
 type Fn = (input: Record<string, unknown>) => Promise<unknown>;
 
-export interface Call { name: string; input: Record<string, unknown>; attempt: number }
+/** taskQueue: the task queue of the worker that ran the call. */
+export interface Call { name: string; input: Record<string, unknown>; attempt: number; taskQueue: string }
 
 /** A promise the test resolves. */
 export function gate(): { wait: Promise<void>; open: () => void } {
@@ -70,6 +71,8 @@ export class World {
   /** Per operation: activities replaced. */
   ops: Record<string, Partial<Record<Name, Fn>>> = {};
   plans: Record<string, RepairPlan> = {};
+  /** repair.taskQueue as the worker's configuration says it (repairCommandQueue); absent: none. */
+  commandQueue?: string;
 
   nodeOf(address: string) {
     return address.startsWith('10.') ? `node-${address.split('.').pop()}` : '';
@@ -81,7 +84,7 @@ export class World {
 
   activities() {
     const record = (name: string, input: Record<string, unknown>) =>
-      this.calls.push({ name, input, attempt: Context.current().info.attempt });
+      this.calls.push({ name, input, attempt: Context.current().info.attempt, taskQueue: Context.current().info.taskQueue });
     const own = (name: Name, fallback: Fn): Fn => async (input) => {
       record(name, input);
       const f = this.ops[String(input.operation)]?.[name];
@@ -93,6 +96,13 @@ export class World {
         return { max_concurrent_repairs: this.maxConcurrent, problems: {}, time_scale: SCALE };
       },
       repairCheckRequests: async () => [],
+      repairCommandQueue: async () => {
+        record('repairCommandQueue', {});
+        return this.commandQueue ? { taskQueue: this.commandQueue } : {};
+      },
+      repairLocate: own('repairLocate', async (k) => ({
+        nodename: this.nodeOf(String(k.address)), plan: this.plans[String(k.operation)] ?? plan(),
+      })),
       repairInspect: own('repairInspect', async (k) => ({
         nodename: this.nodeOf(String(k.address)), healthy: false, plan: this.plans[String(k.operation)] ?? plan(),
       })),
@@ -102,7 +112,8 @@ export class World {
         return { ok: true, evicted: 0, deleted: 0 };
       }),
       repairRunCommand: own('repairRunCommand', async () => ({ ok: true, output: '', attempts: 1 })),
-      repairWatchHealth: own('repairWatchHealth', async () => ({ healthy: true, checks: 1 })),
+      // The first look (until 0, when repairInspect's health check runs on the commands' queue) finds the machine broken, as repairInspect does.
+      repairWatchHealth: own('repairWatchHealth', async (k) => ({ healthy: k.until !== 0, checks: 1 })),
       repairUncordon: own('repairUncordon', async (k) => {
         const node = this.nodeOf(String(k.address));
         if (this.cordons.get(node) === String(k.index)) {
@@ -112,6 +123,12 @@ export class World {
         return 'unchanged';
       }),
     };
+  }
+
+  /** The activities the worker polling repair.taskQueue registers (the same stubs, recording that queue). */
+  commandActivities() {
+    const all = this.activities();
+    return { repairRunCommand: all.repairRunCommand, repairWatchHealth: all.repairWatchHealth };
   }
 
   /** The drain's cordon, as the real activity sets it, for replaced drains. */

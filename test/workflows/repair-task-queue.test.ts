@@ -1,0 +1,95 @@
+// repair.taskQueue on a real dev server with stub activities: an entry's
+// commands (repair command, health checks, success command) go to the task
+// queue the worker's configuration names (the repairCommandQueue local
+// activity), everything else stays on tend's own; with no worker polling that
+// queue the entry waits, and goes on once one polls.
+import assert from 'node:assert/strict';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { repairEntryWorkflowId } from '../../src/repair/messages.ts';
+import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { waitFor } from '../harness/wait.ts';
+import { queueClient, resetAll, World } from './repair-stubs.ts';
+
+describe('repair workflows: the commands on repair.taskQueue (stub activities)', function () {
+  this.timeout(180_000);
+  let env: TestWorkflowEnvironment;
+  let world: World;
+  let tq: string;
+  let cq: string;
+
+  before(async () => {
+    env = await startWorkflowEnv();
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+  beforeEach(async () => {
+    await resetAll(env.client);
+    world = new World();
+    tq = taskQueue('repair');
+    cq = taskQueue('repair-commands');
+  });
+
+  /** The worker polling repair.taskQueue: the command activities only, no workflows. */
+  const commandWorker = async <T>(fn: () => Promise<T>): Promise<T> => {
+    const worker = await Worker.create({
+      connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue: cq, activities: world.commandActivities(),
+    });
+    return worker.runUntil(fn());
+  };
+
+  const queuesOf = (name: 'repairRunCommand' | 'repairWatchHealth' | 'repairLocate' | 'repairDrain' | 'repairUncordon' | 'repairInspect') =>
+    new Set(world.calls.filter((c) => c.name === name).map((c) => c.taskQueue));
+
+  it('with repair.taskQueue set, the repair command, the health checks and the success command run on it; the Node, the drain and the uncordon on tend\'s queue', async () => {
+    world.commandQueue = cq;
+    await withWorker(env, tq, world.activities(), (client) => commandWorker(async () => {
+      const q = queueClient(client, tq);
+      const e = await q.add('reboot', '10.0.0.1');
+      const done = await q.until(e.index, 'succeeded');
+      assert.equal(done.nodename, 'node-1');
+    }));
+    const commands = world.calls.filter((c) => c.name === 'repairRunCommand');
+    assert.deepEqual(commands.map((c) => c.input.kind).sort(), ['repair_command', 'success_command']);
+    assert.deepEqual(queuesOf('repairRunCommand'), new Set([cq]));
+    // The first health check (check-health: until 0) and the watch.
+    assert.ok(world.called('repairWatchHealth').length >= 2, `health checks: ${world.called('repairWatchHealth').length}`);
+    assert.deepEqual(queuesOf('repairWatchHealth'), new Set([cq]));
+    assert.deepEqual(queuesOf('repairLocate'), new Set([tq]));
+    assert.deepEqual(queuesOf('repairDrain'), new Set([tq]));
+    assert.deepEqual(queuesOf('repairUncordon'), new Set([tq]));
+    // repairInspect runs the health check: never on tend's queue when the commands belong elsewhere.
+    assert.equal(world.called('repairInspect').length, 0);
+    assert.equal(world.cordons.size, 0);
+  });
+
+  it('with no worker polling repair.taskQueue the entry waits (processing, its health check pending there), and goes on once one polls', async () => {
+    world.commandQueue = cq;
+    await withWorker(env, tq, world.activities(), async (client) => {
+      const q = queueClient(client, tq);
+      const e = await q.add('reboot', '10.0.0.2');
+      const handle = client.workflow.getHandle(repairEntryWorkflowId(e.index));
+      // Visible: the entry's workflow shows the pending command activity on the commands' task queue.
+      await waitFor('the first health check pending on the commands\' task queue', async () =>
+        (await handle.describe()).raw.pendingActivities?.some((a) => a.activityType?.name === 'repairWatchHealth'), { timeoutMs: 60_000 });
+      assert.equal((await q.entry(e.index))?.status, 'processing');
+      assert.equal(world.called('repairWatchHealth').length, 0, 'a health check ran with no worker polling the commands\' queue');
+      await commandWorker(() => q.until(e.index, 'succeeded'));
+    });
+    assert.deepEqual(queuesOf('repairWatchHealth'), new Set([cq]));
+    assert.deepEqual(queuesOf('repairRunCommand'), new Set([cq]));
+  });
+
+  it('without repair.taskQueue every activity runs on tend\'s queue, as before (the health check within repairInspect)', async () => {
+    await withWorker(env, tq, world.activities(), async (client) => {
+      const q = queueClient(client, tq);
+      const e = await q.add('reboot', '10.0.0.3');
+      await q.until(e.index, 'succeeded');
+    });
+    assert.equal(world.called('repairInspect').length, 1);
+    assert.equal(world.called('repairLocate').length, 0);
+    assert.deepEqual(queuesOf('repairRunCommand'), new Set([tq]));
+    assert.deepEqual(queuesOf('repairWatchHealth'), new Set([tq]));
+  });
+});
