@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import type { Config } from '../config/load.ts';
 import { isFinished, type RepairQueueEntry, type RepairRequest } from '../repair/entry.ts';
 import {
@@ -98,6 +99,37 @@ export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, c
   }
 }
 
+/**
+ * With repair.taskQueue set: how many workers poll that task queue for the
+ * command activities (Temporal's DescribeTaskQueue; a poller is listed for
+ * a few minutes after its last poll). Undefined when the setting is absent.
+ */
+export async function commandQueuePollers(client: Client, config: Config): Promise<number | undefined> {
+  const name = config.repair?.taskQueue;
+  if (!name) return undefined;
+  const r = await client.workflowService.describeTaskQueue({
+    namespace: config.temporal.namespace,
+    taskQueue: { name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+  });
+  return r.pollers?.length ?? 0;
+}
+
+/** The line an operator sees when the commands' task queue has no worker: entries wait on it. */
+export function noCommandWorkerWarning(config: Config): string {
+  return `tend: repair-queue: no worker polls the repair commands' task queue "${config.repair?.taskQueue}" (repair.taskQueue): ` +
+    'entries wait before their first health check or command until one does; start `tend worker --capabilities repair` ' +
+    'with this repair section on the host that runs the commands';
+}
+
+async function warnWithoutCommandWorker(client: Client, config: Config): Promise<void> {
+  const pollers = await commandQueuePollers(client, config).catch((err: unknown) => {
+    console.error(`tend: repair-queue: could not describe the repair commands' task queue: ${(err as Error)?.message ?? String(err)}`);
+    return undefined;
+  });
+  if (pollers === 0) console.error(noCommandWorkerWarning(config));
+}
+
 /** The queue's entries; empty when no queue has been started yet. */
 export async function listEntries(client: Client): Promise<RepairQueueEntry[]> {
   try {
@@ -182,9 +214,10 @@ export function registerRepairCommands(program: Command): void {
       console.log(`added ${added.length} entr${added.length === 1 ? 'y' : 'ies'}: ${added[0]!.index}..${added[added.length - 1]!.index}`);
     }));
 
-  verb('list', 'print the queue entries as JSON')
-    .action(act(async (client) => {
+  verb('list', 'print the queue entries as JSON (and, on stderr, a warning when no worker polls repair.taskQueue)')
+    .action(act(async (client, config) => {
       console.log(JSON.stringify(await listEntries(client), null, 2));
+      await warnWithoutCommandWorker(client, config);
     }));
 
   verb('delete', 'delete an entry; a running one is cancelled (its node uncordoned)')
@@ -235,6 +268,7 @@ export function registerRepairCommands(program: Command): void {
           if (unfinished.length === 0) return;
           if (Date.now() >= deadline) {
             console.error(`tend: repair-queue wait: ${unfinished.length} entr${unfinished.length === 1 ? 'y' : 'ies'} unfinished after ${flags.timeoutSeconds}s: ${unfinished.map((e) => e.index).join(', ')}`);
+            await warnWithoutCommandWorker(client, config);
             process.exitCode = EXIT_FAILURE;
             return;
           }
