@@ -7,7 +7,6 @@ import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
 import type { Config } from '../config/load.ts';
 import { isFinished, type RepairQueueEntry, type RepairRequest } from '../repair/entry.ts';
 import {
@@ -109,8 +108,9 @@ export async function commandQueuePollers(client: Client, config: Config): Promi
   if (!name) return undefined;
   const r = await client.workflowService.describeTaskQueue({
     namespace: config.temporal.namespace,
-    taskQueue: { name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+    // temporal.api.enums.v1: TASK_QUEUE_KIND_NORMAL, TASK_QUEUE_TYPE_ACTIVITY (@temporalio/proto's enums are not ESM exports).
+    taskQueue: { name, kind: 1 },
+    taskQueueType: 2,
   });
   return r.pollers?.length ?? 0;
 }

@@ -15,7 +15,7 @@ import { repairEntryWorkflowId } from '../../src/repair/messages.ts';
 const COMMAND_QUEUE = 'tend-repair-commands-e2e';
 
 describe('repair commands on a task queue of their own (e2e, two workers)', function () {
-  this.timeout(240_000);
+  this.timeout(300_000);
   let world: RepairWorld;
   let main: TendProcess;
   let commands: TendProcess | undefined;
@@ -27,7 +27,10 @@ describe('repair commands on a task queue of their own (e2e, two workers)', func
   };
   const startCommands = async () => {
     commands = new TendProcess(['worker', '--config', world.config, '--capabilities', 'repair'], { TEND_E2E_ROLE: 'commands' });
-    await waitFor('the command worker started', () => commands!.output.includes('worker started'), { timeoutMs: 60_000 });
+    await waitFor('the command worker started', () => {
+      if (commands!.exited) throw new Error(`the command worker exited: ${commands!.output}`);
+      return commands!.output.includes('worker started');
+    }, { timeoutMs: 60_000 });
   };
   const finished = (index: string) => waitFor(`entry ${index} finished`, async () => {
     const e = await entry(world, index);
@@ -47,7 +50,11 @@ describe('repair commands on a task queue of their own (e2e, two workers)', func
     });
     writeFileSync(world.config, stringify(config));
     main = new TendProcess(['run', '--config', world.config], { TEND_E2E_ROLE: 'main' });
-    await waitFor('tend run started', () => main.output.includes('worker started'), { timeoutMs: 60_000 });
+    // Bundling the workflow code at start-up takes a while on a busy machine.
+    await waitFor('tend run started', () => {
+      if (main.exited) throw new Error(`tend run exited: ${main.output}`);
+      return main.output.includes('worker started');
+    }, { timeoutMs: 180_000 });
     await startCommands();
   });
   after(async () => {
