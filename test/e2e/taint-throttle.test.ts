@@ -9,6 +9,7 @@ import { runTend, TendProcess } from '../harness/cli.ts';
 import { testStateDir } from '../harness/env.ts';
 import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
+import { temporalCli } from '../harness/temporal.ts';
 import { condition, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintConfig, taintStatusJson, untaint } from '../harness/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
@@ -74,6 +75,10 @@ describe('taint replacement: limits and failures', function () {
     const up = await runTend(['sandbox', 'up', '--state-dir', testStateDir], { timeoutMs: 120_000 });
     assert.equal(up.code, 0, up.stderr);
   };
+  const runTemporal = (args: string[]) => temporalCli(args);
+  const temporalRunId = async (id: string) =>
+    (JSON.parse((await temporalCli(['workflow', 'describe', '--workflow-id', id, '-o', 'json'])).stdout) as { workflowExecutionInfo: { execution: { runId: string } } })
+      .workflowExecutionInfo.execution.runId;
   const evicted = (p: k8s.V1Pod | undefined, uid: string) => !p || p.metadata?.uid !== uid || !!p.metadata?.deletionTimestamp;
 
   it('maxConcurrentReplacements 1: pods on two tainted nodes are replaced one at a time', async () => {
@@ -131,6 +136,52 @@ describe('taint replacement: limits and failures', function () {
       { namespace: ns, name: 'db', body: [{ op: 'replace', path: '/spec/minAvailable', value: 1 }] });
     await waitFor('the eviction to go through', async () => evicted(await readPod(kube, ns, victim.metadata!.name!), victim.metadata!.uid!), { timeoutMs: 60_000 });
     await readyPods('db', 2);
+  });
+
+  it('the coordinator terminated while a replacement holds the only slot: started again, it counts that slot, and the next pod waits for it', async () => {
+    const cfg = await start({
+      taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 1 }], taintReplacementTimeSeconds: 1,
+      maxConcurrentReplacements: 1, breaker: { maxTaintedNodes: 3 },
+    });
+    const pinned = async (name: string, node: string) => {
+      const body = deployment({ namespace: ns, name, replicas: 1, labels: managedLabel(ns) });
+      // Pinned, and tolerating the taint so that its replacement can come back on the same node.
+      body.spec!.template.spec!.nodeSelector = { 'kubernetes.io/hostname': node };
+      body.spec!.template.spec!.tolerations = [{ key: MAINTENANCE, operator: 'Exists' }];
+      await kube.apps.createNamespacedDeployment({ namespace: ns, body });
+      return (await readyPods(name, 1))[0]!;
+    };
+    const a = await pinned('a', 'sim-1');
+    const b = await pinned('b', 'sim-2');
+    await kube.policy.createNamespacedPodDisruptionBudget({
+      namespace: ns, body: { metadata: { name: 'a' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'a' } } } },
+    });
+    await waitFor('the PDB to be observed', async () =>
+      (await kube.policy.readNamespacedPodDisruptionBudget({ namespace: ns, name: 'a' })).status?.observedGeneration === 1);
+    await taintNode('sim-1');
+    await waitFor('a holding the only slot, its eviction blocked', async () => {
+      const s = await taintStatusJson(cfg);
+      return s.pods.find((p) => p.pod === a.metadata!.name)?.state === 'Blocked' && s.slots?.inFlight.length === 1;
+    }, { timeoutMs: 60_000 });
+
+    const before = await temporalRunId('taint-replacements');
+    await runTemporal(['workflow', 'terminate', '--workflow-id', 'taint-replacements', '--reason', 'ended by hand']);
+    await waitFor('the watcher to start the coordinator again, and it to count a in flight', async () => {
+      const s = await taintStatusJson(cfg);
+      return (await temporalRunId('taint-replacements')) !== before && s.slots?.inFlight.some((g) => g.pod.endsWith(a.metadata!.name!));
+    }, { timeoutMs: 90_000 });
+    await taintNode('sim-2');
+    await waitFor('b waiting for a slot', async () => (await taintStatusJson(cfg)).pods.find((p) => p.pod === b.metadata!.name)?.state === 'Queued',
+      { timeoutMs: 60_000 });
+    const s = await taintStatusJson(cfg);
+    assert.equal(s.slots?.inFlight.length, 1, 'one in flight, the limit');
+    assert.ok(!evicted(await readPod(kube, ns, b.metadata!.name!), b.metadata!.uid!), 'b not evicted while a holds the only slot');
+
+    await kube.policy.deleteNamespacedPodDisruptionBudget({ namespace: ns, name: 'a' });
+    await waitFor('a evicted once its budget is gone', async () => evicted(await readPod(kube, ns, a.metadata!.name!), a.metadata!.uid!),
+      { timeoutMs: 120_000 });
+    await waitFor('b granted the slot a gave back, and evicted', async () => evicted(await readPod(kube, ns, b.metadata!.name!), b.metadata!.uid!),
+      { timeoutMs: 120_000 });
   });
 
   it('the breaker holds replacements while too many nodes are tainted, and lets go when it closes', async () => {
