@@ -10,6 +10,8 @@ import { repairEntryWorkflowId } from '../../src/repair/messages.ts';
 import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
 import { queueClient, resetAll, World } from './repair-stubs.ts';
+import { commandQueuePollers, noCommandWorkerWarning } from '../../src/starters/repair-commands.ts';
+import type { Config } from '../../src/config/load.ts';
 
 describe('repair workflows: the commands on repair.taskQueue (stub activities)', function () {
   this.timeout(180_000);
@@ -91,5 +93,13 @@ describe('repair workflows: the commands on repair.taskQueue (stub activities)',
     assert.equal(world.called('repairLocate').length, 0);
     assert.deepEqual(queuesOf('repairRunCommand'), new Set([tq]));
     assert.deepEqual(queuesOf('repairWatchHealth'), new Set([tq]));
+  });
+
+  it('tend repair-queue sees whether a worker polls repair.taskQueue (DescribeTaskQueue), for its warning', async () => {
+    const config = { temporal: { namespace: env.namespace ?? 'default', taskQueue: tq }, repair: { taskQueue: cq } } as Config;
+    assert.equal(await commandQueuePollers(env.client, config), 0);
+    assert.match(noCommandWorkerWarning(config), new RegExp(`no worker polls the repair commands' task queue "${cq}" \\(repair\\.taskQueue\\)`));
+    await commandWorker(() => waitFor('a poller on the commands\' task queue', async () => ((await commandQueuePollers(env.client, config)) ?? 0) > 0, { timeoutMs: 30_000 }));
+    assert.equal(await commandQueuePollers(env.client, { ...config, repair: {} } as Config), undefined);
   });
 });
