@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { ensureBinaries } from '../../src/sandbox/binaries.ts';
+import { applyManifests } from '../../src/sandbox/bootstrap.ts';
 import { parseConfig } from '../../src/config/load.ts';
 import { repoRoot } from '../harness/env.ts';
 import { sandbox } from '../harness/hooks.ts';
@@ -89,6 +90,22 @@ describe('install: kubectl apply -k deploy/kubernetes', function () {
 
   it('applies to the sandbox: the CRD is established and the Deployment names the generated ConfigMap', async () => {
     await kubectl(['apply', '--server-side', '--force-conflicts', '-k', join(repoRoot, 'deploy/kubernetes')]);
+    try {
+      await appliedToSandbox();
+    } finally {
+      // The sandbox is shared with the tests that follow: its own objects back as it applies
+      // them (the Role tend-config names the plain ConfigMap again), and nothing of the install left.
+      await kubectl(['-n', 'tend-system', 'delete', 'deployment', 'tend', '--wait=false', '--ignore-not-found']);
+      for (const cm of (await kubectl(['-n', 'tend-system', 'get', 'configmaps', '-o', 'name'])).split('\n')) {
+        if (/^configmap\/tend-(config|temporal)-[a-z0-9]+$/.test(cm)) await kubectl(['-n', 'tend-system', 'delete', cm, '--wait=false']);
+      }
+      await applyManifests(sandbox().kubeconfig, join(repoRoot, 'deploy/kubernetes'), (o) => o.kind !== 'Deployment' && o.kind !== 'ConfigMap');
+    }
+    const role = JSON.parse(await kubectl(['-n', 'tend-system', 'get', 'role', 'tend-config', '-o', 'json']));
+    assert.deepEqual(role.rules[0].resourceNames, ['tend-config'], 'the sandbox\'s own Role is back');
+  });
+
+  async function appliedToSandbox(): Promise<void> {
     const crd = JSON.parse(await kubectl(['get', 'crd', 'apps.tend.dev', '-o', 'json']));
     assert.ok(crd.status.conditions.some((c: Obj) => c.type === 'Established' && c.status === 'True'));
     const deployment = JSON.parse(await kubectl(['-n', 'tend-system', 'get', 'deployment', 'tend', '-o', 'json']));
@@ -96,7 +113,5 @@ describe('install: kubectl apply -k deploy/kubernetes', function () {
     assert.match(name, /^tend-config-[a-z0-9]+$/);
     const configMap = JSON.parse(await kubectl(['-n', 'tend-system', 'get', 'configmap', name, '-o', 'json']));
     assert.ok(configMap.data['config.yaml'].includes('taskQueue: tend'));
-    // tend's own Deployment is not run by the sandbox's tests: remove it again.
-    await kubectl(['-n', 'tend-system', 'delete', 'deployment', 'tend', '--wait=false']);
-  });
+  }
 });
