@@ -4,7 +4,7 @@ import { builtinModules } from 'node:module';
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**'] },
+  { ignores: ['node_modules/**', 'dist/**', '.tend/**'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
