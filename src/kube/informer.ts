@@ -72,6 +72,8 @@ export interface InformerOptions<T extends KubernetesObject> {
   resyncMs?: number;
   /** After each periodic relist has been merged and delivered: every current object. */
   onResync?(all: T[]): void;
+  /** After a failed list or watch, when the informer restarts (after its back-off). */
+  onRestart?(err: unknown): void;
   /** First delay before restarting after an error; it doubles while errors go on, up to 30 s. */
   retryMs?: number;
 }
@@ -347,6 +349,7 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
       if (now - lastFailure > 2 * MAX_RETRY_MS) retryMs = firstRetryMs;
       lastFailure = now;
       opts.log.warn({ path, err: errorMessage(err) }, `watch failed; restarting in ${retryMs} ms`);
+      opts.onRestart?.(err);
       clearTimeout(retry);
       retry = setTimeout(run, retryMs);
       retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);

@@ -4,27 +4,8 @@
 // informer's first list.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { startInformer, type InformerOptions, type RunningInformer } from '../kube/informer.ts';
-import type { Logger } from '../log.ts';
 import { health, type Health } from '../http/health.ts';
 import { watcherEvents, watcherInformerRestarts } from './registry.ts';
-
-/**
- * The informer reports a restart only in its log (kube/informer.ts,
- * restartLater): "watch failed; restarting in N ms". A logger that passes
- * every line on and counts those.
- */
-export function restartCountingLogger(log: Logger, onRestart: () => void): Logger {
-  return new Proxy(log, {
-    get(target, prop, receiver) {
-      if (prop !== 'warn') return Reflect.get(target, prop, receiver);
-      return (...args: unknown[]) => {
-        const msg = typeof args[0] === 'string' ? args[0] : args[1];
-        if (typeof msg === 'string' && msg.startsWith('watch failed; restarting')) onRestart();
-        return (target.warn as (...a: unknown[]) => void)(...args);
-      };
-    },
-  });
-}
 
 /** startInformer, counted and registered with /readyz (ready once its first list is delivered) until stopped. */
 export function startWatchedInformer<T extends KubernetesObject>(
@@ -33,7 +14,10 @@ export function startWatchedInformer<T extends KubernetesObject>(
   const labels = { capability, resource };
   const informer = startInformer<T>({
     ...opts,
-    log: restartCountingLogger(opts.log, () => watcherInformerRestarts.inc(labels)),
+    onRestart: (err) => {
+      watcherInformerRestarts.inc(labels);
+      opts.onRestart?.(err);
+    },
     onUpsert: (obj) => {
       watcherEvents.inc({ ...labels, kind: 'upsert' });
       opts.onUpsert(obj);

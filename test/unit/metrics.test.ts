@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { itemsByStatus, podsByCondition, windowStates } from '../../src/metrics/state.ts';
 import { noteReadyAt, weederOutcomes } from '../../src/metrics/weeder.ts';
 import { countedReconcile } from '../../src/metrics/apps.ts';
-import { restartCountingLogger, startWatchedInformer } from '../../src/metrics/informer.ts';
+import { startWatchedInformer } from '../../src/metrics/informer.ts';
 import { registry, tendMetrics, onScrape } from '../../src/metrics/registry.ts';
 import { Health } from '../../src/http/health.ts';
 import { sdkLogFields } from '../../src/workers/runtime.ts';
@@ -114,17 +114,6 @@ describe('metrics: the watcher\'s informers', () => {
   const lines: string[] = [];
   const sink = new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb(); } });
   const log = pino({ level: 'info' }, sink);
-
-  it('the counting logger passes every line on and counts only restarts', () => {
-    let restarts = 0;
-    const counted = restartCountingLogger(log, () => restarts++);
-    counted.warn({ path: '/x' }, 'watch failed; restarting in 1000 ms');
-    counted.warn('something else');
-    counted.info({ a: 1 }, 'watch failed; restarting in 5 ms');
-    assert.equal(restarts, 1);
-    assert.equal(lines.length, 3);
-    assert.equal(counted.child({ x: 1 }).level, 'info');
-  });
 
   it("counts the real informer's restarts after failed lists, and is not ready before its first list", async () => {
     const kc = new k8s.KubeConfig();
