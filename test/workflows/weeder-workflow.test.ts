@@ -198,7 +198,8 @@ describe('weeder workflow: watching lanes, deletions through their own activity,
   }));
 
   describe('cancellation at each await', () => {
-    it('during the settings lookup: cancelled before anything is watched', () => {
+    /** Runs fn with a worker whose settings lookup never answers; `looking()` says whether one is under way. */
+    const settingsHang = (fn: (client: Client, looking: () => boolean) => Promise<void>) => {
       let lookups = 0;
       return withWorker(env, queue, {
         ...stubs.activities,
@@ -206,36 +207,29 @@ describe('weeder workflow: watching lanes, deletions through their own activity,
           lookups++;
           await Context.current().cancelled;
         },
-      }, async (client) => {
+      }, (client) => fn(client, () => lookups > 0));
+    };
+
+    it('during the settings lookup: cancelled before anything is watched', () => settingsHang(async (client, looking) => {
       const h = await start(client, extendSignal);
-      await waitFor('the settings lookup under way', () => lookups > 0);
+      await waitFor('the settings lookup under way', looking);
       await h.cancel();
       await assert.rejects(h.result(), /cancel/i);
       assert.equal(stubs.of(h.workflowId, 'watch').length, 0);
-      });
-    });
+    }));
 
-    it('during the settings lookup of a run carried over: the window answers queries already', () => {
-      let lookups = 0;
-      return withWorker(env, queue, {
-        ...stubs.activities,
-        weederSettings: async () => {
-          lookups++;
-          await Context.current().cancelled;
-        },
-      }, async (client) => {
-        const weeded = [{ name: 'a', uid: 'uid-a', at: new Date().toISOString() }];
-        const carried = { deadline: Date.now() + 60_000, openedAt: Date.now(), transitions: 2, weeded, reported: [] };
-        const h = await client.workflow.start('weederWorkflow', {
-          workflowId: `weeder/ns/db-${randomBytes(3).toString('hex')}`, taskQueue: queue, args: [{ ...input('db'), carried }],
-        });
-        await waitFor('the settings lookup under way', () => lookups > 0);
-        const state = await h.query(windowQuery);
-        assert.deepEqual(state.weeded.map((p) => p.name), ['a']);
-        assert.equal(state.transitions, 2);
-        await h.terminate('test done');
+    it('during the settings lookup of a run carried over: the window answers queries already', () => settingsHang(async (client, looking) => {
+      const weeded = [{ name: 'a', uid: 'uid-a', at: new Date().toISOString() }];
+      const carried = { deadline: Date.now() + 60_000, openedAt: Date.now(), transitions: 2, weeded, reported: [] };
+      const h = await client.workflow.start('weederWorkflow', {
+        workflowId: `weeder/ns/db-${randomBytes(3).toString('hex')}`, taskQueue: queue, args: [{ ...input('db'), carried }],
       });
-    });
+      await waitFor('the settings lookup under way', looking);
+      const state = await h.query(windowQuery);
+      assert.deepEqual(state.weeded.map((p) => p.name), ['a']);
+      assert.equal(state.transitions, 2);
+      await h.terminate('test done');
+    }));
 
     it('while watching: the watches are cancelled and the workflow ends cancelled', () => run(async (client) => {
       const h = await start(client, armSignal);
