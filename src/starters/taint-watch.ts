@@ -33,11 +33,16 @@ export const RESYNC_MS = 30_000;
 /** How long after a failed signal it is tried again (for every node that failed, each with its latest state). */
 const RETRY_MS = 2000;
 
+/** Running taint workflows (node workflows and the coordinator), with the task queue each runs on. */
+async function runningTaintExecutions(client: Client): Promise<{ id: string; taskQueue: string }[]> {
+  const runs: { id: string; taskQueue: string }[] = [];
+  for await (const wf of client.workflow.list({ query: RUNNING_QUERY })) runs.push({ id: wf.workflowId, taskQueue: wf.taskQueue });
+  return runs;
+}
+
 /** The ids of running taint workflows (node workflows and the coordinator). */
 export async function runningTaintWorkflows(client: Client): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const wf of client.workflow.list({ query: RUNNING_QUERY })) ids.push(wf.workflowId);
-  return ids;
+  return (await runningTaintExecutions(client)).map((r) => r.id);
 }
 
 export function taintWatch(config: TaintReplacementConfig): CapabilityWatch {
@@ -164,8 +169,9 @@ class TaintWatch {
     if (!this.synced || this.resyncing || this.ctx.signal.aborted) return;
     this.resyncing = true;
     try {
-      const running = await runningTaintWorkflows(this.ctx.client);
-      await this.checkCoordinatorQueue(running);
+      const runs = await runningTaintExecutions(this.ctx.client);
+      const running = runs.map((r) => r.id);
+      this.checkCoordinatorQueue(runs.find((r) => r.id === SLOTS_WORKFLOW_ID)?.taskQueue);
       if (!running.includes(SLOTS_WORKFLOW_ID)) {
         this.log.warn('the taint coordinator is not running; starting it again');
         await this.startCoordinator();
@@ -205,10 +211,8 @@ class TaintWatch {
    * another `temporal.taskQueue`) is never served by this worker, so no slot is
    * ever granted: said at every resync until someone ends it.
    */
-  private async checkCoordinatorQueue(running: readonly string[]): Promise<void> {
-    if (!running.includes(SLOTS_WORKFLOW_ID)) return;
-    const { taskQueue } = await this.ctx.client.workflow.getHandle(SLOTS_WORKFLOW_ID).describe();
-    if (taskQueue === this.taskQueue) return;
+  private checkCoordinatorQueue(taskQueue: string | undefined): void {
+    if (taskQueue === undefined || taskQueue === this.taskQueue) return;
     this.log.error({ workflowId: SLOTS_WORKFLOW_ID, taskQueue, ours: this.taskQueue },
       `${SLOTS_WORKFLOW_ID} runs on task queue "${taskQueue}", which this tend does not serve ("${this.taskQueue}"): ` +
       `no replacement is granted a slot until it ends (temporal workflow terminate --workflow-id ${SLOTS_WORKFLOW_ID}) ` +
