@@ -1,7 +1,7 @@
 // What every tend subcommand shares: exit codes, configuration options,
 // argument parsers, and the shutdown signal.
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { loadConfig, type Config } from '../config/load.ts';
+import { loadConfig, parseConfig, type Config } from '../config/load.ts';
 import { log } from '../log.ts';
 
 export const EXIT_FAILURE = 1;
@@ -60,13 +60,18 @@ export function shutdownSignal(): AbortSignal {
 }
 
 
-/** The configuration given, or else the local sandbox's: for commands an operator runs by hand. */
-export async function configOrSandbox(flags: ConfigFlags): Promise<Config> {
+/**
+ * The configuration given, or else the local sandbox's: for commands an operator runs by hand.
+ * With `orEnvironment`, a command that needs only Temporal goes on without either: no file at
+ * all, so that the TEMPORAL_* variables and the temporal CLI's profile decide.
+ */
+export async function configOrSandbox(flags: ConfigFlags, opts: { orEnvironment?: boolean } = {}): Promise<Config> {
   if (flags.config || flags.configMap) return configFrom(flags);
   const { currentSandbox } = await import('../sandbox/sandbox.ts');
   const info = await currentSandbox();
-  if (!info) throw new UsageError('no configuration given and no sandbox set up: give --config FILE, or run `tend sandbox up`');
-  return loadConfig({ file: info.config });
+  if (info) return loadConfig({ file: info.config });
+  if (opts.orEnvironment) return parseConfig('', 'the environment (no --config)');
+  throw new UsageError('no configuration given and no sandbox set up: give --config FILE, or run `tend sandbox up`');
 }
 
 /** Adds --config, --config-map and --kubeconfig (for the ConfigMap) to a command. */

@@ -4,10 +4,9 @@
 import type { Command } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
-import { loadConfig, parseConfig, type Config } from '../config/load.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { connectClient, type TemporalSettings } from '../temporal/connection.ts';
-import { OperatorError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { configOrSandbox, OperatorError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
 
 /** Every search attribute tend's workflows set; all keywords. */
 export const tendSearchAttributes = [TendCapability, TendTarget];
@@ -88,19 +87,6 @@ export async function registerSearchAttributes(client: Client, t: TemporalSettin
   }
 }
 
-/**
- * The configuration for a setup command: --config or --config-map; else the local sandbox's;
- * else no file at all, so that TEMPORAL_* variables and the temporal CLI's profile decide.
- */
-async function setupConfig(flags: ConfigFlags): Promise<Config> {
-  const { configFrom } = await import('./cli-support.ts');
-  if (flags.config || flags.configMap) return configFrom(flags);
-  const { currentSandbox } = await import('../sandbox/sandbox.ts');
-  const info = await currentSandbox();
-  if (info) return loadConfig({ file: info.config });
-  return parseConfig('', 'the environment (no --config)');
-}
-
 export function registerSetupCommands(program: Command): void {
   const setup = program.command('setup').description('prepare what tend needs on a Temporal server');
   withConfigOptions(setup
@@ -108,7 +94,7 @@ export function registerSetupCommands(program: Command): void {
     .description("register tend's search attributes (TendCapability, TendTarget) in its Temporal namespace"))
     .option('--print', 'print the `temporal operator search-attribute create` commands instead of running anything')
     .action(async (flags: ConfigFlags & { print?: boolean }) => {
-      const config = await setupConfig(flags);
+      const config = await configOrSandbox(flags, { orEnvironment: true });
       if (flags.print) {
         for (const line of searchAttributeCommands(config.temporal)) console.log(line);
         return;
