@@ -63,7 +63,10 @@ async function runServed(config: Config, parts: Parts, signal: AbortSignal, flag
   if ('problem' in configured) throw new UsageError(`http.address: ${configured.problem}`);
   const address = flag ?? configured;
   if (parts.worker) runtime.installRuntime({ coreMetricsPort: await runtime.freeLoopbackPort() });
-  const workerCheck = parts.worker ? watchWorkerState(health, runtime.onWorkerState) : undefined;
+  // The worker's check, from the SDK Worker's state: alive unless stopped or failed, ready while it polls.
+  const workerCheck = parts.worker
+    ? health.settable('worker', { alive: true, ready: false, reason: 'starting: connecting to Temporal and Kubernetes' })
+    : undefined;
   let server;
   try {
     server = await startHttpServer({
@@ -78,32 +81,21 @@ async function runServed(config: Config, parts: Parts, signal: AbortSignal, flag
       onError: (err, path) => log.warn({ err, path }, 'HTTP request failed'),
     });
   } catch (err) {
-    workerCheck?.();
+    workerCheck?.remove();
     if (err instanceof ListenError) throw new OperatorError(err.message);
     throw err;
   }
   log.info({ address: address.text, port: server.port }, 'serving /metrics, /healthz and /readyz');
   try {
-    await runParts(config, parts, signal);
+    await runParts(config, parts, signal, workerCheck && ((state) => workerCheck.set(workerCheckOf(state))));
   } finally {
-    workerCheck?.();
+    workerCheck?.remove();
     await server.close();
   }
 }
 
-/** The worker's check, from the SDK Worker's state: alive unless stopped or failed, ready while it polls. */
-function watchWorkerState(
-  health: import('../http/health.ts').Health, onWorkerState: typeof import('../workers/runtime.ts').onWorkerState,
-): () => void {
-  const check = health.settable('worker', { alive: true, ready: false, reason: 'starting: connecting to Temporal and Kubernetes' });
-  const stop = onWorkerState((state) => check.set(workerCheckOf(state)));
-  return () => {
-    stop();
-    check.remove();
-  };
-}
 
-async function runParts(config: Config, parts: Parts, signal: AbortSignal) {
+async function runParts(config: Config, parts: Parts, signal: AbortSignal, onWorkerState?: (state: string) => void) {
   const { runWorker } = await import('../workers/worker.ts');
   const { runWatcher } = await import('./watcher.ts');
   const { capabilityWatches } = await import('./watches.ts');
@@ -115,7 +107,9 @@ async function runParts(config: Config, parts: Parts, signal: AbortSignal) {
     throw err;
   });
   const running: Promise<void>[] = [];
-  if (parts.worker) running.push(guard(runWorker(config, ac.signal, parts.capabilities ? { capabilities: parts.capabilities } : {})));
+  if (parts.worker) running.push(guard(runWorker(config, ac.signal, {
+    ...(parts.capabilities ? { capabilities: parts.capabilities } : {}), ...(onWorkerState ? { onState: onWorkerState } : {}),
+  })));
   if (parts.watcher) running.push(guard(runWatcher(config, capabilityWatches(config), ac.signal)));
   const results = await Promise.allSettled(running);
   const failed = results.find((r) => r.status === 'rejected');

@@ -57,31 +57,15 @@ export function sdkLogFields(meta: LogMetadata | undefined): Record<string, unkn
   return out;
 }
 
-/** What the SDK's Worker last said of its state (RUNNING: it polls). */
-export interface WorkerStateListener {
-  (state: string, meta: Record<string, unknown>): void;
-}
-const stateListeners = new Set<WorkerStateListener>();
-
-/** Told each time a Worker's state changes (INITIALIZED, RUNNING, STOPPING, DRAINING, DRAINED, STOPPED, FAILED). */
-export function onWorkerState(listener: WorkerStateListener): () => void {
-  stateListeners.add(listener);
-  return () => stateListeners.delete(listener);
-}
-
 /**
  * The SDK's log lines (worker, workflow and activity loggers, and the core's,
  * forwarded) go through tend's logger: one JSON stream, credentials masked like
- * every other line. Every line is seen here whatever the level, so the
- * Worker's state changes (logged at INFO) reach the health checks.
+ * every other line.
  */
 class TendSdkLogger implements SdkLogger {
   private readonly min = levelOrder.indexOf(sdkLevel());
 
   log(level: LogLevel, message: string, meta?: LogMetadata): void {
-    if (message === 'Worker state changed' && typeof meta?.state === 'string') {
-      for (const l of stateListeners) l(meta.state, meta as Record<string, unknown>);
-    }
     if (levelOrder.indexOf(level) < this.min) return;
     log[sdkLevels[level]](sdkLogFields(meta), message);
   }

@@ -90,7 +90,12 @@ export interface WorkerOptions extends WorkerSections {
 /** What a worker runs: every capability (the default), or only some (`tend worker --capabilities`). */
 export interface WorkerScope {
   capabilities?: readonly Capability[];
+  /** Told the SDK Worker's state whenever it changes (INITIALIZED, RUNNING, STOPPING, DRAINING, DRAINED, STOPPED, FAILED). */
+  onState?(state: string): void;
 }
+
+/** How often the Worker's state is looked at for onState. */
+const STATE_POLL_MS = 500;
 
 /**
  * Where a worker polls and what it registers. With repair.taskQueue set,
@@ -155,7 +160,24 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
     };
     signal.addEventListener('abort', stop, { once: true });
     if (signal.aborted) stop();
-    await worker.run();
+    let last: string | undefined;
+    const report = (state: string = worker.getState()) => {
+      if (state === last) return;
+      last = state;
+      scope.onState?.(state);
+    };
+    const poll = scope.onState ? setInterval(() => report(), STATE_POLL_MS) : undefined;
+    const running = worker.run();
+    report();
+    try {
+      await running;
+    } catch (err) {
+      report('FAILED');
+      throw err;
+    } finally {
+      clearInterval(poll);
+      report();
+    }
     log.info('worker stopped');
   } finally {
     await connection.close();
