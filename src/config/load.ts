@@ -176,6 +176,11 @@ export function describeConfig(config: Config): string {
     `temporal: ${temporal.address}${from(origins?.address)}, namespace ${temporal.namespace}${from(origins?.namespace)}, task queue ${temporal.taskQueue}, ${tls}, ${apiKey}`,
     `kubernetes: ${kube}${kubernetes.context ? `, context ${kubernetes.context}` : ''}`,
   ];
+  if (temporal.deployment) {
+    const d = temporal.deployment;
+    lines.splice(1, 0, `worker versioning: deployment ${d.name}, build id ${d.buildId ?? 'from the code\'s fingerprint'}, ` +
+      (d.promote === 'newest' ? 'made current when it is the newest version' : 'made current by the operator'));
+  }
   for (const [name, section] of Object.entries(sections)) {
     const value = config[name as SectionName];
     // Each section describes its own value; the union of them is not worth spelling out to the compiler.

@@ -47,6 +47,17 @@ export const tlsOptionsSchema = z
 
 const envVarName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** The server's limit on deployment names and build ids (255 characters); a deployment name has no ".". */
+const versionPart = z.string().min(1).max(255);
+
+/** `temporal.deployment`: the worker polls as one version of a Worker Deployment. */
+export const deploymentSchema = z.strictObject({
+  name: versionPart.refine((v) => !v.includes('.'), 'must not contain "."').default('tend'),
+  /** Absent: derived from the fingerprint of the worker's code, the same on every replica. */
+  buildId: versionPart.optional(),
+  promote: z.enum(['newest', 'never'], { error: 'must be newest (make this version current unless a newer one is) or never' }).default('newest'),
+});
+
 /**
  * The config file's `temporal` section as written. address and namespace have no default here:
  * where the file is silent they come from the environment or a temporal CLI profile
@@ -69,6 +80,8 @@ export const temporalFileSchema = z
       .string()
       .regex(envVarName, 'must be an environment variable name: letters, digits and "_", not starting with a digit')
       .optional(),
+    /** Worker Deployment Versioning for the worker (docs/upgrading.md); absent: unversioned. */
+    deployment: deploymentSchema.optional(),
   })
   .transform((temporal, ctx) => {
     if (temporal.apiKeyEnv === undefined) return temporal;
@@ -125,6 +138,7 @@ export interface TemporalConfig {
   tls?: boolean | ResolvedTls;
   apiKey?: string;
   apiKeyEnv?: string;
+  deployment?: DeploymentConfig;
 }
 
 /** Where each resolved setting came from, in words for errors: "TEMPORAL_ADDRESS", "temporal.address", "profile ...". */
@@ -306,6 +320,7 @@ export function resolveTemporal(file: TemporalFileConfig, env: NodeJS.ProcessEnv
     taskQueue: file.taskQueue,
     ...(tls !== undefined && { tls }),
     ...(apiKey && { apiKey: apiKey.value }),
+    ...(file.deployment && { deployment: file.deployment }),
   };
   origins.set(temporal, { address: address.from, namespace: namespace.from, ...(apiKey && { apiKey: apiKey.from }), tls: tlsOrigins });
   return { temporal };
@@ -343,6 +358,7 @@ export const configSchema = z.strictObject({
 });
 
 export type TlsOptions = z.output<typeof tlsOptionsSchema>;
+export type DeploymentConfig = z.output<typeof deploymentSchema>;
 export type TemporalFileConfig = z.output<typeof temporalFileSchema>;
 export type KubernetesConfig = z.output<typeof kubernetesSchema>;
 export type HttpConfig = z.output<typeof httpSchema>;

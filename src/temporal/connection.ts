@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { expandHome } from '../kube/client.ts';
 import { log, redact, registerSecret } from '../log.ts';
 import { temporalOrigins } from '../config/schema.ts';
+import type { DeploymentSettings } from '../workers/versioning.ts';
 
 export interface TemporalTls {
   serverName?: string;
@@ -25,6 +26,8 @@ export interface TemporalSettings {
   tls?: TemporalTls | boolean;
   apiKey?: string;
   apiKeyEnv?: string;
+  /** Worker Deployment Versioning (the worker only). */
+  deployment?: DeploymentSettings;
 }
 
 export class UnreachableError extends Error {}

@@ -14,6 +14,7 @@ import { beginRepairShutdown } from '../activities/repair.ts';
 import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
 import { connectNative, type TemporalSettings } from '../temporal/connection.ts';
 import { log } from '../log.ts';
+import { buildIdOf, promoteVersion } from './versioning.ts';
 import type { WorkerSections } from '../activities/index.ts';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -134,6 +135,10 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
   const version = kc ? await checkKubernetes(kc) : undefined;
   const connection = await connectNative(opts.temporal);
   const code = commandsOnly ? undefined : await workflowCode();
+  // Versioning applies to the worker that runs workflows; the repair command worker runs
+  // activities only (never replayed), unversioned on its own task queue.
+  const deployment = commandsOnly ? undefined : opts.temporal.deployment;
+  const buildId = deployment && (deployment.buildId ?? buildIdOf(await workflowSourcesFingerprint()));
   try {
     const worker = await Worker.create({
       connection,
@@ -143,6 +148,13 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
       activities: workerActivities({ ...(kc ? { kube: kubeClients(kc) } : {}), config: opts },
         commandsOnly ? { repairCommandsOnly: true } : { ...(plan.capabilities ? { capabilities: plan.capabilities } : {}) }),
       shutdownGraceTime: opts.repair ? `${SHUTDOWN_GRACE_SECONDS}s` : 0,
+      ...(deployment && buildId ? {
+        workerDeploymentOptions: {
+          useWorkerVersioning: true,
+          version: { deploymentName: deployment.name, buildId },
+          defaultVersioningBehavior: 'AUTO_UPGRADE',
+        },
+      } : {}),
     });
     log.info({
       taskQueue: plan.taskQueue, temporal: opts.temporal.address,
@@ -152,6 +164,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
           kubernetes: version, ...(plan.capabilities ? { capabilities: plan.capabilities } : {}),
           ...(opts.repair?.taskQueue ? { repairCommandsOn: opts.repair.taskQueue } : {}),
           workflowBundle: code && 'workflowBundle' in code ? code.workflowBundle.codePath : 'bundled at start-up',
+          ...(deployment ? { deployment: deployment.name, buildId } : {}),
         }),
     }, 'worker started');
     const stop = () => {
@@ -169,6 +182,14 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
     const poll = scope.onState ? setInterval(() => report(), STATE_POLL_MS) : undefined;
     const running = worker.run();
     report();
+    // The version is registered by the worker's first poll, so promotion runs beside it, until
+    // it is done or the worker stops.
+    const promotion = new AbortController();
+    const promoting = deployment && buildId && deployment.promote === 'newest'
+      ? promoteVersion(connection, opts.temporal.namespace, deployment.name, buildId, AbortSignal.any([signal, promotion.signal])).catch((err: unknown) => {
+        log.error({ err, deployment: deployment.name, buildId }, 'worker deployment: promotion failed');
+      })
+      : undefined;
     try {
       await running;
     } catch (err) {
@@ -177,6 +198,8 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
     } finally {
       clearInterval(poll);
       report();
+      promotion.abort();
+      await promoting;
     }
     log.info('worker stopped');
   } finally {
