@@ -6,6 +6,7 @@ import { connectClient } from '../temporal/connection.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import type { CheckResult } from '../workflows/check.ts';
 import { OperatorError } from './cli-support.ts';
+import { commandQueuePollers, LIVE_POLLER_SECONDS } from './repair-commands.ts';
 import { searchAttributeCommands, searchAttributeProblems, type SearchAttributeProblem } from './setup-commands.ts';
 
 export class NoWorkerError extends OperatorError {}
@@ -34,7 +35,21 @@ async function setupProblem(client: Client, config: Config): Promise<TemporalSet
     searchAttributeCommands(config.temporal).map((l) => `  ${l}`).join('\n'));
 }
 
-export async function doctor(config: Config, timeoutMs: number): Promise<CheckResult> {
+/**
+ * With repair.taskQueue set, the workers polling it for activities (the repair command worker):
+ * their identities, or an error that names the task queue and what to start.
+ */
+async function repairCommandWorkers(client: Client, config: Config): Promise<string[] | undefined> {
+  const live = await commandQueuePollers(client, config);
+  if (live?.length === 0) {
+    throw new NoWorkerError(
+      `no worker has polled repair.taskQueue "${config.repair?.taskQueue}" in the last ${LIVE_POLLER_SECONDS}s: repair commands would wait there; ` +
+      'start `tend worker --capabilities repair` (same configuration) on the host that runs them');
+  }
+  return live;
+}
+
+export async function doctor(config: Config, timeoutMs: number): Promise<CheckResult & { repairCommandWorkers?: string[] }> {
   // Connecting checks the namespace exists (and says so when it does not).
   const client = await connectClient(config.temporal);
   try {
@@ -51,8 +66,9 @@ export async function doctor(config: Config, timeoutMs: number): Promise<CheckRe
         { key: TendTarget, value: 'cluster' },
       ],
     });
+    let result: CheckResult;
     try {
-      return await handle.result();
+      result = await handle.result();
     } catch (err) {
       if (err instanceof WorkflowFailedError && /timed out/i.test(String(err.cause?.message ?? err.message))) {
         throw new NoWorkerError(
@@ -61,6 +77,8 @@ export async function doctor(config: Config, timeoutMs: number): Promise<CheckRe
       }
       throw err;
     }
+    const commandWorkers = await repairCommandWorkers(client, config);
+    return { ...result, ...(commandWorkers ? { repairCommandWorkers: commandWorkers } : {}) };
   } finally {
     await client.connection.close();
   }

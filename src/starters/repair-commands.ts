@@ -98,12 +98,15 @@ export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, c
   }
 }
 
+/** How recently a poller must have polled to count as live (the server's long poll lasts about a minute). */
+export const LIVE_POLLER_SECONDS = 90;
+
 /**
- * With repair.taskQueue set: how many workers poll that task queue for the
- * command activities (Temporal's DescribeTaskQueue; a poller is listed for
- * a few minutes after its last poll). Undefined when the setting is absent.
+ * With repair.taskQueue set: the identities of the workers that polled that task queue for the
+ * command activities in the last LIVE_POLLER_SECONDS (Temporal's DescribeTaskQueue lists a
+ * poller for a few minutes after its last poll). Undefined when the setting is absent.
  */
-export async function commandQueuePollers(client: Client, config: Config): Promise<number | undefined> {
+export async function commandQueuePollers(client: Client, config: Config, now = Date.now()): Promise<string[] | undefined> {
   const name = config.repair?.taskQueue;
   if (!name) return undefined;
   const r = await client.workflowService.describeTaskQueue({
@@ -112,7 +115,10 @@ export async function commandQueuePollers(client: Client, config: Config): Promi
     taskQueue: { name, kind: 1 },
     taskQueueType: 2,
   });
-  return r.pollers?.length ?? 0;
+  return (r.pollers ?? [])
+    .filter((p) => now - Number(p.lastAccessTime?.seconds ?? 0) * 1000 < LIVE_POLLER_SECONDS * 1000)
+    .map((p) => p.identity ?? '')
+    .sort();
 }
 
 /** The line an operator sees when the commands' task queue has no worker: entries wait on it. */
@@ -127,7 +133,7 @@ async function warnWithoutCommandWorker(client: Client, config: Config): Promise
     console.error(`tend: repair-queue: could not describe the repair commands' task queue: ${(err as Error)?.message ?? String(err)}`);
     return undefined;
   });
-  if (pollers === 0) console.error(noCommandWorkerWarning(config));
+  if (pollers?.length === 0) console.error(noCommandWorkerWarning(config));
 }
 
 /** The queue's entries; empty when no queue has been started yet. */

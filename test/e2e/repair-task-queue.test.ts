@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { TendProcess } from '../harness/cli.ts';
+import { runTend, TendProcess } from '../harness/cli.ts';
 import { waitFor } from '../harness/wait.ts';
 import { add, entry, repairWorld, resetRepairQueue, temporalCli, type RepairWorld } from '../harness/repair.ts';
 import { repairEntryWorkflowId } from '../../src/repair/messages.ts';
@@ -80,6 +80,20 @@ describe('repair commands on a task queue of their own (e2e, two workers)', func
     const lines = marks('192.0.2.91');
     assert.ok(lines.includes('repair commands'), lines.join(', '));
     assert.deepEqual(lines.filter((l) => !l.endsWith(' commands')), [], `commands ran elsewhere: ${lines.join(', ')}`);
+  });
+
+  it('tend doctor names the command worker; with a repair.taskQueue no worker polls it fails, naming it', async () => {
+    const ok = await runTend(['doctor', '--config', world.config, '--timeout', '60'], { timeoutMs: 120_000 });
+    assert.equal(ok.code, 0, ok.stderr);
+    const report = JSON.parse(ok.stdout) as { repairCommandWorkers?: string[] };
+    assert.equal(report.repairCommandWorkers?.length, 1, ok.stdout);
+    const config = parse(readFileSync(world.config, 'utf8')) as { repair: { taskQueue: string } };
+    config.repair.taskQueue = 'tend-repair-commands-nobody';
+    const lonely = join(world.dir, 'nobody.yaml');
+    writeFileSync(lonely, stringify(config));
+    const r = await runTend(['doctor', '--config', lonely, '--timeout', '60'], { timeoutMs: 120_000 });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /no worker has polled repair\.taskQueue "tend-repair-commands-nobody".*tend worker --capabilities repair/s);
   });
 
   it('with the command worker stopped the entry waits (visible), and goes on when it starts again', async () => {

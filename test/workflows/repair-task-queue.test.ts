@@ -97,9 +97,12 @@ describe('repair workflows: the commands on repair.taskQueue (stub activities)',
 
   it('tend repair-queue sees whether a worker polls repair.taskQueue (DescribeTaskQueue), for its warning', async () => {
     const config = { temporal: { namespace: env.namespace ?? 'default', taskQueue: tq }, repair: { taskQueue: cq } } as Config;
-    assert.equal(await commandQueuePollers(env.client, config), 0);
+    assert.deepEqual(await commandQueuePollers(env.client, config), []);
     assert.match(noCommandWorkerWarning(config), new RegExp(`no worker polls the repair commands' task queue "${cq}" \\(repair\\.taskQueue\\)`));
-    await commandWorker(() => waitFor('a poller on the commands\' task queue', async () => ((await commandQueuePollers(env.client, config)) ?? 0) > 0, { timeoutMs: 30_000 }));
+    await commandWorker(() => waitFor('a poller on the commands\' task queue', async () => ((await commandQueuePollers(env.client, config))?.length ?? 0) > 0, { timeoutMs: 30_000 }));
+    // The stopped worker is still listed by the server, but not as live once its last poll is old.
+    assert.equal((await commandQueuePollers(env.client, config))?.length, 1);
+    assert.deepEqual(await commandQueuePollers(env.client, config, Date.now() + 120_000), []);
     assert.equal(await commandQueuePollers(env.client, { ...config, repair: {} } as Config), undefined);
   });
 });
