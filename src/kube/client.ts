@@ -4,6 +4,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
+import { ConfigError } from '../config/errors.ts';
 
 export interface KubeOptions {
   /** Path to a kubeconfig file; `~` is expanded. In-cluster credentials when absent. */
@@ -16,12 +17,40 @@ export function expandHome(path: string): string {
   return path === '~' || path.startsWith('~/') ? homedir() + path.slice(1) : path;
 }
 
+/** A kubeconfig that cannot be used: a configuration error (exit 2) naming the setting, the file and why. */
+export class KubeconfigError extends ConfigError {
+  constructor(setting: string, message: string) {
+    super(setting, [{ path: setting, message }]);
+    this.message = `${setting}: ${message}`;
+  }
+}
+const kubeconfigProblem = (setting: string, message: string) => new KubeconfigError(setting, message);
+
 export function loadKubeConfig(opts: KubeOptions = {}): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
-  if (opts.kubeconfig) kc.loadFromFile(expandHome(opts.kubeconfig));
-  else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+  if (opts.kubeconfig) {
+    const path = expandHome(opts.kubeconfig);
+    try {
+      kc.loadFromFile(path);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const why = code === 'ENOENT' ? 'file not found' : code === 'EACCES' ? 'permission denied'
+        : code === 'EISDIR' ? 'is a folder, not a file' : `not a kubeconfig (${(err as Error).message.split('\n')[0]})`;
+      throw kubeconfigProblem('kubernetes.kubeconfig', `${opts.kubeconfig}: ${why}`);
+    }
+  } else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
   else kc.loadFromDefault();
-  if (opts.context) kc.setCurrentContext(opts.context);
+  if (opts.context) {
+    if (!kc.getContextObject(opts.context)) {
+      const known = kc.getContexts().map((c) => c.name);
+      throw kubeconfigProblem('kubernetes.context', `no context "${opts.context}" in ${opts.kubeconfig ?? 'the kubeconfig'}` +
+        ` (${known.length ? `its contexts: ${known.join(', ')}` : 'it has no contexts'})`);
+    }
+    kc.setCurrentContext(opts.context);
+  }
+  if (opts.kubeconfig && !kc.getCurrentCluster()) {
+    throw kubeconfigProblem('kubernetes.kubeconfig', `${opts.kubeconfig}: not a kubeconfig with a cluster (no current-context naming a cluster${opts.context ? ` for context "${opts.context}"` : ''})`);
+  }
   reuseConnections(kc);
   return kc;
 }

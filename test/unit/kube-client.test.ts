@@ -2,11 +2,13 @@
 // the TLS settings stay the same.
 import assert from 'node:assert/strict';
 import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { stringify as toYaml } from 'yaml';
 import { loadKubeConfig } from '../../src/kube/client.ts';
+import { ConfigError } from '../../src/config/errors.ts';
 
 const pem = (tag: string) => Buffer.from(`-----BEGIN CERTIFICATE-----\n${Buffer.from(tag).toString('base64')}\n-----END CERTIFICATE-----\n`).toString('base64');
 
@@ -42,5 +44,34 @@ describe('kube client: connection reuse', () => {
     assert.ok(after);
     assert.notEqual(after, before);
     assert.equal(await dispatcherOf(), after);
+  });
+});
+
+describe('kube client: a kubeconfig that cannot be used is a configuration error naming it', () => {
+  it('a missing file, a folder and a file that is no kubeconfig', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tend-kc-'));
+    const bad = join(dir, 'bad');
+    writeFileSync(bad, '- just\n- a list\n');
+    for (const [path, why] of [[join(dir, 'none'), /: file not found$/], [dir, /is a folder, not a file$/], [bad, /not a kubeconfig/]] as const) {
+      assert.throws(() => loadKubeConfig({ kubeconfig: path }), (err: Error) => {
+        assert.ok(err instanceof ConfigError, String(err));
+        assert.ok(err.message.startsWith(`kubernetes.kubeconfig: ${path}: `), err.message);
+        assert.match(err.message, why);
+        return true;
+      });
+    }
+  });
+  it('a context the file does not have, with the ones it has', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tend-kc-'));
+    const file = join(dir, 'kc');
+    writeFileSync(file, [
+      'apiVersion: v1', 'kind: Config', 'current-context: a',
+      'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]',
+      'users: [{name: u, user: {token: t}}]',
+      'contexts: [{name: a, context: {cluster: c, user: u}}, {name: b, context: {cluster: c, user: u}}]',
+    ].join('\n'));
+    assert.equal(loadKubeConfig({ kubeconfig: file, context: 'b' }).getCurrentContext(), 'b');
+    assert.throws(() => loadKubeConfig({ kubeconfig: file, context: 'prod' }),
+      /^ConfigError: kubernetes\.context: no context "prod" in .*kc \(its contexts: a, b\)$/);
   });
 });
