@@ -14,6 +14,7 @@ import {
   REPAIR_QUEUE_WORKFLOW_ID, resetBackoffUpdate,
 } from '../repair/messages.ts';
 import { requestProblems } from '../repair/procedure.ts';
+import { indexSchema } from '../repair/validate.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { connectClient } from '../temporal/connection.ts';
 import { configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
@@ -170,9 +171,13 @@ export function parseRepairFile(text: string, file: string): { r: RepairRequest;
   return out;
 }
 
-function index(v: string): string {
-  if (!/^\d+$/.test(v)) throw new InvalidArgumentError(`INDEX must be an entry's index, a whole number (got "${v}")`);
-  return String(Number(v));
+/** INDEX: an entry's index as the queue writes it (1 to 16 digits, no leading zero); leading zeros are dropped. */
+export function index(v: string): string {
+  const digits = /^\d+$/.test(v) ? v.replace(/^0+(?=\d)/, '') : undefined;
+  if (digits === undefined || !indexSchema.safeParse(digits).success) {
+    throw new InvalidArgumentError(`INDEX must be an entry's index, a whole number from 1 to ${'9'.repeat(16)} (got "${v}")`);
+  }
+  return digits;
 }
 
 type Flags = ConfigFlags;
