@@ -122,6 +122,19 @@ export function statusOf(err: unknown): number | undefined {
 export class KubeUnreachableError extends Error {}
 
 /**
+ * A call that never reached the API server (refused, no route, name not found, TLS failure: undici's
+ * "fetch failed" with the reason in its cause) as KubeUnreachableError naming the server and the
+ * reason; undefined for any other error (an answer from the server).
+ */
+export function unreachableError(kc: k8s.KubeConfig, err: unknown): KubeUnreachableError | undefined {
+  if (!(err instanceof TypeError) || !/fetch failed/.test(err.message)) return undefined;
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  const reason = [cause?.code, cause?.message].filter(Boolean).join(': ') || err.message;
+  return new KubeUnreachableError(`cannot reach the Kubernetes API at ${serverOf(kc)}: ${reason}\n` +
+    '  Check kubernetes.kubeconfig (in-cluster credentials when it is absent). For the local sandbox run `tend sandbox up`.');
+}
+
+/**
  * Asks the API server for its version, which every authenticated identity may
  * read: proves the address, the TLS trust and the credentials in one call.
  */

@@ -5,7 +5,7 @@
 import { Option, type Command } from 'commander';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { Config } from '../config/load.ts';
-import { kubeClients, loadKubeConfig } from '../kube/client.ts';
+import { kubeClients, loadKubeConfig, unreachableError } from '../kube/client.ts';
 import { appScopeProblem, readApp } from '../activities/apps.ts';
 import { restartUpdate, startUpdate, stopUpdate, type AppCommandResult, type RestartRequest, type RestartStrategy } from '../apps/messages.ts';
 import { parseAppKey, type App } from '../apps/types.ts';
@@ -23,7 +23,10 @@ function target(text: string): { namespace: string; name: string } {
 }
 
 async function existingApp(config: Config, namespace: string, name: string): Promise<App> {
-  const app = await readApp(kubeClients(loadKubeConfig(config.kubernetes)), namespace, name);
+  const kc = loadKubeConfig(config.kubernetes);
+  const app = await readApp(kubeClients(kc), namespace, name).catch((err: unknown) => {
+    throw unreachableError(kc, err) ?? err;
+  });
   if (!app) throw new AppCommandError(`App ${namespace}/${name} not found (kubectl get apps.tend.dev -n ${namespace})`);
   return app;
 }

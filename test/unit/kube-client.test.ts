@@ -75,3 +75,29 @@ describe('kube client: a kubeconfig that cannot be used is a configuration error
       /^ConfigError: kubernetes\.context: no context "prod" in .*kc \(its contexts: a, b\)$/);
   });
 });
+
+describe('kube client: an API server that cannot be reached is named with the reason', () => {
+  it('a refused connection: the server and ECONNREFUSED, no stack', async () => {
+    const { unreachableError } = await import('../../src/kube/client.ts');
+    // A port nothing listens on: bind one, note it, close it.
+    const { createServer } = await import('node:net');
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const kc = new k8s.KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: `https://127.0.0.1:${port}`, skipTLSVerify: true }],
+      users: [{ name: 'u', token: 't' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    const err = await kc.makeApiClient(k8s.CoreV1Api).listNamespace().then(() => undefined, (e: unknown) => e);
+    const named = unreachableError(kc, err);
+    assert.ok(named, `not recognised: ${String(err)}`);
+    assert.match(named.message, new RegExp(`^cannot reach the Kubernetes API at https://127\\.0\\.0\\.1:${port}: ECONNREFUSED`));
+    assert.equal(unreachableError(kc, new Error('404 Not Found')), undefined);
+  });
+});
