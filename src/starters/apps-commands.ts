@@ -86,6 +86,45 @@ export function formatStatus(app: App): string {
   return lines.join('\n');
 }
 
+/** One line of an App's progress while a command waits: its state, each process's ready pods, its Ready reason. */
+export function progressLine(app: App): string {
+  const s = app.status ?? {};
+  const ready = s.conditions?.find((c) => c.type === 'Ready');
+  const processes = (s.processes ?? []).map((p) => `${p.type} ${p.readyInstances}/${p.instances} ready${p.workload ? ` on ${p.workload}` : ''}`);
+  return [`actual ${s.actualState ?? 'unknown'}`, ...processes, ...(ready ? [`Ready ${ready.status} (${ready.reason})`] : [])].join(', ');
+}
+
+/**
+ * While `until` runs, prints on stderr the App's progress each time it changes (read every
+ * PROGRESS_MS, and once more at the end), like kubectl rollout status: an operator sees the restart move instead of
+ * minutes of silence. A failed read is skipped (the command's own result says what went wrong).
+ */
+async function withProgress<T>(config: Config, namespace: string, name: string, until: Promise<T>): Promise<T> {
+  const kube = kubeClients(loadKubeConfig(config.kubernetes));
+  let last = '';
+  let done = false;
+  const loop = (async () => {
+    while (!done) {
+      const app = await readApp(kube, namespace, name).catch(() => undefined);
+      const line = app ? progressLine(app) : '';
+      if (line && line !== last && !done) console.error(`${namespace}/${name}: ${line}`);
+      if (line) last = line;
+      await new Promise((resolve) => setTimeout(resolve, PROGRESS_MS));
+    }
+  })();
+  try {
+    return await until;
+  } finally {
+    done = true;
+    await loop;
+    // Where it ended, when that is news.
+    const app = await readApp(kube, namespace, name).catch(() => undefined);
+    if (app && progressLine(app) !== last) console.error(`${namespace}/${name}: ${progressLine(app)}`);
+  }
+}
+
+const PROGRESS_MS = 2000;
+
 export function registerAppCommands(program: Command): void {
   const app = program.command('app').description('App revisions: start, stop and restart Apps (apps.tend.dev), see their status');
   const verbs: { verb: Verb; description: string; timeout: number }[] = [
@@ -112,7 +151,8 @@ export function registerAppCommands(program: Command): void {
       try {
         const req = verb === 'restart' ? { strategy: flags.strategy, timeoutSeconds: flags.timeout } : undefined;
         // The workflow bounds a restart's wait itself; the client allows a little more, for a missing worker.
-        const result = await sendAppCommand(client, config.temporal.taskQueue, namespace, name, verb, req, (flags.timeout + 15) * 1000);
+        const result = await withProgress(config, namespace, name,
+          sendAppCommand(client, config.temporal.taskQueue, namespace, name, verb, req, (flags.timeout + 15) * 1000));
         (result.ok ? console.log : console.error)(describeResult(`${namespace}/${name}`, result));
         if (!result.ok) process.exitCode = EXIT_FAILURE;
       } finally {

@@ -28,15 +28,16 @@ class RefusedError extends Error {}
  * command from this one would reach it only through that worker, or wait for ever when none polls.
  * Refused, naming both task queues; a closed or absent queue is anyone's to start.
  */
-export async function checkQueueOwner(client: Client, config: Config): Promise<void> {
+export async function checkQueueOwner(client: Client, config: Config): Promise<{ started: boolean }> {
   let description;
   try {
     description = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).describe();
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return;
+    if (err instanceof WorkflowNotFoundError) return { started: false };
     throw err;
   }
-  if (description.status.name !== 'RUNNING' || description.taskQueue === config.temporal.taskQueue) return;
+  // A closed queue still answers queries, through a worker that replays it.
+  if (description.status.name !== 'RUNNING' || description.taskQueue === config.temporal.taskQueue) return { started: true };
   throw new OperatorError(
     `the repair queue (workflow ${REPAIR_QUEUE_WORKFLOW_ID}, run ${description.runId}) in namespace ${config.temporal.namespace} ` +
     `runs on task queue "${description.taskQueue}", but this configuration's task queue is "${config.temporal.taskQueue}": ` +
@@ -44,10 +45,33 @@ export async function checkQueueOwner(client: Client, config: Config): Promise<v
     'or end that queue first (`temporal workflow terminate --workflow-id repair-queue`) if it is abandoned');
 }
 
-async function connect(config: Config): Promise<Client> {
+/**
+ * Connects, checks the queue is this tend's, and that a worker answers for it: every verb but
+ * `list`, `is-enabled` and `wait` on a queue never started goes through the queue's worker
+ * (an update, a query), which with no worker would wait for ever (an update) or fail after half a
+ * minute (a query); refused at once instead, naming the task queue.
+ */
+/** How long a verb waits for a worker's first poll before saying none serves the queue. */
+const WORKER_GRACE_MS = 10_000;
+
+async function connect(config: Config, needsWorker: 'always' | 'when-started'): Promise<Client> {
   const client = await connectClient(config.temporal);
   try {
-    await checkQueueOwner(client, config);
+    const { started } = await checkQueueOwner(client, config);
+    if (needsWorker === 'always' || started) {
+      const { taskQueue } = config.temporal;
+      // A worker started a moment ago may not have polled yet: give it a few seconds.
+      const deadline = Date.now() + WORKER_GRACE_MS;
+      let pollers = await livePollers(client, config.temporal.namespace, taskQueue, 'workflow');
+      while (pollers.length === 0 && Date.now() < deadline) {
+        await sleep(500);
+        pollers = await livePollers(client, config.temporal.namespace, taskQueue, 'workflow');
+      }
+      if (pollers.length === 0) {
+        throw new OperatorError(`no worker has polled task queue "${taskQueue}" (temporal.taskQueue) in the last ${LIVE_POLLER_SECONDS}s, ` +
+          `so the repair queue cannot answer: start \`tend run\` or \`tend worker\` with this configuration`);
+      }
+    }
   } catch (err) {
     await client.connection.close();
     throw err;
@@ -103,23 +127,26 @@ export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, c
 export const LIVE_POLLER_SECONDS = 90;
 
 /**
- * With repair.taskQueue set: the identities of the workers that polled that task queue for the
- * command activities in the last LIVE_POLLER_SECONDS (Temporal's DescribeTaskQueue lists a
- * poller for a few minutes after its last poll). Undefined when the setting is absent.
+ * The identities of the workers that polled `taskQueue` for workflow or activity tasks in the last
+ * LIVE_POLLER_SECONDS (Temporal's DescribeTaskQueue lists a poller for a few minutes after its last poll).
  */
-export async function commandQueuePollers(client: Client, config: Config, now = Date.now()): Promise<string[] | undefined> {
-  const name = config.repair?.taskQueue;
-  if (!name) return undefined;
+export async function livePollers(client: Client, namespace: string, taskQueue: string, type: 'workflow' | 'activity', now = Date.now()): Promise<string[]> {
   const r = await client.workflowService.describeTaskQueue({
-    namespace: config.temporal.namespace,
-    // temporal.api.enums.v1: TASK_QUEUE_KIND_NORMAL, TASK_QUEUE_TYPE_ACTIVITY (@temporalio/proto's enums are not ESM exports).
-    taskQueue: { name, kind: 1 },
-    taskQueueType: 2,
+    namespace,
+    // temporal.api.enums.v1: TASK_QUEUE_KIND_NORMAL; TASK_QUEUE_TYPE_WORKFLOW / _ACTIVITY (@temporalio/proto's enums are not ESM exports).
+    taskQueue: { name: taskQueue, kind: 1 },
+    taskQueueType: type === 'workflow' ? 1 : 2,
   });
   return (r.pollers ?? [])
     .filter((p) => now - Number(p.lastAccessTime?.seconds ?? 0) * 1000 < LIVE_POLLER_SECONDS * 1000)
     .map((p) => p.identity ?? '')
     .sort();
+}
+
+/** With repair.taskQueue set: the live workers polling it for the command activities; undefined when the setting is absent. */
+export async function commandQueuePollers(client: Client, config: Config, now = Date.now()): Promise<string[] | undefined> {
+  const name = config.repair?.taskQueue;
+  return name ? livePollers(client, config.temporal.namespace, name, 'activity', now) : undefined;
 }
 
 /** The line an operator sees when the commands' task queue has no worker: entries wait on it. */
@@ -182,18 +209,71 @@ export function index(v: string): string {
 
 type Flags = ConfigFlags;
 
+/**
+ * A verb's arguments and options as typed. After "--" everything is an argument to commander, so
+ * `add OP TYPE -- -ADDRESS --config F` would give --config as SERIAL: an option of the verb found
+ * among the arguments (it can only have come after "--", and no address or serial looks like one)
+ * is taken as that option, with its value. Arguments past the verb's own are named, exit 2.
+ */
+export function argumentsAndOptions(cmd: Command): { args: string[]; options: Record<string, string | boolean> } {
+  const options: Record<string, string | boolean> = {};
+  const args: string[] = [];
+  const words = [...cmd.args];
+  while (words.length > 0) {
+    const word = words.shift()!;
+    const [name, inline] = word.startsWith('--') ? [word.split('=')[0]!, word.includes('=') ? word.slice(word.indexOf('=') + 1) : undefined] : [word, undefined];
+    const option = cmd.options.find((o) => o.long === name || o.short === name);
+    if (!option) {
+      args.push(word);
+      continue;
+    }
+    if (!option.required && !option.optional) options[option.attributeName()] = true;
+    else {
+      const value = inline ?? words.shift();
+      if (value === undefined) throw new UsageError(`${cmd.name()}: option ${name} needs a value`);
+      options[option.attributeName()] = value;
+    }
+  }
+  const declared = cmd.registeredArguments;
+  if (args.length > declared.length) {
+    const usage = `${cmd.name()} ${declared.map((a) => (a.required ? `<${a.name()}>` : `[${a.name()}]`)).join(' ')}`.trim();
+    const extra = args.slice(declared.length);
+    throw new UsageError(`${cmd.name()}: unexpected argument${extra.length > 1 ? 's' : ''} ${extra.map((a) => JSON.stringify(a)).join(' ')} (usage: ${usage})`);
+  }
+  const missing = declared.slice(args.length).find((a) => a.required);
+  if (missing) throw new UsageError(`${cmd.name()}: missing argument ${missing.name()}`);
+  return { args, options };
+}
+
 export function registerRepairCommands(program: Command): void {
   const rq = program.command('repair-queue').description("CKE's repair queue: machine repairs as durable workflows (ckecli repair-queue verbs)");
 
-  // Every verb: resolve the configuration, connect, act; a refusal is exit 1 with the queue's reason.
-  const verb = (name: string, description: string) => withConfigOptions(rq.command(name).description(description));
-  const act = <A extends unknown[]>(fn: (client: Client, config: Config, ...args: A) => Promise<void>) =>
+  // Every verb: resolve the configuration, check its own input (exit 2, before connecting), connect,
+  // act; a refusal is exit 1 with the queue's reason.
+  // Excess arguments are let through to act, which names them (and says where options go).
+  const verb = (name: string, description: string) => withConfigOptions(rq.command(name).description(description)).allowExcessArguments();
+  const act = <A extends unknown[], P = undefined>(
+    fn: (client: Client, config: Config, prepared: P, ...args: A) => Promise<void>,
+    opts: { needsWorker?: 'always' | 'when-started'; prepare?: (config: Config, ...args: A) => P | Promise<P> } = {},
+  ) =>
     async (...args: unknown[]) => {
-      const flags = args[args.length - 2] as Flags;
+      const cmd = args[args.length - 1] as Command;
+      const typed = argumentsAndOptions(cmd);
+      const flags = { ...(args[args.length - 2] as Flags), ...typed.options } as Flags;
       const config = await configOrSandbox(flags);
-      const client = await connect(config);
+      // Each argument through its own parser (INDEX), as commander does.
+      const own = cmd.registeredArguments.map((a, i) => {
+        const v = typed.args[i];
+        try {
+          return v !== undefined && a.parseArg ? a.parseArg(v, undefined) : v;
+        } catch (err) {
+          throw new UsageError(`${cmd.name()}: ${(err as Error).message}`);
+        }
+      }) as A;
+      const prepared = (await opts.prepare?.(config, ...own)) as P;
+      const client = await connect(config, opts.needsWorker ?? 'always');
       try {
-        await fn(client, config, ...(args.slice(0, -2) as A));
+        await fn(client, config, prepared, ...own);
       } catch (err) {
         if (!(err instanceof RefusedError)) throw err;
         console.error(`tend: repair-queue: ${err.message}`);
@@ -205,35 +285,43 @@ export function registerRepairCommands(program: Command): void {
 
   verb('add', 'append a repair request; prints the new entry')
     .argument('<OPERATION>').argument('<MACHINE_TYPE>').argument('<ADDRESS>').argument('[SERIAL]')
-    .action(act(async (client, config, operation: string, machineType: string, address: string, serial?: string) => {
-      const r = parseRequest([operation, machineType, address, ...(serial !== undefined ? [serial] : [])], 'add');
-      checkRequests(config, [{ r, where: 'add' }]);
+    .action(act<[string, string, string, string?], RepairRequest>(async (client, config, r) => {
       const [entry] = await queueUpdate(client, config, addUpdate, { requests: [r] });
       console.log(JSON.stringify(entry, null, 2));
+    }, {
+      prepare: (config, operation, machineType, address, serial) => {
+        const r = parseRequest([operation, machineType, address, ...(serial !== undefined ? [serial] : [])], 'add');
+        checkRequests(config, [{ r, where: 'add' }]);
+        return r;
+      },
     }));
 
   verb('add-file', 'append every request of a file (OPERATION MACHINE_TYPE ADDRESS [SERIAL] per line), all or none')
     .argument('<FILE>')
-    .action(act(async (client, config, file: string) => {
-      const text = await readFile(file, 'utf8').catch((err: Error) => {
-        throw new UsageError(`cannot read ${file}: ${err.message}`);
-      });
-      const requests = parseRepairFile(text, file);
-      if (requests.length === 0) throw new UsageError(`${file}: no requests in it`);
-      checkRequests(config, requests);
-      const added = await queueUpdate(client, config, addUpdate, { requests: requests.map((x) => x.r) });
+    .action(act<[string], RepairRequest[]>(async (client, config, requests) => {
+      const added = await queueUpdate(client, config, addUpdate, { requests });
       console.log(`added ${added.length} entr${added.length === 1 ? 'y' : 'ies'}: ${added[0]!.index}..${added[added.length - 1]!.index}`);
+    }, {
+      prepare: async (config, file) => {
+        const text = await readFile(file, 'utf8').catch((err: Error) => {
+          throw new UsageError(`cannot read ${file}: ${err.message}`);
+        });
+        const requests = parseRepairFile(text, file);
+        if (requests.length === 0) throw new UsageError(`${file}: no requests in it`);
+        checkRequests(config, requests);
+        return requests.map((x) => x.r);
+      },
     }));
 
   verb('list', 'print the queue entries as JSON (and, on stderr, a warning when no worker polls repair.taskQueue)')
     .action(act(async (client, config) => {
       console.log(JSON.stringify(await listEntries(client), null, 2));
       await warnWithoutCommandWorker(client, config);
-    }));
+    }, { needsWorker: 'when-started' }));
 
   verb('delete', 'delete an entry; a running one is cancelled (its node uncordoned)')
     .argument('<INDEX>', 'entry index', index)
-    .action(act(async (client, config, i: string) => {
+    .action(act(async (client, config, _: undefined, i: string) => {
       await queueUpdate(client, config, deleteUpdate, { index: i });
     }));
 
@@ -261,7 +349,7 @@ export function registerRepairCommands(program: Command): void {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
     console.log(String(enabled));
-  }));
+  }, { needsWorker: 'when-started' }));
   verb('reset-backoff', 'reset every entry\'s drain back-off').action(act(async (client, config) => {
     await queueUpdate(client, config, resetBackoffUpdate);
   }));
@@ -271,7 +359,7 @@ export function registerRepairCommands(program: Command): void {
     .option('--interval-seconds <n>', 'poll interval', positiveInt('--interval-seconds'), 10)
     .action(async (flags: Flags & { timeoutSeconds: number; intervalSeconds: number }) => {
       const config = await configOrSandbox(flags);
-      const client = await connect(config);
+      const client = await connect(config, 'when-started');
       try {
         const deadline = Date.now() + flags.timeoutSeconds * 1000;
         for (;;) {
