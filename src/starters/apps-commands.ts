@@ -101,13 +101,15 @@ export function progressLine(app: App): string {
  */
 async function withProgress<T>(config: Config, namespace: string, name: string, until: Promise<T>): Promise<T> {
   const kube = kubeClients(loadKubeConfig(config.kubernetes));
+  const t0 = Date.now();
+  const say = (line: string) => console.error(`${namespace}/${name} (${Math.round((Date.now() - t0) / 1000)}s): ${line}`);
   let last = '';
   let done = false;
   const loop = (async () => {
     while (!done) {
       const app = await readApp(kube, namespace, name).catch(() => undefined);
       const line = app ? progressLine(app) : '';
-      if (line && line !== last && !done) console.error(`${namespace}/${name}: ${line}`);
+      if (line && line !== last && !done) say(line);
       if (line) last = line;
       await new Promise((resolve) => setTimeout(resolve, PROGRESS_MS));
     }
@@ -119,7 +121,7 @@ async function withProgress<T>(config: Config, namespace: string, name: string, 
     await loop;
     // Where it ended, when that is news.
     const app = await readApp(kube, namespace, name).catch(() => undefined);
-    if (app && progressLine(app) !== last) console.error(`${namespace}/${name}: ${progressLine(app)}`);
+    if (app && progressLine(app) !== last) say(progressLine(app));
   }
 }
 

@@ -106,7 +106,7 @@ describe('App revisions (e2e)', function () {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /runs on new, ready pods/);
     // The progress while it waited, on stderr, one line per change: from the start to the new workload's pods ready.
-    const progress = r.stderr.split('\n').filter((l) => l.startsWith(`${ns}/restart: actual `));
+    const progress = r.stderr.split('\n').filter((l) => new RegExp(`^${ns}/restart \\(\\d+s\\): actual `).test(l));
     assert.ok(progress.length >= 2, r.stderr);
     assert.match(progress.at(-1)!, new RegExp(`actual STARTED, web 2/2 ready on ${workloadName('restart', 'web', 1)}`), r.stderr);
     // Checked at once, no waiting: the command returned only when this held.
