@@ -9,7 +9,7 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { workerActivities, type Capability } from '../activities/index.ts';
 import { ConfigError } from '../config/errors.ts';
-import { UsageError } from '../starters/cli-support.ts';
+import { OperatorError, UsageError } from '../starters/cli-support.ts';
 import { beginRepairShutdown } from '../activities/repair.ts';
 import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
 import { connectNative, type TemporalSettings } from '../temporal/connection.ts';
@@ -69,6 +69,26 @@ export async function workflowCode(path = workflowBundlePath): Promise<{ workflo
     return { workflowsPath };
   }
   return { workflowBundle: { codePath: path } };
+}
+
+/**
+ * A failure to bundle the workflows at start-up, said plainly: the bundler's loader (swc) unpacks
+ * its native binary into a cache first, which fails on a read-only filesystem, and the error it
+ * prints never says so.
+ */
+export class BundlingError extends OperatorError {}
+
+async function bundlingExplained<T>(code: Awaited<ReturnType<typeof workflowCode>> | undefined, create: () => Promise<T>): Promise<T> {
+  try {
+    return await create();
+  } catch (err) {
+    if (!code || !('workflowsPath' in code)) throw err;
+    const uid = process.getuid?.() ?? 'UID';
+    throw new BundlingError(
+      `bundling the workflow code at start-up failed: ${(err as Error).message.split('\n')[0]}\n` +
+      `  The bundler's loader (swc) unpacks its native binary into a writable cache: $SWC_NATIVE_BINDING_CACHE, else $XDG_CACHE_HOME or ~/.cache (swc-native-${uid}), else $TMPDIR. ` +
+      'On a read-only filesystem give it one of these, or load the pre-built bundle instead (`npm run bundle`; the image ships it), which writes nothing.');
+  }
 }
 
 /**
@@ -140,7 +160,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
   const deployment = commandsOnly ? undefined : opts.temporal.deployment;
   const buildId = deployment && (deployment.buildId ?? buildIdOf(await workflowSourcesFingerprint()));
   try {
-    const worker = await Worker.create({
+    const worker = await bundlingExplained(code, () => Worker.create({
       connection,
       namespace: opts.temporal.namespace,
       taskQueue: plan.taskQueue,
@@ -155,7 +175,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
           defaultVersioningBehavior: 'AUTO_UPGRADE',
         },
       } : {}),
-    });
+    }));
     log.info({
       taskQueue: plan.taskQueue, temporal: opts.temporal.address,
       ...(commandsOnly

@@ -144,6 +144,8 @@ describe('the worker on a read-only filesystem (no writable /tmp)', function () 
       assert.match(worker.logs, /Webpack finished with errors/);
       assert.match(worker.logs, /swc-loader[\s\S]*Failed to load native binding/);
       assert.doesNotMatch(worker.logs, /worker started/);
+      // Said plainly, with the way out.
+      assert.match(worker.output, /bundling the workflow code at start-up failed: .*\n.*swc.*writable cache.*npm run bundle/);
       // @swc/core's platform package holds its binary packed; loading it unpacks it first into
       // $XDG_CACHE_HOME (or ~/.cache)/swc-native-UID, else $TMPDIR/swc-native-UID (or
       // SWC_NATIVE_BINDING_CACHE). Webpack itself writes nothing (its output stays in memory).
