@@ -192,6 +192,21 @@ export const stateReadAge = new Gauge({
   registers,
 });
 
+// --- the durable pause (src/safety/pause.ts, in each process that reads it) ----
+
+export const pausedGauge = new Gauge({
+  name: 'tend_paused',
+  help: '1 while the capability is paused (tend pause), 0 while it acts, as this process last read the tend-safety workflow; see tend_pause_state_age_seconds for how fresh that is.',
+  labelNames: ['capability'] as const,
+  registers,
+});
+
+export const pauseStateAge = new Gauge({
+  name: 'tend_pause_state_age_seconds',
+  help: 'Seconds since this process last read the pause state (tend-safety) successfully; past 1 s its destructive actions wait (fail closed).',
+  registers,
+});
+
 // --- the exposition ----------------------------------------------------------
 
 const beforeScrape = new Set<() => Promise<void>>();

@@ -4,3 +4,4 @@ export { appWorkflow } from './apps.ts';
 export { weederWorkflow } from './weeder.ts';
 export { repairEntryWorkflow, repairQueueWorkflow } from './repair.ts';
 export { taintNodeWorkflow, taintReplacementsWorkflow } from './taint.ts';
+export { safetyWorkflow } from './safety.ts';

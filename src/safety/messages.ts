@@ -1,0 +1,176 @@
+// The durable pause: its workflow id, updates, signals and query, the state it
+// keeps, and the checks every message gets. Shared by the `tend-safety`
+// workflow, the `tend pause` CLI, the readers in workers (src/safety/pause.ts)
+// and the docs' `temporal workflow signal` lines (docs/safety.md). Anyone who
+// may write to tend's namespace can send these: they carry capability names, a
+// reason and who says so, never a command, a selector or a namespace, and
+// anything else (an unknown field, a name tend does not know) is refused with
+// the reason. Pure: imported by workflow code.
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { z } from 'zod';
+
+/** One per Temporal namespace, like `repair-queue`. */
+export const SAFETY_WORKFLOW_ID = 'tend-safety';
+/** The memo key the workflow writes its state to at every change (readers use DescribeWorkflowExecution). */
+export const SAFETY_MEMO_KEY = 'tendSafety';
+
+/** The capabilities that can be paused: the same names as src/activities/index.ts CAPABILITIES (a unit test keeps them equal). */
+export const PAUSABLE = ['weeder', 'taint', 'apps', 'repair'] as const;
+export type PausableCapability = (typeof PAUSABLE)[number];
+
+export const REASON_MAX = 500;
+export const BY_MAX = 200;
+
+export interface PauseInput {
+  /** Absent or empty: every capability. */
+  capabilities?: PausableCapability[];
+  reason: string;
+  /** Who asks, as the sender declares it (the CLI: user@host); not authenticated. */
+  by?: string;
+}
+
+export interface ResumeInput {
+  /** Absent or empty: every capability. */
+  capabilities?: PausableCapability[];
+  by?: string;
+}
+
+export interface CapabilityPause {
+  paused: boolean;
+  /** While paused: why, since when (RFC 3339) and who paused it. */
+  reason?: string;
+  since?: string;
+  by?: string;
+}
+
+export interface SafetyState {
+  /** Grows by one with every change (a pause or a resume that changed something). */
+  revision: number;
+  capabilities: Record<PausableCapability, CapabilityPause>;
+  /** When the last change was made (RFC 3339); absent before the first. */
+  changedAt?: string;
+}
+
+export const pauseUpdate = defineUpdate<SafetyState, [PauseInput]>('pause');
+export const resumeUpdate = defineUpdate<SafetyState, [ResumeInput]>('resume');
+export const pauseSignal = defineSignal<[PauseInput]>('pause');
+export const resumeSignal = defineSignal<[ResumeInput]>('resume');
+export const stateQuery = defineQuery<SafetyState>('state');
+
+export function emptySafetyState(): SafetyState {
+  return {
+    revision: 0,
+    capabilities: Object.fromEntries(PAUSABLE.map((c) => [c, { paused: false }])) as Record<PausableCapability, CapabilityPause>,
+  };
+}
+
+// ------------------------------------------------------------------ checks
+
+const capabilitiesSchema = z.array(z.string({ error: 'capabilities must be a list of capability names' }), {
+  error: `capabilities must be a list of capability names (${PAUSABLE.join(', ')})`,
+}).max(PAUSABLE.length * 4, 'capabilities lists too many names').superRefine((names, ctx) => {
+  const unknown = names.filter((n) => !(PAUSABLE as readonly string[]).includes(n));
+  if (unknown.length > 0) {
+    ctx.addIssue({ code: 'custom', message: `unknown capability ${unknown.map((n) => JSON.stringify(n.slice(0, 60))).join(', ')} (known: ${PAUSABLE.join(', ')})` });
+  }
+}).transform((names) => names as PausableCapability[]);
+
+const textSchema = (what: string, max: number, required: boolean) => z.string({ error: `${what} must be a string` })
+  .max(max, `${what} is longer than ${max} characters`)
+  .refine((s) => !required || s.trim() !== '', `${what} must not be empty`)
+  .refine((s) => !/[\u0000-\u0008\u000b-\u001f\u007f]/.test(s), `${what} must not contain control characters`);
+
+const byOf = textSchema('by', BY_MAX, false).optional();
+
+export const pauseInputSchema = z.strictObject({
+  capabilities: capabilitiesSchema.optional(),
+  reason: textSchema('reason', REASON_MAX, true),
+  by: byOf,
+}, { error: (iss) => (iss.code === 'invalid_type' ? 'pause takes {"capabilities"?: [names], "reason": "text", "by"?: "who"}' : undefined) });
+
+export const resumeInputSchema = z.strictObject({
+  capabilities: capabilitiesSchema.optional(),
+  by: byOf,
+}, { error: (iss) => (iss.code === 'invalid_type' ? 'resume takes {"capabilities"?: [names], "by"?: "who"}' : undefined) });
+
+const rfc3339 = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time');
+
+const capabilityPauseSchema = z.strictObject({
+  paused: z.boolean(),
+  reason: textSchema('reason', REASON_MAX, false).optional(),
+  since: rfc3339.optional(),
+  by: byOf,
+});
+
+/** The whole state: what a continued run carries and what readers find in the memo. */
+export const safetyStateSchema = z.strictObject({
+  revision: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  capabilities: z.strictObject(Object.fromEntries(PAUSABLE.map((c) => [c, capabilityPauseSchema])) as Record<PausableCapability, typeof capabilityPauseSchema>),
+  changedAt: rfc3339.optional(),
+});
+
+export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/** Checks `value` against `schema`; the reason names each problem by its path, prefixed with `what`. */
+export function check<T>(schema: z.ZodType<T>, value: unknown, what: string): Checked<T> {
+  const r = schema.safeParse(value);
+  if (r.success) return { ok: true, value: r.data };
+  const problems = r.error.issues.map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message));
+  return { ok: false, reason: `${what}: ${problems.join('; ')}` };
+}
+
+/** The capabilities a message names: all when none. */
+export function targets(names: readonly PausableCapability[] | undefined): PausableCapability[] {
+  return names && names.length > 0 ? PAUSABLE.filter((c) => names.includes(c)) : [...PAUSABLE];
+}
+
+// ------------------------------------------------------------------ transitions (pure)
+
+/**
+ * The state after a pause. A capability paused already keeps its `since` and takes
+ * the new reason and sender. The revision grows when anything changed.
+ */
+export function applyPause(s: SafetyState, input: PauseInput, now: string): SafetyState {
+  const next: SafetyState = { ...s, capabilities: { ...s.capabilities } };
+  let changed = false;
+  for (const c of targets(input.capabilities)) {
+    const was = s.capabilities[c];
+    const after: CapabilityPause = { paused: true, reason: input.reason, since: was.paused && was.since ? was.since : now, by: input.by ?? 'unknown' };
+    if (!was.paused || was.reason !== after.reason || was.by !== after.by) {
+      next.capabilities[c] = after;
+      changed = true;
+    }
+  }
+  return changed ? { ...next, revision: s.revision + 1, changedAt: now } : s;
+}
+
+/** The state after a resume: the named capabilities (all when none) act again. */
+export function applyResume(s: SafetyState, input: ResumeInput, now: string): SafetyState {
+  const next: SafetyState = { ...s, capabilities: { ...s.capabilities } };
+  let changed = false;
+  for (const c of targets(input.capabilities)) {
+    if (s.capabilities[c].paused) {
+      next.capabilities[c] = { paused: false };
+      changed = true;
+    }
+  }
+  return changed ? { ...next, revision: s.revision + 1, changedAt: now } : s;
+}
+
+/** The paused capabilities, in PAUSABLE's order. */
+export function pausedOf(s: SafetyState): PausableCapability[] {
+  return PAUSABLE.filter((c) => s.capabilities[c].paused);
+}
+
+/** One line saying what is paused, since when and why (the Web UI's details, the CLI's summary). */
+export function describeState(s: SafetyState): string {
+  const paused = pausedOf(s);
+  if (paused.length === 0) return `Nothing is paused: every capability acts (revision ${s.revision}).`;
+  const lines = paused.map((c) => {
+    const p = s.capabilities[c];
+    return `${c} paused since ${p.since ?? '?'} by ${p.by ?? 'unknown'}: ${p.reason ?? ''}`;
+  });
+  const acting = PAUSABLE.filter((c) => !s.capabilities[c].paused);
+  return `Paused (revision ${s.revision}): no destructive action of ${paused.join(', ')}.\n\n${lines.join('\n\n')}` +
+    (acting.length ? `\n\nActing: ${acting.join(', ')}.` : '');
+}
