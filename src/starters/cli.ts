@@ -16,6 +16,7 @@ import {
 } from './cli-support.ts';
 import { registerCapabilityCommands } from './capability-commands.ts';
 import { registerSetupCommands } from './setup-commands.ts';
+import { registerSafetyCommands } from './safety-commands.ts';
 import { parseListenAddress, type ListenAddress } from '../http/address.ts';
 import type { Capability } from '../activities/index.ts';
 
@@ -234,6 +235,7 @@ export function buildProgram(): Command {
       });
   }
   registerCapabilityCommands(program);
+  registerSafetyCommands(program);
   registerSetupCommands(program);
   return program;
 }

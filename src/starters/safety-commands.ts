@@ -1,0 +1,203 @@
+// `tend pause`, `tend resume` and `tend pause status`: the durable,
+// cluster-wide pause of destructive actions, kept by the `tend-safety`
+// workflow (src/workflows/safety.ts). pause and resume are updates, so the
+// command learns that the change was applied and its revision; pause then
+// waits out the readers' freshness bound (1 s, src/safety/pause.ts) before it
+// says every worker has stopped. status reads the workflow's memo, so it
+// needs no worker. Exit codes: 0 ok, 1 refused or Temporal unreachable, 2 usage.
+import type { Command } from 'commander';
+import { hostname, userInfo } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import type { Config } from '../config/load.ts';
+import {
+  check, emptySafetyState, PAUSABLE, pauseInputSchema, pauseUpdate, resumeUpdate, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, targets,
+  type PausableCapability, type SafetyState,
+} from '../safety/messages.ts';
+import { FRESH_MS, stateOfDescription } from '../safety/pause.ts';
+import { TendCapability, TendTarget } from '../search-attributes.ts';
+import { configOrSandbox, OperatorError, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+
+/** Capability names as typed, checked before connecting: an unknown one exits 2 naming it and the known ones. */
+export function parseCapabilityArgs(names: string[]): PausableCapability[] {
+  const unknown = names.filter((n) => !(PAUSABLE as readonly string[]).includes(n));
+  if (unknown.length > 0) {
+    throw new UsageError(`unknown capability ${unknown.map((n) => JSON.stringify(n)).join(', ')} (known: ${PAUSABLE.join(', ')}; none named: all)`);
+  }
+  return [...new Set(names as PausableCapability[])];
+}
+
+/** Who asks, as the workflow records it: user@host (declared by this command, not authenticated). */
+export function requester(): string {
+  let user = process.env.USER ?? 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // No passwd entry (a container with an arbitrary uid).
+  }
+  return `${user}@${hostname()}`.slice(0, 200);
+}
+
+const describeTarget = (names: PausableCapability[]) => targets(names).join(', ');
+
+export interface PauseStatus {
+  /** Whether tend-safety runs; when it does not, nothing is paused. */
+  running: boolean;
+  runId?: string;
+  revision: number;
+  changedAt?: string;
+  capabilities: SafetyState['capabilities'];
+}
+
+/** The pause as tend-safety's memo says (DescribeWorkflowExecution: no worker needed). */
+export async function pauseStatus(client: Client): Promise<PauseStatus> {
+  let d;
+  try {
+    d = await client.workflowService.describeWorkflowExecution({ namespace: client.options.namespace, execution: { workflowId: SAFETY_WORKFLOW_ID } });
+  } catch (err) {
+    if ((err as { code?: number })?.code === 5 || err instanceof WorkflowNotFoundError) return { running: false, ...emptySafetyState() };
+    throw err;
+  }
+  const s = stateOfDescription(d);
+  const runId = d.workflowExecutionInfo?.execution?.runId ?? undefined;
+  if (!s) return { running: false, ...(runId ? { runId } : {}), ...emptySafetyState() };
+  return { running: true, ...(runId ? { runId } : {}), ...s };
+}
+
+export function formatPauseStatus(st: PauseStatus): string {
+  const rows = [['CAPABILITY', 'STATE', 'SINCE', 'BY', 'REASON']].concat(PAUSABLE.map((c) => {
+    const p = st.capabilities[c];
+    return p.paused ? [c, 'paused', p.since ?? '-', p.by ?? '-', p.reason ?? ''] : [c, 'acting', '-', '-', '-'];
+  }));
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const lines = rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd());
+  lines.push(st.running
+    ? `revision ${st.revision}${st.changedAt ? `, last change ${st.changedAt}` : ''} (workflow ${SAFETY_WORKFLOW_ID}, run ${st.runId})`
+    : `workflow ${SAFETY_WORKFLOW_ID} is not running: nothing is paused`);
+  return lines.join('\n');
+}
+
+/** How long pause and resume wait for a worker's first poll (one started a moment ago) before saying none serves tend-safety. */
+const WORKER_GRACE_MS = 10_000;
+
+/**
+ * An update reaches tend-safety only through a worker polling its task queue: with none, it would
+ * wait for ever. Refused at once instead, naming the task queue.
+ */
+async function needWorker(client: Client, config: Config, taskQueue: string): Promise<void> {
+  const { livePollers, LIVE_POLLER_SECONDS } = await import('./repair-commands.ts');
+  const deadline = Date.now() + WORKER_GRACE_MS;
+  for (;;) {
+    if ((await livePollers(client, config.temporal.namespace, taskQueue, 'workflow')).length > 0) return;
+    if (Date.now() > deadline) {
+      throw new OperatorError(`no worker has polled task queue "${taskQueue}" in the last ${LIVE_POLLER_SECONDS}s, so ${SAFETY_WORKFLOW_ID} cannot take the change: ` +
+        'start `tend run` or `tend worker` with this configuration (a pause needs no worker to hold: nothing acts without one)');
+    }
+    await sleep(500);
+  }
+}
+
+/** The task queue tend-safety runs on: its own when it runs, else this configuration's. */
+async function safetyTaskQueue(client: Client, config: Config): Promise<{ taskQueue: string; running: boolean }> {
+  try {
+    const d = await client.workflow.getHandle(SAFETY_WORKFLOW_ID).describe();
+    if (d.status.name === 'RUNNING') return { taskQueue: d.taskQueue, running: true };
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  return { taskQueue: config.temporal.taskQueue, running: false };
+}
+
+const refused = (err: unknown): never => {
+  if (err instanceof WorkflowUpdateFailedError) throw new OperatorError(`${SAFETY_WORKFLOW_ID} refused the change: ${err.cause?.message ?? err.message}`);
+  throw err;
+};
+
+async function withClient<T>(config: Config, fn: (client: Client) => Promise<T>): Promise<T> {
+  const { connectClient } = await import('../temporal/connection.ts');
+  const client = await connectClient(config.temporal);
+  try {
+    return await fn(client);
+  } finally {
+    await client.connection.close();
+  }
+}
+
+/** Pauses: starts tend-safety when it is not running, then the pause update; answers the state it applied. */
+export async function pause(client: Client, config: Config, capabilities: PausableCapability[], reason: string): Promise<SafetyState> {
+  const { taskQueue } = await safetyTaskQueue(client, config);
+  await needWorker(client, config, taskQueue);
+  const input = { ...(capabilities.length ? { capabilities } : {}), reason, by: requester() };
+  return client.workflow.executeUpdateWithStart(pauseUpdate, {
+    args: [input],
+    startWorkflowOperation: new WithStartWorkflowOperation('safetyWorkflow', {
+      workflowId: SAFETY_WORKFLOW_ID,
+      taskQueue,
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      args: [{}],
+      memo: { [SAFETY_MEMO_KEY]: emptySafetyState() },
+      staticSummary: 'pause of destructive actions, cluster-wide: `tend pause status`; details: what is paused, since when, why',
+      typedSearchAttributes: [{ key: TendCapability, value: 'safety' }, { key: TendTarget, value: SAFETY_WORKFLOW_ID }],
+    }),
+  }).catch(refused);
+}
+
+/** Resumes; undefined when tend-safety is not running (nothing was paused). */
+export async function resume(client: Client, config: Config, capabilities: PausableCapability[]): Promise<SafetyState | undefined> {
+  const { taskQueue, running } = await safetyTaskQueue(client, config);
+  if (!running) return undefined;
+  await needWorker(client, config, taskQueue);
+  const input = { ...(capabilities.length ? { capabilities } : {}), by: requester() };
+  return client.workflow.getHandle(SAFETY_WORKFLOW_ID).executeUpdate(resumeUpdate, { args: [input] }).catch(refused);
+}
+
+export function registerSafetyCommands(program: Command): void {
+  const pauseCmd = withConfigOptions(program
+    .command('pause')
+    .description(`stop every destructive action of the named capabilities (${PAUSABLE.join(', ')}; all when none), cluster-wide, until \`tend resume\`; durable (kept by the ${SAFETY_WORKFLOW_ID} workflow)`)
+    .argument('[capability...]', `capabilities to pause (${PAUSABLE.join(', ')}); all when none`)
+    .option('--reason <text>', 'why (required; up to 500 characters): shown by `tend pause status`, in the Web UI and in logs'))
+    .action(async (names: string[], flags: ConfigFlags & { reason?: string }) => {
+      const capabilities = parseCapabilityArgs(names);
+      if (flags.reason === undefined) throw new UsageError('--reason TEXT is required: say why (it is shown to every operator who looks)');
+      const c = check(pauseInputSchema, { reason: flags.reason }, '--reason');
+      if (!c.ok) throw new UsageError(c.reason.replace(/reason: /, ''));
+      const config = await configOrSandbox(flags, { orEnvironment: true });
+      const s = await withClient(config, (client) => pause(client, config, capabilities, flags.reason!));
+      // Every reader's state is at most FRESH_MS old, or it refuses to act: after this, no worker acts on the old state.
+      await sleep(FRESH_MS);
+      console.log(`paused: ${describeTarget(capabilities)} (reason ${flags.reason}), revision ${s.revision}; ` +
+        'every worker stops destructive actions of these capabilities from now on');
+    });
+
+  withConfigOptions(pauseCmd
+    .command('status')
+    .description('each capability: paused or acting, since when, by whom, why'))
+    .option('-o, --output <format>', 'table or json', 'table')
+    .action(async (own: ConfigFlags & { output: string }, cmd: Command) => {
+      // --config before `status` is the parent's (tend pause --config F status): both count.
+      const flags = { ...cmd.parent?.opts(), ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) } as ConfigFlags & { output: string };
+      if (flags.output !== 'table' && flags.output !== 'json') throw new UsageError(`--output must be table or json (got "${flags.output}")`);
+      const config = await configOrSandbox(flags, { orEnvironment: true });
+      const st = await withClient(config, pauseStatus);
+      console.log(flags.output === 'json' ? JSON.stringify(st, null, 2) : formatPauseStatus(st));
+    });
+
+  withConfigOptions(program
+    .command('resume')
+    .description('let paused capabilities act again (all when none named); what fell due while paused acts at once')
+    .argument('[capability...]', `capabilities to resume (${PAUSABLE.join(', ')}); all when none`))
+    .action(async (names: string[], flags: ConfigFlags) => {
+      const capabilities = parseCapabilityArgs(names);
+      const config = await configOrSandbox(flags, { orEnvironment: true });
+      const s = await withClient(config, (client) => resume(client, config, capabilities));
+      if (!s) {
+        console.log(`resumed: nothing was paused (workflow ${SAFETY_WORKFLOW_ID} is not running)`);
+        return;
+      }
+      const still = PAUSABLE.filter((c) => s.capabilities[c].paused);
+      console.log(`resumed: ${describeTarget(capabilities)}, revision ${s.revision}; workers act again within 1 s` +
+        (still.length ? `; still paused: ${still.join(', ')}` : ''));
+    });
+}
