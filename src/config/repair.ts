@@ -11,23 +11,30 @@ const commandSchema = z
   .min(1, 'must name a command: a list like [ipmitool, power, cycle] (the address is appended)');
 const seconds = (name: string) => z.number({ error: `${name} must be a number of seconds` }).int('must be a whole number').min(0, 'must be 0 or more');
 const positiveSeconds = (name: string) => seconds(name).min(1, 'must be at least 1');
+/** A command's timeout as in CKE: whole seconds, 0 for none (the command may run for ever), default 30. */
+const timeoutSeconds = (name: string) => seconds(name).default(30);
 
 export const repairStepSchema = z.strictObject({
   repair_command: commandSchema,
-  command_timeout_seconds: positiveSeconds('command_timeout_seconds').default(30),
+  command_timeout_seconds: timeoutSeconds('command_timeout_seconds'),
   command_retries: seconds('command_retries').default(0),
   command_interval: seconds('command_interval').default(0),
   need_drain: z.boolean().default(false),
-  watch_seconds: positiveSeconds('watch_seconds'),
+  /**
+   * How long the health check is polled after the repair command. CKE: absent
+   * (or 0) goes on to the next step at once; tend checks the health once
+   * first, as CKE's next status round does before it moves on.
+   */
+  watch_seconds: seconds('watch_seconds').default(0),
 });
 
 export const repairOperationSchema = z.strictObject({
   operation: z.string().min(1),
   repair_steps: z.array(repairStepSchema).min(1, 'must list at least one repair step'),
   health_check_command: commandSchema,
-  command_timeout_seconds: positiveSeconds('command_timeout_seconds').default(30),
+  command_timeout_seconds: timeoutSeconds('command_timeout_seconds'),
   success_command: commandSchema.optional(),
-  success_command_timeout: positiveSeconds('success_command_timeout').default(30),
+  success_command_timeout: timeoutSeconds('success_command_timeout'),
 });
 
 export const repairProcedureSchema = z.strictObject({

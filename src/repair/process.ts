@@ -26,6 +26,7 @@ export interface RunOptions {
   argv: string[];
   /** Appended as the last argument. */
   address: string;
+  /** 0: no timeout (CKE's "zero means infinity"); the command runs until it ends or is cancelled. */
   timeoutSeconds: number;
   signal?: AbortSignal;
   /** Added to the worker's environment, less TEMPORAL_* (TEND_REPAIR_INDEX, ...). */
@@ -37,6 +38,9 @@ export interface RunOptions {
 }
 
 // ---------------------------------------------------------------- process groups
+
+/** The recorded deadline of a run without a timeout: never reached, so a killed worker's run is waited for until it ends. */
+export const NO_DEADLINE = Number.MAX_SAFE_INTEGER;
 
 /** Groups started by this process and not yet reaped: killed when the process exits. */
 const live = new Set<number>();
@@ -71,7 +75,7 @@ export interface GroupRecord {
   pgid: number;
   /** The leader's start time from /proc: a reused pid is not mistaken for it. */
   starttime: string;
-  /** Epoch ms: when that run's own timeout would have killed it. */
+  /** Epoch ms: when that run's own timeout would have killed it (NO_DEADLINE: it has none). */
   deadline: number;
   what: string;
   /** The worker process that started it. */
@@ -227,10 +231,10 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
       live.add(pgid);
       const st = procStat(pgid);
       if (o.lock && st) {
-        writeRecord(o.lock.dir, o.lock.index, { pgid, starttime: st.starttime, deadline: Date.now() + o.timeoutSeconds * 1000, what: shown, pid: process.pid });
+        writeRecord(o.lock.dir, o.lock.index, { pgid, starttime: st.starttime, deadline: o.timeoutSeconds > 0 ? Date.now() + o.timeoutSeconds * 1000 : NO_DEADLINE, what: shown, pid: process.pid });
       }
     }
-    const timer = setTimeout(() => stop(`timed out after ${o.timeoutSeconds}s`), o.timeoutSeconds * 1000);
+    const timer = o.timeoutSeconds > 0 ? setTimeout(() => stop(`timed out after ${o.timeoutSeconds}s`), o.timeoutSeconds * 1000) : undefined;
     const onAbort = () => stop('cancelled');
     o.signal?.addEventListener('abort', onAbort, { once: true });
     let spawnError: NodeJS.ErrnoException | undefined;

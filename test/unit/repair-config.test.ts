@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/load.ts';
 import { addressProblem, serialProblem } from '../../src/repair/entry.ts';
-import { lookupOperation, requestProblems } from '../../src/repair/procedure.ts';
+import { lookupCommand, lookupOperation, requestProblems, type ResolvedCommand } from '../../src/repair/procedure.ts';
 import { parseRepairFile } from '../../src/starters/repair-commands.ts';
 
 const cke = `
@@ -49,6 +49,35 @@ describe('repair: config', () => {
     assert.equal(d.protected_namespaces, undefined);
   });
 
+  it("CKE's defaults and zero values (docs/cluster.md): no watch_seconds is 0 (next step at once), timeout 0 is none", () => {
+    const r = parseConfig(`
+repair:
+  repair_procedures:
+    - machine_types: [x]
+      repair_operations:
+        - operation: o
+          repair_steps:
+            - repair_command: [a]
+            - repair_command: [b]
+              command_timeout_seconds: 0
+              watch_seconds: 0
+          health_check_command: [h]
+          command_timeout_seconds: 0
+          success_command: [s]
+          success_command_timeout: 0
+`, 'cke-zero.yaml').repair!;
+    const op = r.repair_procedures[0]!.repair_operations[0]!;
+    assert.deepEqual(op.repair_steps[0], { repair_command: ['a'], command_timeout_seconds: 30, command_retries: 0, command_interval: 0, need_drain: false, watch_seconds: 0 });
+    assert.equal(op.repair_steps[1]!.command_timeout_seconds, 0);
+    assert.equal(op.repair_steps[1]!.watch_seconds, 0);
+    assert.equal(op.command_timeout_seconds, 0);
+    assert.equal(op.success_command_timeout, 0);
+    // What the worker hands the commands: 0, which runOnce takes as no timeout.
+    assert.equal((lookupCommand(r, 'x', 'o', 1, 'repair_command') as ResolvedCommand).timeoutSeconds, 0);
+    assert.equal((lookupCommand(r, 'x', 'o', 0, 'health_check_command') as ResolvedCommand).timeoutSeconds, 0);
+    assert.equal((lookupCommand(r, 'x', 'o', 0, 'success_command') as ResolvedCommand).timeoutSeconds, 0);
+  });
+
   it('lists every problem by its path', () => {
     assert.throws(() => parseConfig(`
 repair:
@@ -56,7 +85,7 @@ repair:
     - machine_types: [x]
       repair_operations:
         - operation: o
-          repair_steps: [ { repair_command: "reboot now", watch_seconds: 0 } ]
+          repair_steps: [ { repair_command: "reboot now", watch_seconds: -1, command_timeout_seconds: 1.5 } ]
           health_check_command: []
   max_concurrent_repairs: 0
   max_concurent: 3
@@ -64,6 +93,7 @@ repair:
       for (const path of [
         'repair.repair_procedures[0].repair_operations[0].repair_steps[0].repair_command',
         'repair.repair_procedures[0].repair_operations[0].repair_steps[0].watch_seconds',
+        'repair.repair_procedures[0].repair_operations[0].repair_steps[0].command_timeout_seconds',
         'repair.repair_procedures[0].repair_operations[0].health_check_command',
         'repair.max_concurrent_repairs',
         'max_concurent',

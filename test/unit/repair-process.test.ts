@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { groupAlive, procStat, readRecord, runOnce, stateDir } from '../../src/repair/process.ts';
+import { groupAlive, NO_DEADLINE, procStat, readRecord, runOnce, stateDir } from '../../src/repair/process.ts';
 
 const alive = (pid: number) => {
   const s = procStat(pid);
@@ -35,6 +35,16 @@ describe('repair commands: process groups', () => {
     assert.ok(Date.now() - t0 < 5000);
     const sleepPid = Number(readFileSync(pidFile, 'utf8'));
     assert.ok(await gone(sleepPid), `sleep ${sleepPid} survived the timeout`);
+  });
+
+  it('timeout 0 is no timeout (CKE: zero means infinity): the command runs to its end; its record has no deadline', async () => {
+    const lock = { dir: stateDir(join(dir, 'state-no-timeout')), index: '7' };
+    const p = runOnce({ argv: ['sh', '-c', 'sleep 1.2; echo done'], address: '192.0.2.1', timeoutSeconds: 0, lock });
+    while (!readRecord(lock.dir, lock.index)) await sleep(10);
+    assert.equal(readRecord(lock.dir, lock.index)!.deadline, NO_DEADLINE);
+    const r = await p;
+    assert.equal(r.ok, true, r.error);
+    assert.equal(r.output.trim(), 'done');
   });
 
   it('a cancellation kills the grandchildren too', async () => {
