@@ -4,7 +4,12 @@
 // not yet handled) and written as JSON, the form `temporal workflow show -o json`
 // prints and `historyFromJSON` reads.
 //
-//   npm run record:histories -- [--state-dir DIR] [--port-offset N] [--label NAME]
+//   npm run record:histories -- [--state-dir DIR] [--port-offset N] [--label NAME] [--only safety]
+//
+// `--only safety` records the durable pause (safetyWorkflow) alone, without the
+// sandbox: that workflow runs no activity, so a worker of its own serves it.
+// Its default label is `<version>-<commit>-safety`, a folder of its own beside
+// the full recordings.
 //
 // The Kubernetes side is the sandbox (started, or reused when it runs with the
 // same settings). Temporal is a dev server of this script's own, in memory,
@@ -25,6 +30,11 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection, type WorkflowExecutionInfo } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { workflowsPath } from '../src/workers/worker.ts';
+import { pauseSignal, SAFETY_WORKFLOW_ID } from '../src/safety/messages.ts';
+import { pause as safetyPause, resume as safetyResume } from '../src/starters/safety-commands.ts';
+import type { Config } from '../src/config/load.ts';
 import { historyToJSON } from '../test/replay/history-json.ts';
 import { stringify as toYaml } from 'yaml';
 import { kubeClients, loadKubeConfig, type KubeClients } from '../src/kube/client.ts';
@@ -58,10 +68,13 @@ const { values: flags } = parseArgs({
     'port-offset': { type: 'string', default: '0' },
     label: { type: 'string' },
     out: { type: 'string', default: join(repoRoot, 'test', 'replay', 'histories') },
+    only: { type: 'string' },
   },
 });
 const offset = Number(flags['port-offset']);
 if (!Number.isInteger(offset) || offset < 0) throw new Error(`--port-offset must be a whole number of 0 or more (got ${flags['port-offset']})`);
+
+if (flags.only !== undefined && flags.only !== 'safety') throw new Error(`--only takes safety (got ${flags.only})`);
 
 const say = (m: string) => process.stderr.write(`record-histories: ${m}\n`);
 
@@ -341,9 +354,16 @@ async function main() {
     await waitFor('the repair queue and the drain entry continued as new', async () =>
       (await runsOf(client, REPAIR_QUEUE_WORKFLOW_ID)).length > 1 && (await runsOf(client, `repair/${drain.index}`)).length > 1, 300_000);
 
+    // safety: paused and resumed through the CLI until it has continued as new.
+    say('safety: tend pause and tend resume');
+    await driveSafety(client, async (i) => void tend(i % 2
+      ? ['resume', 'repair', '--config', config]
+      : ['pause', 'repair', '--reason', `recording ${i}`, '--config', config]));
+
     // Signals that reach the open runs while no worker runs: their histories end with them unhandled.
     say('stopping tend; signals left pending');
     await running.stop();
+    await client.workflow.getHandle(SAFETY_WORKFLOW_ID).signal(pauseSignal, { capabilities: ['taint'], reason: 'left pending' });
     await client.workflow.getHandle(weederId).signal(extendSignal, { seconds: 600 });
     const app = await kube.custom.getNamespacedCustomObject({ ...appRef, name: 'web' }) as { metadata: { generation: number; uid: string } };
     await client.workflow.getHandle(appId).signal(appChangedSignal, { generation: app.metadata.generation, uid: app.metadata.uid });
@@ -364,6 +384,46 @@ async function main() {
     await kube.core.patchNode({ name: 'sim-3', body: [{ op: 'remove', path: '/spec/unschedulable' }] }).catch(() => undefined);
     for (const name of Object.values(NS)) await kube.core.deleteNamespace({ name }).catch(() => undefined);
     await rm(work, { recursive: true, force: true });
+  }
+}
+
+/** Changes to tend-safety (pause, resume, ...) until it has continued as new (the small history limit), ending on a resume. */
+async function driveSafety(client: Client, change: (i: number) => Promise<void>) {
+  for (let i = 0; (await runsOf(client, SAFETY_WORKFLOW_ID)).length < 2 || i % 2 === 1; i++) {
+    if (i > 40) throw new Error(`tend-safety did not continue as new after ${i} changes`);
+    await change(i);
+  }
+}
+
+/** `--only safety`: a dev server and a worker of this script's own; no sandbox (safetyWorkflow runs no activity). */
+async function recordSafetyOnly() {
+  const temporalPort = await freePort();
+  const address = `127.0.0.1:${temporalPort}`;
+  const bin = (await ensureBinaries()).temporal;
+  const server = new Proc(bin, [
+    'server', 'start-dev', '--ip', '127.0.0.1', '--port', String(temporalPort), '--headless', '--log-level', 'error',
+    ...[TendCapability, TendTarget].flatMap((k) => ['--search-attribute', `${k.name}=Keyword`]),
+    ...[`limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW}`, 'limit.historyCount.warn=5000', 'limit.historyCount.error=10000']
+      .flatMap((v) => ['--dynamic-config-value', v]),
+  ]);
+  try {
+    const connection = await waitFor('the dev server to answer', () => Connection.connect({ address }), 60_000);
+    const client = new Client({ connection });
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    const native = await NativeConnection.connect({ address });
+    const worker = await Worker.create({ connection: native, taskQueue: TASK_QUEUE, workflowsPath, activities: {} });
+    const config = { temporal: { address, namespace: 'default', taskQueue: TASK_QUEUE } } as Config;
+    say('safety: pause and resume through the CLI\'s functions');
+    await worker.runUntil(driveSafety(client, async (i) => void (i % 2
+      ? await safetyResume(client, config, ['repair'])
+      : await safetyPause(client, config, ['repair'], `recording ${i}`))));
+    // A signal that reaches the open run while no worker runs: its history ends with it unhandled.
+    await client.workflow.getHandle(SAFETY_WORKFLOW_ID).signal(pauseSignal, { capabilities: ['taint'], reason: 'left pending' });
+    await writeHistories(client, 'safety');
+    await native.close();
+    await connection.close();
+  } finally {
+    await server.stop();
   }
 }
 
@@ -395,10 +455,10 @@ export interface Manifest {
 }
 
 /** Of every workflow id: its first run and its latest one; at most IDS_PER_TYPE ids per type. */
-async function writeHistories(client: Client) {
+async function writeHistories(client: Client, suffix?: string) {
   const version = (JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
-  const label = flags.label ?? `${version}-${commit}`;
+  const label = flags.label ?? `${version}-${commit}${suffix ? `-${suffix}` : ''}`;
   const final = join(resolve(flags.out), label);
   // Written aside first: a failure leaves no half-written label for the replay test to trip on.
   const dir = `${final}.partial`;
@@ -435,4 +495,4 @@ async function writeHistories(client: Client) {
   say(`${histories.length} histories in ${final}`);
 }
 
-await main();
+await (flags.only === 'safety' ? recordSafetyOnly() : main());
