@@ -153,6 +153,21 @@ describe('the durable pause workflow (tend-safety)', function () {
     });
   });
 
+  it('a cancel (the Web UI\'s button) does not drop the pause: it goes on in a new run with its state', async () => {
+    await withWorker(env, tq, {}, async (client) => {
+      await start(client);
+      const s = await handle(client).executeUpdate(pauseUpdate, { args: [{ capabilities: ['apps'], reason: 'kept through a cancel' }] });
+      const first = (await handle(client).describe()).runId;
+      await handle(client).cancel();
+      await waitFor('a new run after the cancel', async () => {
+        const d = await handle(client).describe();
+        return d.runId !== first && d.status.name === 'RUNNING';
+      });
+      assert.deepEqual(await handle(client).query(stateQuery), s);
+      assert.deepEqual(await memoOf(client), s);
+    });
+  });
+
   it('continues as new before the history limit, carrying its state and its memo', async () => {
     await withWorker(env, tq, {}, async (client) => {
       await start(client);
