@@ -1,6 +1,6 @@
 // What to do next, as pure functions of observed state (CKE's DecideOps
 // split): the queue's choice of entries to start, an entry's next operation,
-// a drain's treatment of each pod, and the linear drain back-off. Pure:
+// a drain's treatment of each pod, and the drain back-off. Pure:
 // imported by workflow code, tested table-driven in test/unit/repair-decide.
 import { matches, type LabelSelector } from '../config/label-selector.ts';
 import { isFinished, type RepairQueueEntry, type RepairStepStatus } from './entry.ts';
@@ -65,7 +65,9 @@ export interface EntryView {
   healthyAtStart?: boolean;
   /** The watch's outcome, when it has ended. */
   healthy?: boolean;
-  /** Epoch ms; 0 when none. */
+  /** The current step's watch_seconds: 0 (CKE: absent) checks the health once, then moves on. */
+  watchSeconds: number;
+  /** Epoch ms; 0 when none (or once the watch has ended unhealthy). */
   watchUntil: number;
   backoffExpire: number;
   now: number;
@@ -87,7 +89,9 @@ export function decideEntryOp(s: EntryView): EntryOp {
   if (s.healthyAtStart === undefined) return { op: 'check-health' };
   if (s.healthyAtStart || s.healthy) return { op: 'succeed' };
   if (s.step_status === 'watching') {
-    if (s.healthy === undefined && s.now < s.watchUntil) return { op: 'watch', until: s.watchUntil };
+    // A zero watch still looks once (CKE's next status round checks the health before its strategy moves on).
+    const once = s.watchSeconds === 0 && s.watchUntil !== 0;
+    if (s.healthy === undefined && (s.now < s.watchUntil || once)) return { op: 'watch', until: s.watchUntil };
     if (s.step + 1 < s.steps) return { op: 'next-step' };
     return { op: 'fail', reason: `not healthy after the last of ${s.steps} step(s)` };
   }
@@ -109,10 +113,30 @@ export function decideEntryOp(s: EntryView): EntryOp {
 export const DRAIN_BACKOFF_BASE_SECONDS = 60;
 export const DRAIN_BACKOFF_MAX_SECONDS = 1200;
 
-/** CKE's linear back-off: count x 60 s, at most 20 min; the time scale shrinks it for tests. */
+/**
+ * The back-off of entries whose workflow started before tend took CKE's
+ * formula (they replay it): count x 60 s, at most 20 min, scaled.
+ */
 export function drainBackoff(count: number, timeScale: number): { count: number; seconds: number } {
   const next = count + 1;
   return { count: next, seconds: Math.min(next * DRAIN_BACKOFF_BASE_SECONDS, DRAIN_BACKOFF_MAX_SECONDS) * timeScale };
+}
+
+/** CKE's drainBackOffBaseSeconds (op/reboot.go). */
+export const CKE_DRAIN_BACKOFF_BASE_SECONDS = 300;
+
+/**
+ * CKE's repair drain back-off (op/repair_drain_timeout.go, repairDrainBackOff):
+ * the count goes up by one, and the wait is 300 s plus a random whole number
+ * of seconds below 300 x the new count; no cap. `random` is in [0, 1): the
+ * workflow's own deterministic Math.random, so a replay draws the same share.
+ * The time scale shrinks it for tests.
+ */
+export function ckeDrainBackoff(count: number, timeScale: number, random: number): { count: number; seconds: number } {
+  if (!(random >= 0 && random < 1)) throw new RangeError(`ckeDrainBackoff: random must be in [0, 1) (got ${random})`);
+  const next = count + 1;
+  const share = Math.floor(random * CKE_DRAIN_BACKOFF_BASE_SECONDS * next);
+  return { count: next, seconds: (CKE_DRAIN_BACKOFF_BASE_SECONDS + share) * timeScale };
 }
 
 // ---------------------------------------------------------------- a drain

@@ -37,9 +37,41 @@ export interface RepairQueueEntry {
   drain_backoff_count: number;
   /** RFC 3339; zero time when no back-off is pending. */
   drain_backoff_expire: string;
+  /**
+   * CKE's `deleted`: true while a deleted entry's workflow cleans up (lifts
+   * its cordon); it then leaves the list. Set on what `list` shows only.
+   */
+  deleted?: boolean;
 }
 
 export const ZERO_TIME = '0001-01-01T00:00:00Z';
+
+/** A time as Go's encoding/json writes a time.Time (RFC 3339, no trailing zeros in the fraction). */
+export function goTime(t: string | undefined): string {
+  if (!t) return ZERO_TIME;
+  return t.replace(/\.(\d*?)0*(Z|[+-]\d{2}:\d{2})$/, (_m, frac: string, zone: string) => (frac ? `.${frac}${zone}` : zone));
+}
+
+/**
+ * An entry as ckecli prints it: CKE's RepairQueueEntry fields in its order, `serial` and
+ * `drain_backoff_count` left out when empty (omitempty), times as Go writes them.
+ */
+export function ckeEntryJson(e: RepairQueueEntry): Record<string, unknown> {
+  return {
+    index: e.index, address: e.address, nodename: e.nodename,
+    ...(e.serial ? { serial: e.serial } : {}),
+    machine_type: e.machine_type, operation: e.operation, status: e.status, step: e.step, step_status: e.step_status,
+    deleted: e.deleted ?? false,
+    last_transition_time: goTime(e.last_transition_time),
+    ...(e.drain_backoff_count ? { drain_backoff_count: e.drain_backoff_count } : {}),
+    drain_backoff_expire: goTime(e.drain_backoff_expire),
+  };
+}
+
+/** `ckecli repair-queue list`'s output: Go's json.Encoder with a 4-space indent; `null` for no entries (a nil slice). */
+export function ckeListJson(entries: readonly RepairQueueEntry[]): string {
+  return JSON.stringify(entries.length === 0 ? null : entries.map(ckeEntryJson), null, 4);
+}
 
 export function isFinished(e: Pick<RepairQueueEntry, 'status'>): boolean {
   return e.status === 'succeeded' || e.status === 'failed';

@@ -12,12 +12,15 @@ import type { EntryReport } from './messages.ts';
  * What the queue carries across continue-as-new: entries and switches, never
  * configuration. `closing`: index -> address of deleted entries whose
  * workflows are still cleaning up (they hold a slot and their address).
+ * `deleting`: those entries as they were when deleted, listed with CKE's
+ * `deleted: true` until then (absent in states carried by older runs).
  */
 export interface QueueState {
   entries: RepairQueueEntry[];
   nextIndex: number;
   enabled: boolean;
   closing: Record<string, string>;
+  deleting?: RepairQueueEntry[];
 }
 
 export type QueueOp =
@@ -36,7 +39,30 @@ export interface Step<T = undefined> {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
-const clone = (s: QueueState): QueueState => ({ ...s, entries: s.entries.map((e) => ({ ...e })), closing: { ...s.closing } });
+const clone = (s: QueueState): QueueState => ({
+  ...s, entries: s.entries.map((e) => ({ ...e })), closing: { ...s.closing }, ...(s.deleting ? { deleting: s.deleting.map((e) => ({ ...e })) } : {}),
+});
+
+/** A deleted entry's workflow has cleaned up (or is gone): its slot and address are free, and it leaves the list. */
+function forget(s: QueueState, index: string): void {
+  delete s.closing[index];
+  if (s.deleting) s.deleting = s.deleting.filter((e) => e.index !== index);
+}
+
+/**
+ * What `list` shows, as CKE's queue holds it: every entry with `deleted`,
+ * including those deleted while processing whose workflow is still cleaning
+ * up (`deleted: true`), in index order.
+ */
+export function listEntries(s: QueueState): RepairQueueEntry[] {
+  const deleting = (s.deleting ?? []).filter((e) => e.index in s.closing).map((e) => ({ ...e, deleted: true }));
+  return [...s.entries.map((e) => ({ ...e, deleted: false })), ...deleting].sort((a, b) => Number(a.index) - Number(b.index));
+}
+
+/** A deleted entry still cleaning up, as it was when deleted (CKE: deleting it again changes nothing). */
+export function findDeleting(s: QueueState, index: string): RepairQueueEntry | undefined {
+  return index in s.closing ? s.deleting?.find((e) => e.index === index) : undefined;
+}
 const warn = (message: string, fields: Record<string, unknown>): QueueOp => ({ op: 'log', level: 'warn', message, fields });
 
 export function emptyQueue(nextIndex = 1): QueueState {
@@ -99,6 +125,7 @@ export function removeEntries(s0: QueueState, indexes: readonly string[]): Step<
     removed.push(e);
     if (e.status === 'processing') {
       s.closing[index] = e.address;
+      s.deleting = [...(s.deleting ?? []), { ...e }];
       ops.push({ op: 'cancel', index });
     }
   }
@@ -108,7 +135,7 @@ export function removeEntries(s0: QueueState, indexes: readonly string[]): Step<
 /** A cancel found no running workflow: it had ended already (its end was reported, or is noticed by entryEnded). */
 export function cancelFailed(s0: QueueState, index: string, error: string): Step {
   const s = clone(s0);
-  delete s.closing[index];
+  forget(s, index);
   return { state: s, ops: [warn('repair: could not cancel entry workflow; it has ended', { index, error })] };
 }
 
@@ -132,7 +159,7 @@ export function applyReport(s0: QueueState, r: EntryReport, chain: string): Step
   const e = findEntry(s, r.index);
   if (r.removed) {
     if (closing) {
-      delete s.closing[r.index];
+      forget(s, r.index);
       return { state: s, ops: [] };
     }
     if (e?.status !== 'processing') return { state: s0, ops: [], ignored: `entry ${r.index} is not processing or being deleted` };
@@ -143,7 +170,7 @@ export function applyReport(s0: QueueState, r: EntryReport, chain: string): Step
   if (fields.status === 'queued') return { state: s0, ops: [], ignored: `entry ${r.index}: an entry's workflow cannot put it back in the queue` };
   if (closing) {
     // A deleted entry that ended on its own before its cancellation landed: its slot is free.
-    if (fields.status && isFinished({ status: fields.status })) delete s.closing[r.index];
+    if (fields.status && isFinished({ status: fields.status })) forget(s, r.index);
     return { state: s, ops: [] };
   }
   if (!e || e.status !== 'processing') return { state: s0, ops: [], ignored: `entry ${r.index} is not processing` };
@@ -159,7 +186,7 @@ export function applyReport(s0: QueueState, r: EntryReport, chain: string): Step
 export function entryEnded(s0: QueueState, index: string, how: string, now: number): Step {
   const s = clone(s0);
   if (index in s.closing) {
-    delete s.closing[index];
+    forget(s, index);
     return { state: s, ops: [] };
   }
   const e = findEntry(s, index);
@@ -223,7 +250,7 @@ export function startFailed(s0: QueueState, index: string, error: string, now: n
   const s = clone(s0);
   const e = findEntry(s, index);
   if (e && e.status === 'processing') Object.assign(e, { status: 'failed', last_transition_time: iso(now) });
-  delete s.closing[index];
+  forget(s, index);
   return { state: s, ops: [warn('repair: could not start entry workflow; the entry failed', { index, error })] };
 }
 

@@ -137,6 +137,7 @@ export const queueStateSchema = z.strictObject({
   nextIndex: z.number().int().min(1),
   enabled: z.boolean(),
   closing: z.record(indexSchema, addressSchema),
+  deleting: z.array(entryStateSchema).optional(),
 });
 
 /** The key every repair activity is called with; argv and settings are looked up by it in the worker's configuration. */
@@ -157,7 +158,7 @@ const usage = new Map<z.ZodType, string>([
   [deleteInputSchema, 'delete needs {"index": "N"}'],
   [entryInputSchema, 'repairEntryWorkflow needs {index, address, machine_type, operation, serial?, enabled, queue}'],
   [entryReportSchema, 'entry-report needs {index, queue, fields} or {index, queue, removed: true}'],
-  [queueStateSchema, 'repairQueueWorkflow takes no input, or the state of its previous run {entries, nextIndex, enabled, closing}'],
+  [queueStateSchema, 'repairQueueWorkflow takes no input, or the state of its previous run {entries, nextIndex, enabled, closing, deleting?}'],
 ]);
 
 /** One issue per line, each with the path of the field it is about. */

@@ -1,14 +1,16 @@
 // `tend repair-queue`: ckecli's repair-queue verbs, talking to the
 // `repair-queue` workflow by updates (synchronous answers, validated by the
-// workflow) and queries. Output as ckecli prints it: `list` JSON, `is-enabled`
-// true/false. Exit codes: 0 ok, 1 refused or failed, 2 usage.
+// workflow) and queries. Output as ckecli prints it: `list` CKE's JSON (`null`
+// when empty), `delete-finished` / `delete-unfinished` the indexes deleted,
+// `is-enabled` true/false, `wait` until the queue is empty. Exit codes: 0 ok,
+// 1 refused or failed, 2 usage.
 import { InvalidArgumentError, type Command } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
 import type { Config } from '../config/load.ts';
-import { isFinished, type RepairQueueEntry, type RepairRequest } from '../repair/entry.ts';
+import { ckeListJson, isFinished, type RepairQueueEntry, type RepairRequest } from '../repair/entry.ts';
 import {
   addUpdate, deleteFinishedUpdate, deleteUnfinishedUpdate, deleteUpdate, disableUpdate, enableUpdate, isEnabledQuery, listQuery,
   REPAIR_QUEUE_WORKFLOW_ID, resetBackoffUpdate,
@@ -209,6 +211,21 @@ export function index(v: string): string {
 
 type Flags = ConfigFlags;
 
+/** A whole number of seconds, 0 or more (ckecli's --timeout-seconds: 0 checks once). */
+function nonNegativeInt(name: string) {
+  return (v: string): number => {
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw new InvalidArgumentError(`${name} must be a whole number of seconds, 0 or more (got "${v}")`);
+    return Number(v);
+  };
+}
+
+/** What `wait` still waits for: the count, and each entry's index with its status (and step status while processing). */
+export function waitingFor(left: readonly RepairQueueEntry[]): string {
+  const shown = left.slice(0, 20).map((e) =>
+    `${e.index} ${e.deleted ? 'deleted, cleaning up' : e.status === 'processing' ? `processing/${e.step_status}` : e.status}`);
+  return `${left.length} entr${left.length === 1 ? 'y' : 'ies'} (${shown.join(', ')}${left.length > shown.length ? ', ...' : ''})`;
+}
+
 /**
  * A verb's arguments and options as typed. After "--" everything is an argument to commander, so
  * `add OP TYPE -- -ADDRESS --config F` would give --config as SERIAL: an option of the verb found
@@ -315,7 +332,7 @@ export function registerRepairCommands(program: Command): void {
 
   verb('list', 'print the queue entries as JSON (and, on stderr, a warning when no worker polls repair.taskQueue)')
     .action(act(async (client, config) => {
-      console.log(JSON.stringify(await listEntries(client), null, 2));
+      console.log(ckeListJson(await listEntries(client)));
       await warnWithoutCommandWorker(client, config);
     }, { needsWorker: 'when-started' }));
 
@@ -329,8 +346,8 @@ export function registerRepairCommands(program: Command): void {
     ['delete-finished', deleteFinishedUpdate, 'delete every succeeded or failed entry'],
     ['delete-unfinished', deleteUnfinishedUpdate, 'delete every queued or processing entry (running ones are cancelled)'],
   ] as const) {
-    verb(name, what).action(act(async (client, config) => {
-      await queueUpdate(client, config, def);
+    verb(name, `${what}; prints their indexes, one per line`).action(act(async (client, config) => {
+      for (const i of await queueUpdate(client, config, def)) console.log(i);
     }));
   }
 
@@ -354,22 +371,41 @@ export function registerRepairCommands(program: Command): void {
     await queueUpdate(client, config, resetBackoffUpdate);
   }));
 
-  verb('wait', 'wait until every entry is finished (succeeded or failed); exit 1 on timeout')
-    .option('--timeout-seconds <n>', 'give up after this long', positiveInt('--timeout-seconds'), 600)
-    .option('--interval-seconds <n>', 'poll interval', positiveInt('--interval-seconds'), 10)
-    .action(async (flags: Flags & { timeoutSeconds: number; intervalSeconds: number }) => {
+  verb('wait', 'wait until the queue is empty (ckecli); with --finished, until every entry has finished; exit 1 on timeout')
+    .option('--timeout-seconds <n>', 'give up after this long; 0 checks once without waiting', nonNegativeInt('--timeout-seconds'), 30)
+    .option('--interval-seconds <n>', 'seconds between checks', positiveInt('--interval-seconds'), 1)
+    .option('--finished', "tend's addition: wait until every entry has finished (succeeded or failed) instead; entries stay until deleted")
+    .action(async (flags: Flags & { timeoutSeconds: number; intervalSeconds: number; finished?: boolean }) => {
       const config = await configOrSandbox(flags);
       const client = await connect(config, 'when-started');
       try {
-        const deadline = Date.now() + flags.timeoutSeconds * 1000;
+        const goal = flags.finished ? 'every entry finished' : 'the repair queue to be empty';
+        const started = Date.now();
+        const deadline = started + flags.timeoutSeconds * 1000;
+        let said = '';
+        let saidAt = 0;
         for (;;) {
-          const unfinished = (await listEntries(client)).filter((e) => !isFinished(e));
-          if (unfinished.length === 0) return;
-          if (Date.now() >= deadline) {
-            console.error(`tend: repair-queue wait: ${unfinished.length} entr${unfinished.length === 1 ? 'y' : 'ies'} unfinished after ${flags.timeoutSeconds}s: ${unfinished.map((e) => e.index).join(', ')}`);
-            await warnWithoutCommandWorker(client, config);
+          const all = await listEntries(client);
+          const left = flags.finished ? all.filter((e) => !isFinished(e)) : all;
+          if (left.length === 0) {
+            if (!flags.finished) console.log('repair queue is empty');
+            return;
+          }
+          const what = waitingFor(left);
+          const elapsed = Math.round((Date.now() - started) / 1000);
+          if (flags.timeoutSeconds === 0 || Date.now() >= deadline) {
+            console.error(flags.timeoutSeconds === 0
+              ? `tend: repair-queue wait: repair queue is not ${flags.finished ? 'finished' : 'empty'}: ${what}`
+              : `tend: repair-queue wait: timed out waiting for ${goal} after ${flags.timeoutSeconds}s: ${what}`);
+            if (left.some((e) => e.status !== 'succeeded' && e.status !== 'failed')) await warnWithoutCommandWorker(client, config);
             process.exitCode = EXIT_FAILURE;
             return;
+          }
+          // Progress on stderr (stdout stays ckecli's): what is waited for, and for how long so far; when it changes, else every 10 s.
+          if (what !== said || Date.now() - saidAt >= 10_000) {
+            console.error(`tend: repair-queue wait: waiting for ${goal}: ${what}; ${elapsed}s so far (timeout ${flags.timeoutSeconds}s)`);
+            said = what;
+            saidAt = Date.now();
           }
           await sleep(Math.min(flags.intervalSeconds * 1000, Math.max(0, deadline - Date.now())));
         }

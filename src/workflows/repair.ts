@@ -13,7 +13,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
-import { decideEntryOp, drainBackoff, selectForDelete } from '../repair/decide.ts';
+import { ckeDrainBackoff, decideEntryOp, drainBackoff, selectForDelete } from '../repair/decide.ts';
 import { ZERO_TIME, type RepairQueueEntry } from '../repair/entry.ts';
 import {
   addUpdate, deleteFinishedUpdate, deleteUnfinishedUpdate, deleteUpdate, disableUpdate, enableUpdate, entryReportSignal,
@@ -22,7 +22,7 @@ import {
 } from '../repair/messages.ts';
 import type { RepairPlan } from '../repair/procedure.ts';
 import {
-  addEntries, applyReport, cancelFailed, decideQueue, emptyQueue, entryEnded, findEntry, liveIndexes, mayStart, removeEntries,
+  addEntries, applyReport, cancelFailed, decideQueue, emptyQueue, entryEnded, findDeleting, findEntry, listEntries, liveIndexes, mayStart, removeEntries,
   resetBackoff, setEnabled, started, startFailed, type QueueOp, type QueueState, type Step,
 } from '../repair/queue.ts';
 import {
@@ -31,6 +31,17 @@ import {
 
 /** Entries whose commands may run on repair.taskQueue (a local activity reads it first). */
 export const REPAIR_TASK_QUEUE_PATCH = 'repair-task-queue';
+/** CKE's drain back-off: 300 s + a random share (the workflow's deterministic Math.random) of 300 s x count, where runs before it back off count x 60 s, capped. */
+export const REPAIR_CKE_BACKOFF_PATCH = 'repair-cke-backoff';
+/**
+ * CKE's entry at its end: a failed last step shows the step after it, `waiting` (CKE's
+ * strategy moved past the last step before failing it); a failed repair command shows its
+ * step `watching` (CKE marks the step watching before it runs the command).
+ */
+export const REPAIR_CKE_FAILED_STEP_PATCH = 'repair-cke-failed-step';
+
+/** An activity bound for a command without a timeout (CKE: 0 is none): its heartbeat timeout still notices a dead worker. */
+const UNBOUNDED_MS = 365 * 24 * 3600 * 1000;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -157,7 +168,7 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
     }
   }
 
-  setHandler(listQuery, () => s.entries);
+  setHandler(listQuery, () => listEntries(s));
   setHandler(isEnabledQuery, () => s.enabled);
   setHandler(entryReportSignal, (raw: unknown) => {
     const c = check(entryReportSchema, raw, 'entry-report');
@@ -176,13 +187,16 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
   });
   setHandler(deleteUpdate, async (arg) => {
     const { index } = parseOrThrow(deleteInputSchema, arg, 'delete');
+    // CKE: deleting an entry already being deleted changes nothing.
+    const deleting = findDeleting(s, index);
+    if (deleting) return { ...deleting, deleted: true };
     const removed = await apply(removeEntries(s, [index]));
     if (!removed?.[0]) throw ApplicationFailure.nonRetryable(`no entry with index ${index} in the repair queue`, 'NoSuchRepairEntry');
-    return removed[0];
+    return { ...removed[0], deleted: true };
   }, {
     validator: (arg: unknown) => {
       const { index } = parseOrThrow(deleteInputSchema, arg, 'delete');
-      if (!findEntry(s, index)) throw ApplicationFailure.nonRetryable(`no entry with index ${index} in the repair queue`, 'NoSuchRepairEntry');
+      if (!findEntry(s, index) && !findDeleting(s, index)) throw ApplicationFailure.nonRetryable(`no entry with index ${index} in the repair queue`, 'NoSuchRepairEntry');
     },
   });
   for (const [update, which] of [[deleteFinishedUpdate, 'finished'], [deleteUnfinishedUpdate, 'unfinished']] as const) {
@@ -420,7 +434,8 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
   const onCommandQueue = () => (commandQueue ? { taskQueue: commandQueue } : {});
 
   // Activity timeouts bound hung activities; a dead worker is noticed by the heartbeat timeout.
-  const slack = (seconds: number) => (seconds + 60) * 1000;
+  // A command timeout of 0 is none (CKE): its activity is bounded by its heartbeats only.
+  const slack = (seconds: number) => (seconds > 0 ? (seconds + 60) * 1000 : UNBOUNDED_MS);
   const watch = (until: number) => proxyActivities<Activities>({
     ...onCommandQueue(),
     startToCloseTimeout: Math.max(0, until - Date.now()) + slack(r.plan!.command_timeout_seconds),
@@ -430,7 +445,7 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
   }).repairWatchHealth({ ...r.key, step: r.entry.step, until });
   const command = (kind: 'repair_command' | 'success_command', timeoutSeconds: number, retries = 0, intervalSeconds = 0) => proxyActivities<Activities>({
     ...onCommandQueue(),
-    startToCloseTimeout: ((timeoutSeconds + intervalSeconds) * (retries + 1) + 60) * 1000,
+    startToCloseTimeout: timeoutSeconds > 0 ? ((timeoutSeconds + intervalSeconds) * (retries + 1) + 60) * 1000 : UNBOUNDED_MS,
     heartbeatTimeout: heartbeatTimeout(),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: retry(),
@@ -442,18 +457,20 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
     await uncordon().catch((e: unknown) => log.warn('repair: could not uncordon', { index: r.entry.index, error: describe(e) }));
     r.cordoned = false;
   };
-  const finish = async (status: 'succeeded' | 'failed', reason?: string): Promise<RepairEntryResult> => {
+  const finish = async (status: 'succeeded' | 'failed', reason?: string, fields: Partial<RepairQueueEntry> = {}): Promise<RepairEntryResult> => {
     if (r.cordoned) {
       await uncordon();
       r.cordoned = false;
     }
-    await transition({ status });
+    await transition({ ...fields, status });
     if (reason) log.info('repair: entry finished', { index: r.entry.index, status, reason });
     return { entry: r.entry, reason };
   };
-  /** Drain interrupted (refused, timed out, abandoned by a disable): uncordoned already; back off linearly, retries unlimited (CKE). */
+  /** Drain interrupted (refused, timed out, abandoned by a disable): uncordoned already; back off as CKE does, retries unlimited. */
   const backOff = async (reason: string) => {
-    const b = drainBackoff(r.entry.drain_backoff_count, scaleOf());
+    const b = patched(REPAIR_CKE_BACKOFF_PATCH)
+      ? ckeDrainBackoff(r.entry.drain_backoff_count, scaleOf(), Math.random())
+      : drainBackoff(r.entry.drain_backoff_count, scaleOf());
     r.backoffExpire = Date.now() + b.seconds * 1000;
     r.drained = false;
     r.drainDeadline = undefined;
@@ -489,7 +506,7 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
       const next = decideEntryOp({
         step: r.entry.step, steps: r.plan.steps.length, step_status: r.entry.step_status, enabled: r.enabled,
         nodename: r.entry.nodename, needDrain: r.step.need_drain, drained: r.drained, commandDone: r.commandDone,
-        healthyAtStart: r.healthyAtStart, healthy: r.healthy, watchUntil: r.watchUntil, backoffExpire: r.backoffExpire, now: Date.now(),
+        healthyAtStart: r.healthyAtStart, healthy: r.healthy, watchSeconds: r.step.watch_seconds, watchUntil: r.watchUntil, backoffExpire: r.backoffExpire, now: Date.now(),
       });
       switch (next.op) {
         case 'check-health':
@@ -535,7 +552,11 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
         case 'run-command': {
           const s = r.step;
           const result = await command('repair_command', s.command_timeout_seconds, s.command_retries, s.command_interval * scale);
-          if (!result.ok) return await finish('failed', `repair_command failed: ${result.error}`);
+          if (!result.ok) {
+            // CKE marks the step watching before it runs the command: a failed command leaves it so.
+            const fields: Partial<RepairQueueEntry> = patched(REPAIR_CKE_FAILED_STEP_PATCH) ? { step_status: 'watching' } : {};
+            return await finish('failed', `repair_command failed: ${result.error}`, fields);
+          }
           r.commandDone = true;
           r.drainDeadline = undefined;
           r.watchUntil = Date.now() + s.watch_seconds * scale * 1000;
@@ -567,6 +588,8 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
           return await finish('succeeded');
         }
         case 'fail':
+          // CKE's strategy steps past the last step (the next one, waiting) and finds no step there: the entry fails showing that.
+          if (patched(REPAIR_CKE_FAILED_STEP_PATCH)) return await finish('failed', next.reason, { step: r.entry.step + 1, step_status: 'waiting' });
           return await finish('failed', next.reason);
       }
     }

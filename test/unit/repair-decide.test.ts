@@ -1,7 +1,9 @@
 // The repair queue's decisions, table-driven (CKE's DecideOps tests): which
 // entries start, an entry's next operation, a drain's plan, the back-off.
 import assert from 'node:assert/strict';
-import { decideDrain, decideEntryOp, drainLeft, decideStarts, drainBackoff, selectForDelete, type EntryView, type PodView, type QueueView } from '../../src/repair/decide.ts';
+import {
+  ckeDrainBackoff, decideDrain, decideEntryOp, drainLeft, decideStarts, drainBackoff, selectForDelete, type EntryView, type PodView, type QueueView,
+} from '../../src/repair/decide.ts';
 import type { RepairQueueEntry, RepairStatus } from '../../src/repair/entry.ts';
 
 const e = (index: string, address: string, status: RepairStatus) => ({ index, address, status });
@@ -30,7 +32,7 @@ describe('repair: decideStarts', () => {
 describe('repair: decideEntryOp', () => {
   const base: EntryView = {
     step: 0, steps: 2, step_status: 'waiting', enabled: true, nodename: 'sim-1', needDrain: true, drained: false, commandDone: false,
-    healthyAtStart: false, healthy: undefined, watchUntil: 0, backoffExpire: 0, now: 1000,
+    healthyAtStart: false, healthy: undefined, watchSeconds: 600, watchUntil: 0, backoffExpire: 0, now: 1000,
   };
   const cases: { name: string; s: Partial<EntryView>; want: ReturnType<typeof decideEntryOp> }[] = [
     { name: 'health first', s: { healthyAtStart: undefined }, want: { op: 'check-health' } },
@@ -48,6 +50,9 @@ describe('repair: decideEntryOp', () => {
     { name: 'watch healthy: succeed', s: { step_status: 'watching', commandDone: true, healthy: true, watchUntil: 2000 }, want: { op: 'succeed' } },
     { name: 'watch expired: next step', s: { step_status: 'watching', commandDone: true, watchUntil: 999 }, want: { op: 'next-step' } },
     { name: 'watch ended unhealthy before its time (worker gone): next step', s: { step_status: 'watching', commandDone: true, watchUntil: 0 }, want: { op: 'next-step' } },
+    { name: 'CKE: watch_seconds absent (0): the health is checked once, even with the time gone', s: { step_status: 'watching', commandDone: true, watchSeconds: 0, watchUntil: 999 }, want: { op: 'watch', until: 999 } },
+    { name: 'CKE: watch_seconds 0, that one check unhealthy: next step at once', s: { step_status: 'watching', commandDone: true, watchSeconds: 0, watchUntil: 0 }, want: { op: 'next-step' } },
+    { name: 'CKE: watch_seconds 0 on the last step, unhealthy: fail', s: { step: 1, step_status: 'watching', commandDone: true, watchSeconds: 0, watchUntil: 0 }, want: { op: 'fail', reason: 'not healthy after the last of 2 step(s)' } },
     { name: 'CKE: disabled during a drain: abandon it (uncordon, back off)', s: { step_status: 'draining', enabled: false }, want: { op: 'abandon-drain' } },
     { name: 'CKE: disabled after the drain, before the command: abandon it too', s: { step_status: 'draining', enabled: false, drained: true }, want: { op: 'abandon-drain' } },
     { name: 'a run resumed mid-drain drains again', s: { step_status: 'draining' }, want: { op: 'drain' } },
@@ -56,7 +61,41 @@ describe('repair: decideEntryOp', () => {
   for (const c of cases) it(c.name, () => assert.deepEqual(decideEntryOp({ ...base, ...c.s }), c.want));
 });
 
-describe('repair: drainBackoff (linear, capped, scaled)', () => {
+describe("repair: ckeDrainBackoff (CKE's repairDrainBackOff: 300 s + a random share of 300 s x count)", () => {
+  const cases: [count: number, scale: number, random: number, want: { count: number; seconds: number }][] = [
+    [0, 1, 0, { count: 1, seconds: 300 }],
+    [0, 1, 0.5, { count: 1, seconds: 450 }],
+    [0, 1, 0.999999, { count: 1, seconds: 599 }],
+    [1, 1, 0.5, { count: 2, seconds: 600 }],
+    [2, 1, 0.999999, { count: 3, seconds: 1199 }],
+    // No cap: the 41st back-off may wait up to 300 + 12299 s.
+    [40, 1, 0.999999, { count: 41, seconds: 12599 }],
+    // A whole number of seconds, as CKE's rand.Int63n draws: 0.5004 x 300 = 150.12 -> 150.
+    [0, 1, 0.5004, { count: 1, seconds: 450 }],
+    [2, 0.05, 0.5, { count: 3, seconds: (300 + 450) * 0.05 }],
+  ];
+  for (const [count, scale, random, want] of cases) {
+    it(`count ${count}, scale ${scale}, random ${random}`, () => {
+      const got = ckeDrainBackoff(count, scale, random);
+      assert.equal(got.count, want.count);
+      assert.ok(Math.abs(got.seconds - want.seconds) < 1e-9, `${got.seconds} != ${want.seconds}`);
+    });
+  }
+  it('always within [300, 300 + 300 x count) s, whatever the draw', () => {
+    for (let count = 0; count < 50; count++) {
+      for (const random of [0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.999999]) {
+        const { seconds } = ckeDrainBackoff(count, 1, random);
+        assert.ok(seconds >= 300 && seconds < 300 + 300 * (count + 1) && Number.isInteger(seconds), `count ${count} random ${random}: ${seconds}`);
+      }
+    }
+  });
+  it('refuses a draw outside [0, 1)', () => {
+    assert.throws(() => ckeDrainBackoff(0, 1, 1), /random must be in \[0, 1\)/);
+    assert.throws(() => ckeDrainBackoff(0, 1, -0.1), /random must be in/);
+  });
+});
+
+describe('repair: drainBackoff (linear, capped, scaled: entries started before the CKE formula)', () => {
   const cases: [number, number, { count: number; seconds: number }][] = [
     [0, 1, { count: 1, seconds: 60 }],
     [1, 1, { count: 2, seconds: 120 }],

@@ -1,11 +1,12 @@
 // The repair queue's state machine (src/repair/queue.ts), table-driven: each
 // transition's next state and the operations the workflow must carry out.
 import assert from 'node:assert/strict';
-import { ZERO_TIME, type RepairQueueEntry, type RepairStatus } from '../../src/repair/entry.ts';
+import { ckeListJson, goTime, ZERO_TIME, type RepairQueueEntry, type RepairStatus } from '../../src/repair/entry.ts';
 import {
-  addEntries, applyReport, cancelFailed, decideQueue, emptyQueue, entryEnded, liveIndexes, mayStart, removeEntries, resetBackoff,
+  addEntries, applyReport, cancelFailed, decideQueue, emptyQueue, entryEnded, findDeleting, listEntries, liveIndexes, mayStart, removeEntries, resetBackoff,
   running, setEnabled, started, startFailed, type QueueState,
 } from '../../src/repair/queue.ts';
+import { waitingFor } from '../../src/starters/repair-commands.ts';
 
 const NOW = Date.parse('2030-01-01T00:00:00Z');
 const CHAIN = 'run-1';
@@ -114,6 +115,69 @@ describe('repair queue: state machine', () => {
       assert.deepEqual(started(queue([], { closing: { 1: 'a' } }), '1').ops, [{ op: 'cancel', index: '1' }]);
       assert.deepEqual(started(queue([entry('1', 'a', 'processing')]), '1').ops, []);
     });
+  });
+
+  describe("CKE's `deleted`: a processing entry deleted stays listed, deleted: true, until its workflow has cleaned up", () => {
+    const deleted = () => removeEntries(queue([entry('1', 'a', 'processing', { step_status: 'draining' }), entry('2', 'b', 'queued')]), ['1']).state;
+    const listed = (s: QueueState) => listEntries(s).map((e) => `${e.index}:${e.status}:${e.deleted}`);
+    it('listed with deleted: true, as it was when deleted; the others with deleted: false, in index order', () => {
+      const s = deleted();
+      assert.deepEqual(listed(s), ['1:processing:true', '2:queued:false']);
+      assert.equal(listEntries(s)[0]!.step_status, 'draining');
+      assert.equal(findDeleting(s, '1')?.index, '1');
+      assert.equal(findDeleting(s, '2'), undefined);
+      assert.equal(running(s), 1, 'its slot counted once');
+    });
+    const ends: [string, (s: QueueState) => QueueState][] = [
+      ['its removed report', (s) => applyReport(s, { index: '1', queue: CHAIN, removed: true }, CHAIN).state],
+      ['its own final report', (s) => applyReport(s, { index: '1', queue: CHAIN, fields: { status: 'failed' } }, CHAIN).state],
+      ['its workflow\'s end', (s) => entryEnded(s, '1', 'cancelled', NOW).state],
+      ['a cancel that finds it gone', (s) => cancelFailed(s, '1', 'not found').state],
+      ['a failed start', (s) => startFailed(s, '1', 'already started', NOW).state],
+    ];
+    for (const [name, end] of ends) {
+      it(`leaves the list on ${name}`, () => {
+        const s = end(deleted());
+        assert.deepEqual(listed(s), ['2:queued:false']);
+        assert.deepEqual(s.closing, {});
+      });
+    }
+    it('a state carried over by an older run (no `deleting`) lists its entries, deleted: false', () => {
+      assert.deepEqual(listed(queue([entry('3', 'c', 'failed')], { closing: { 1: 'a' } })), ['3:failed:false']);
+    });
+  });
+
+  describe("ckecli's list output", () => {
+    it('null for an empty queue (a nil slice), as Go encodes it', () => {
+      assert.equal(ckeListJson([]), 'null');
+    });
+    it("CKE's fields in CKE's order, 4-space indent, omitempty on serial and drain_backoff_count, Go's times", () => {
+      const text = ckeListJson([
+        { ...entry('1', '10.0.0.1', 'processing'), deleted: true, last_transition_time: '2030-01-01T00:00:05.000Z' },
+        entry('2', '10.0.0.2', 'queued', { serial: 'SN2', drain_backoff_count: 2, drain_backoff_expire: '2030-01-01T00:10:00.250Z' }),
+      ]);
+      const parsed = JSON.parse(text) as Record<string, unknown>[];
+      assert.deepEqual(Object.keys(parsed[0]!), ['index', 'address', 'nodename', 'machine_type', 'operation', 'status', 'step', 'step_status', 'deleted', 'last_transition_time', 'drain_backoff_expire']);
+      assert.deepEqual(Object.keys(parsed[1]!), ['index', 'address', 'nodename', 'serial', 'machine_type', 'operation', 'status', 'step', 'step_status', 'deleted', 'last_transition_time', 'drain_backoff_count', 'drain_backoff_expire']);
+      assert.equal(parsed[0]!.deleted, true);
+      assert.equal(parsed[1]!.deleted, false);
+      assert.equal(parsed[0]!.last_transition_time, '2030-01-01T00:00:05Z');
+      assert.equal(parsed[1]!.drain_backoff_expire, '2030-01-01T00:10:00.25Z');
+      assert.equal(parsed[0]!.drain_backoff_expire, '0001-01-01T00:00:00Z');
+      assert.match(text, /^\[\n {4}\{\n {8}"index": "1",/);
+    });
+    it('times as Go writes a time.Time', () => {
+      assert.equal(goTime(undefined), ZERO_TIME);
+      assert.equal(goTime('2030-01-01T00:00:00.000Z'), '2030-01-01T00:00:00Z');
+      assert.equal(goTime('2030-01-01T00:00:00.120Z'), '2030-01-01T00:00:00.12Z');
+      assert.equal(goTime('2030-01-01T00:00:00Z'), '2030-01-01T00:00:00Z');
+    });
+  });
+
+  it('wait names what it waits for: the count, each index with its status', () => {
+    assert.equal(waitingFor([entry('1', 'a', 'failed'), entry('2', 'b', 'processing', { step_status: 'watching' }), { ...entry('3', 'c', 'processing'), deleted: true }]),
+      '3 entries (1 failed, 2 processing/watching, 3 deleted, cleaning up)');
+    assert.equal(waitingFor([entry('4', 'd', 'queued')]), '1 entry (4 queued)');
   });
 
   it('enable/disable: running entries are told, only on a change', () => {
