@@ -7,6 +7,7 @@ import { createClusterActivities } from './cluster.ts';
 import { createRepairActivities, REPAIR_COMMAND_ACTIVITIES } from './repair.ts';
 import { createTaintActivities } from './taint.ts';
 import { createWeederActivities } from './weeder.ts';
+import type { PauseGate } from './pause-gate.ts';
 
 /** The capability sections of the worker's own configuration. */
 export type WorkerSections = Pick<Config, 'weeder' | 'taintReplacement' | 'apps' | 'repair'>;
@@ -20,6 +21,8 @@ export interface ActivityDeps {
    * these (docs/security.md).
    */
   config: WorkerSections;
+  /** The durable pause, asked right before each destructive write (absent: never paused). */
+  pause?: PauseGate;
 }
 
 /** The capabilities a worker can be limited to (`tend worker --capabilities`). */
@@ -41,7 +44,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createAppActivities(deps.kube, deps.config.apps),
     ...createClusterActivities(deps.kube),
     ...createRepairActivities(deps.kube, deps.config.repair),
-    ...createTaintActivities(deps.kube, deps.config.taintReplacement),
+    ...createTaintActivities(deps.kube, deps.config.taintReplacement, deps.pause),
     ...createWeederActivities(deps.kube, deps.config.weeder),
   };
 }
@@ -53,7 +56,7 @@ export type Activities = ReturnType<typeof createActivities>;
  * the named capabilities' (with the cluster checks), or, on the worker that
  * polls repair.taskQueue, only the repair command activities.
  */
-export function workerActivities(deps: { kube?: KubeClients; config: WorkerSections }, opts: ActivityOptions = {}): Partial<Activities> {
+export function workerActivities(deps: { kube?: KubeClients; config: WorkerSections; pause?: PauseGate }, opts: ActivityOptions = {}): Partial<Activities> {
   if (opts.repairCommandsOnly) {
     const repair = createRepairActivities(undefined, deps.config.repair, 'commands');
     return Object.fromEntries(REPAIR_COMMAND_ACTIVITIES.map((name) => [name, repair[name]])) as Partial<Activities>;
@@ -65,7 +68,7 @@ export function workerActivities(deps: { kube?: KubeClients; config: WorkerSecti
     ...(wanted.has('apps') ? createAppActivities(kube, deps.config.apps) : {}),
     ...createClusterActivities(kube),
     ...(wanted.has('repair') ? createRepairActivities(kube, deps.config.repair) : {}),
-    ...(wanted.has('taint') ? createTaintActivities(kube, deps.config.taintReplacement) : {}),
+    ...(wanted.has('taint') ? createTaintActivities(kube, deps.config.taintReplacement, deps.pause) : {}),
     ...(wanted.has('weeder') ? createWeederActivities(kube, deps.config.weeder) : {}),
   };
 }

@@ -18,6 +18,7 @@ import { toSelectorString, type LabelSelector } from '../config/label-selector.t
 import type { ConditionWrite, ListedPod, OwnerRef, TaintSettings } from '../taint/node.ts';
 import { controllerWhole } from '../taint/replace.ts';
 import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metrics/registry.ts';
+import { pauseHold, type PauseGate } from './pause-gate.ts';
 
 export const DETECTED = 'NodeTaintDetected';
 export const REPLACING = 'NodeTaintReplacing';
@@ -37,7 +38,8 @@ const refuse = (what: string): never => {
   throw ApplicationFailure.nonRetryable(`refused: ${what}; nothing was changed`, TAINT_REFUSED);
 };
 
-export type EvictResult = EvictOutcome;
+/** An eviction's outcome; 'paused': not asked, evictions are paused (`tend pause`). */
+export type EvictResult = EvictOutcome | { outcome: 'paused'; message: string };
 
 export interface AwaitReplacementInput {
   namespace: string;
@@ -76,7 +78,7 @@ async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => 
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-export function createTaintActivities(kube: KubeClients, config?: TaintReplacementConfig) {
+export function createTaintActivities(kube: KubeClients, config?: TaintReplacementConfig, pause?: PauseGate) {
   /** The worker's own taintReplacement section, or a refusal when it has none (or it is off). */
   const configured = (): TaintReplacementConfig => {
     if (!config || !taintReplacementActive(config)) {
@@ -331,6 +333,12 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       if (!(await checkedPod(c, node, input, true, (n) => configuredTaints(c, n)))) {
         taintEvictions.inc({ outcome: 'gone' });
         return { outcome: 'gone' };
+      }
+      // Right before the write: paused (or a pause state that cannot be confirmed) asks nothing.
+      const held = pauseHold(pause, 'taint');
+      if (held) {
+        taintEvictions.inc({ outcome: 'paused' });
+        return { outcome: 'paused', message: held };
       }
       // UID-bound (a namesake is never evicted); a PodDisruptionBudget's refusal is 'blocked'.
       const result = await evictPodOnce(kube, { namespace: input.namespace, name: input.name, uid: input.uid });

@@ -162,7 +162,12 @@ export type EvictOutcome =
   /** Refused non-retryably: the pod or its node is not what the configuration manages. */
   | { outcome: 'refused'; message: string }
   /** The activity gave up (its retries exhausted): whether the pod was evicted is unknown. */
-  | { outcome: 'failed'; message: string };
+  | { outcome: 'failed'; message: string }
+  /** Not asked: evictions are paused (`tend pause`), or the pause state could not be confirmed. */
+  | { outcome: 'paused'; message: string };
+
+/** How soon a paused eviction is tried again: what fell due while paused is evicted this soon after the resume. */
+export const PAUSED_RETRY_MS = 5_000;
 
 /** Records an eviction's outcome. */
 export function evictDone(d: NodeTaintData & ReplacementData, uid: string, r: EvictOutcome, now: number): void {
@@ -177,6 +182,14 @@ export function evictDone(d: NodeTaintData & ReplacementData, uid: string, r: Ev
       delete pod.retryAt;
       if (r.outcome === 'gone') pod.lastError = 'the pod was gone before its eviction';
       else delete pod.lastError;
+      return;
+    case 'paused':
+      // Paused: nothing was asked. The slot is kept (every eviction waits alike) and the eviction
+      // is tried again soon, not counted as an attempt, so it follows the resume within seconds.
+      pod.attempts--;
+      pod.state = 'Blocked';
+      pod.lastError = r.message;
+      pod.retryAt = now + PAUSED_RETRY_MS;
       return;
     case 'blocked':
       // A PodDisruptionBudget says not now: the slot is kept while it is retried.

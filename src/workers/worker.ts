@@ -15,6 +15,7 @@ import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '
 import { connectNative, type TemporalSettings } from '../temporal/connection.ts';
 import { log } from '../log.ts';
 import { buildIdOf, promoteVersion } from './versioning.ts';
+import { describeReader, PauseState } from '../safety/pause.ts';
 import type { WorkerSections } from '../activities/index.ts';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -159,13 +160,17 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
   // activities only (never replayed), unversioned on its own task queue.
   const deployment = commandsOnly ? undefined : opts.temporal.deployment;
   const buildId = deployment && (deployment.buildId ?? buildIdOf(await workflowSourcesFingerprint()));
+  // The durable pause (`tend pause`), read every 250 ms; activities ask it right before a
+  // destructive write (src/activities/pause-gate.ts).
+  const pause = new PauseState({ read: describeReader(connection.workflowService, opts.temporal.namespace) });
+  pause.start();
   try {
     const worker = await bundlingExplained(code, () => Worker.create({
       connection,
       namespace: opts.temporal.namespace,
       taskQueue: plan.taskQueue,
       ...code,
-      activities: workerActivities({ ...(kc ? { kube: kubeClients(kc) } : {}), config: opts },
+      activities: workerActivities({ ...(kc ? { kube: kubeClients(kc) } : {}), config: opts, pause },
         commandsOnly ? { repairCommandsOnly: true } : { ...(plan.capabilities ? { capabilities: plan.capabilities } : {}) }),
       shutdownGraceTime: opts.repair ? `${SHUTDOWN_GRACE_SECONDS}s` : 0,
       ...(deployment && buildId ? {
@@ -223,6 +228,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
     }
     log.info('worker stopped');
   } finally {
+    pause.stop();
     await connection.close();
   }
 }

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { decideNode, markWritten, newNodeTaintData, observeTaints, reconcilePods, type NodeTaintData, type PodState, type TaintSettings } from '../../src/taint/node.ts';
 import {
-  askFor, awaitDone, decideReplacements, evictDone, giveBack, holders, noteGrants, outboxOf, takeGrants, type EvictOutcome,
+  askFor, awaitDone, decideReplacements, evictDone, PAUSED_RETRY_MS, giveBack, holders, noteGrants, outboxOf, takeGrants, type EvictOutcome,
 } from '../../src/taint/replace.ts';
 import { byNode, decideGrants, emptySlots, grantsToCheck, nextCheckAt, requestSlot } from '../../src/taint/slots.ts';
 
@@ -101,6 +101,22 @@ describe('taint: eviction transitions', () => {
       if (c.after === 'Evicted') assert.equal(p.evictedAt, s(8));
     });
   }
+
+  it('paused: nothing was asked; held (slot kept), tried again in 5 s, not counted as an attempt', () => {
+    const d = node('Evicting');
+    evictDone(d, 'a', { outcome: 'paused', message: 'taint: paused since T by me: drill (revision 1)' }, s(8));
+    const p = d.pods['a']!;
+    assert.equal(p.state, 'Blocked');
+    assert.equal(p.attempts, 0);
+    assert.equal(p.retryAt, s(8) + PAUSED_RETRY_MS);
+    assert.match(p.lastError ?? '', /paused since T by me: drill/);
+    assert.deepEqual(outboxOf(d).release, []);
+    // Held for as long as the pause lasts: each retry paused again is the same wait, never a longer back-off.
+    assert.deepEqual(decideReplacements(d, s(8) + PAUSED_RETRY_MS, new Set()).ops.map((o) => `${o.kind}:${o.uid}`), ['evict:a']);
+    evictDone(d, 'a', { outcome: 'paused', message: 'still' }, s(20));
+    assert.equal(d.pods['a']!.retryAt, s(20) + PAUSED_RETRY_MS);
+    assert.equal(d.pods['a']!.attempts, 0);
+  });
 
   it('an outcome for a pod no longer Evicting changes nothing (a late result)', () => {
     const d = node('Replacing');
