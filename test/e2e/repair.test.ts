@@ -38,12 +38,13 @@ describe('repair queue (e2e)', function () {
     const cases: [string, string][] = [
       ['heal', '192.0.2.1'], ['two-steps', '192.0.2.2'], ['never', '192.0.2.3'], ['broken', '192.0.2.4'],
       ['heal-bad-success', '192.0.2.5'], ['heal', '192.0.2.6'], ['heal-success', '192.0.2.7'],
+      ['no-watch', '192.0.2.8'], ['no-watch-never', '192.0.2.9'], ['no-timeout', '192.0.2.19'],
     ];
     const added: RepairQueueEntry[] = [];
     for (const [op, address] of cases) added.push(await add(world, op, address));
     assert.deepEqual(added.map((e) => e.status), cases.map(() => 'queued'));
     const done = await Promise.all(added.map((e) => until(e.index, 90_000)));
-    const [first, second, never, broken, badSuccess, alreadyHealthy, success] = done;
+    const [first, second, never, broken, badSuccess, alreadyHealthy, success, noWatch, noWatchNever, noTimeout] = done;
 
     assert.equal(first!.status, 'succeeded');
     assert.equal(first!.step, 0);
@@ -56,11 +57,11 @@ describe('repair queue (e2e)', function () {
     assert.deepEqual(runs('192.0.2.2'), ['nothing', 'heal']);
 
     assert.equal(never!.status, 'failed');
-    assert.equal(never!.step, 1, 'every step was tried');
-    assert.deepEqual(runs('192.0.2.3'), ['nothing', 'nothing']);
+    assert.deepEqual(runs('192.0.2.3'), ['nothing', 'nothing'], 'every step was tried');
+    assert.deepEqual([never!.step, never!.step_status], [2, 'waiting'], 'CKE: a failed last step shows the step after it, waiting');
 
     assert.equal(broken!.status, 'failed');
-    assert.equal(broken!.step, 0);
+    assert.deepEqual([broken!.step, broken!.step_status], [0, 'watching'], 'CKE: the step of a failed command is watching');
     assert.deepEqual(runs('192.0.2.4'), ['broken'], 'no retries: command_retries is 0');
 
     assert.equal(badSuccess!.status, 'failed', 'a failing success_command fails the entry');
@@ -71,10 +72,35 @@ describe('repair queue (e2e)', function () {
     assert.equal(success!.status, 'succeeded');
     assert.ok(existsSync(join(world.dir, '192.0.2.7.success')), 'success_command ran with the address appended');
 
-    // Entries stay until deleted; delete-finished removes them all.
+    assert.equal(noWatch!.status, 'succeeded', 'CKE: no watch_seconds: the first step checked once, the second healed');
+    assert.deepEqual([noWatch!.step, runs('192.0.2.8')], [1, ['nothing', 'heal']]);
+    assert.equal(noWatchNever!.status, 'failed');
+    assert.deepEqual([noWatchNever!.step, noWatchNever!.step_status, runs('192.0.2.9')], [2, 'waiting', ['nothing', 'nothing']]);
+    assert.equal(noTimeout!.status, 'succeeded', 'command_timeout_seconds 0: no timeout');
+    assert.deepEqual(runs('192.0.2.19'), ['heal']);
+
+    // ckecli's wait: until the queue is empty; the finished entries stay, so it times out, saying what it waits for.
+    const notEmpty = await rq(world, ['wait', '--timeout-seconds', '0']);
+    assert.equal(notEmpty.code, 1);
+    assert.match(notEmpty.stderr, /repair queue is not empty: 10 entries \(\d+ (succeeded|failed),/);
+    const timedOut = await rq(world, ['wait', '--timeout-seconds', '3']);
+    assert.equal(timedOut.code, 1);
+    assert.match(timedOut.stderr, /waiting for the repair queue to be empty: 10 entries \(.*\); \d+s so far \(timeout 3s\)/);
+    assert.match(timedOut.stderr, /timed out waiting for the repair queue to be empty after 3s: 10 entries/);
+    const allFinished = await rq(world, ['wait', '--finished', '--timeout-seconds', '0']);
+    assert.equal(allFinished.code, 0, allFinished.stderr);
+    // Every entry listed with CKE's deleted field.
+    assert.ok((await entries(world)).every((e) => e.deleted === false));
+
+    // Entries stay until deleted; delete-finished removes them all, printing their indexes one per line (ckecli).
     const r = await rq(world, ['delete-finished']);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(await entries(world), []);
+    assert.deepEqual(r.stdout.trim().split('\n'), added.map((e) => e.index));
+    const empty = await rq(world, ['list']);
+    assert.equal(empty.stdout.trim(), 'null', 'ckecli prints an empty queue as null');
+    const w = await rq(world, ['wait']);
+    assert.equal(w.code, 0, w.stderr);
+    assert.equal(w.stdout.trim(), 'repair queue is empty');
   });
 
   it('holds max_concurrent_repairs and never runs two entries for one address at once', async () => {
@@ -155,8 +181,12 @@ describe('repair queue (e2e)', function () {
     assert.equal(await update('enable'), true);
     assert.equal(typeof await update('reset-backoff'), 'number');
     await waitFor('processing', async () => (await entry(world, index))?.status === 'processing');
-    assert.equal((await update('delete', { index }) as RepairQueueEntry).index, index);
-    assert.equal(await entry(world, index), undefined);
+    const deleted = await update('delete', { index }) as RepairQueueEntry;
+    assert.deepEqual([deleted.index, deleted.deleted], [index, true]);
+    // CKE's deleted: listed deleted: true until its workflow has cleaned up, then gone.
+    const right = await entry(world, index);
+    assert.ok(right === undefined || right.deleted === true, JSON.stringify(right));
+    await waitFor('the deleted entry gone', async () => (await entry(world, index)) === undefined);
     await update('delete-unfinished');
     await update('delete-finished');
     const list = await temporalCli(['workflow', 'query', '--workflow-id', 'repair-queue', '--name', 'list', '-o', 'json']);
@@ -179,7 +209,7 @@ describe('repair queue (e2e)', function () {
     const r2 = await rq(world, ['add-file', good]);
     assert.equal(r2.code, 0, r2.stderr);
     assert.match(r2.stdout, /added 2 entries/);
-    const w = await rq(world, ['wait', '--timeout-seconds', '60', '--interval-seconds', '1']);
+    const w = await rq(world, ['wait', '--finished', '--timeout-seconds', '60', '--interval-seconds', '1']);
     assert.equal(w.code, 0, w.stderr);
     const list = await entries(world);
     assert.deepEqual(list.map((e) => [e.address, e.status, e.serial]), [['192.0.2.60', 'succeeded', undefined], ['192.0.2.61', 'succeeded', 'SN-61']]);

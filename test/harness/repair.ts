@@ -54,6 +54,10 @@ export function repairWorld(extra: Record<string, unknown> = {}): RepairWorld {
         repair_operations: [
           op('heal', [step(`${logRun('heal')}; ${heal}`, 60)]),
           op('two-steps', [step(logRun('nothing'), 40), step(`${logRun('heal')}; ${heal}`, 60)]),
+          // CKE's defaults: no watch_seconds (one health check, then the next step at once), command_timeout_seconds 0 (none).
+          op('no-watch', [{ repair_command: sh(logRun('nothing')) }, { repair_command: sh(`${logRun('heal')}; ${heal}`) }]),
+          op('no-watch-never', [{ repair_command: sh(logRun('nothing')) }, { repair_command: sh(logRun('nothing')) }]),
+          op('no-timeout', [{ repair_command: sh(`sleep 2; ${logRun('heal')}; ${heal}`), command_timeout_seconds: 0 }], { command_timeout_seconds: 0 }),
           op('never', [step(logRun('nothing'), 20), step(logRun('nothing'), 20)]),
           op('broken', [step(`${logRun('broken')}; exit 3`, 60)]),
           op('heal-bad-success', [step(heal, 60)], { success_command: sh('echo cannot; exit 1') }),
@@ -84,7 +88,8 @@ export function rq(world: RepairWorld, args: string[]): Promise<CliResult> {
 export async function entries(world: RepairWorld): Promise<RepairQueueEntry[]> {
   const r = await rq(world, ['list']);
   if (r.code !== 0) throw new Error(`repair-queue list: exit ${r.code}: ${r.stderr}`);
-  return JSON.parse(r.stdout) as RepairQueueEntry[];
+  // ckecli prints an empty queue as null.
+  return (JSON.parse(r.stdout) as RepairQueueEntry[] | null) ?? [];
 }
 
 export async function entry(world: RepairWorld, index: string): Promise<RepairQueueEntry | undefined> {
