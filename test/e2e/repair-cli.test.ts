@@ -41,10 +41,13 @@ describe('repair-queue CLI habits (e2e)', function () {
     assert.doesNotMatch(r.stderr, /\n\s+at /, 'a stack trace');
   });
 
-  it('list: [] for a queue never started; for a closed one with no worker, an error naming the task queue', async () => {
+  it('list: null (as ckecli) and wait: empty, for a queue never started; for a closed one with no worker, an error naming the task queue', async () => {
     const r = await runTend(['repair-queue', 'list', '--config', world.config], { timeoutMs: 60_000 });
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(JSON.parse(r.stdout), []);
+    assert.equal(r.stdout.trim(), 'null');
+    const w = await runTend(['repair-queue', 'wait', '--config', world.config], { timeoutMs: 60_000 });
+    assert.equal(w.code, 0, w.stderr);
+    assert.equal(w.stdout.trim(), 'repair queue is empty');
     // A queue that ran and ended: only a worker can answer for it (it replays the queue).
     await temporalCli(['workflow', 'start', '--namespace', NAMESPACE, '--type', 'repairQueueWorkflow', '--workflow-id', 'repair-queue',
       '--task-queue', 'tend-repair-cli-nobody', '--input', '{"entries":[],"nextIndex":1,"enabled":true,"closing":{}}']);
@@ -62,6 +65,14 @@ describe('repair-queue CLI habits (e2e)', function () {
     const extra = await runTend(['repair-queue', 'add', 'heal', 'sim', '192.0.2.33', 'serial', 'more', '--config', world.config], { timeoutMs: 60_000 });
     assert.equal(extra.code, 2);
     assert.match(extra.stderr, /add: unexpected argument "more" \(usage: add <OPERATION> <MACHINE_TYPE> <ADDRESS> \[SERIAL\]\)/);
+  });
+
+  it("wait's options as ckecli's: a negative timeout or a zero interval is exit 2 before connecting", async () => {
+    for (const [option, value, message] of [['--timeout-seconds', '-3', /--timeout-seconds must be a whole number of seconds, 0 or more \(got "-3"\)/], ['--interval-seconds', '0', /--interval-seconds must be a whole number of at least 1/]] as const) {
+      const r = await runTend(['repair-queue', 'wait', '--config', unreachable, option, value], { timeoutMs: 60_000 });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, message);
+    }
   });
 
   it('a bad operation is exit 2 before connecting: Temporal unreachable does not hide it', async () => {
