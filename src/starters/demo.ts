@@ -30,7 +30,7 @@ export function quickStartHelp(info: Pick<SandboxInfo, 'webUi' | 'kubeconfig' | 
     '  ./bin/tend doctor                            # a workflow through Temporal, the worker and Kubernetes',
     '  ./bin/tend sandbox node stop sim-2           # stop a node\'s heartbeats: it gets tainted unreachable',
     '  ./bin/tend app restart demo/hello            # stop + start an App: new Deployment, new pods',
-    '  ./bin/tend repair-queue add reboot sim 10.88.0.2 && ./bin/tend repair-queue wait   # drain, repair, health check',
+    '  ./bin/tend repair-queue add reboot sim 10.88.0.2 && ./bin/tend repair-queue wait --finished   # drain, repair, health check',
     '  ./bin/tend weeder list                       # open weeder windows (fail etcd: see docs/weeder.md)',
     '  kubectl taint node sim-1 example.org/maintenance=:NoSchedule && ./bin/tend taint status   # managed pods replaced after 60 s',
     '  temporal workflow list                       # what tend ran',
