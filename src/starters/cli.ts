@@ -3,6 +3,7 @@
 // worker and the watcher. Exit codes: 0 ok, 1 failure, 2 usage or configuration.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/errors.ts';
 import { describeConfig, loadConfig, type Config } from '../config/load.ts';
 import { KubeUnreachableError } from '../kube/client.ts';
@@ -117,9 +118,17 @@ async function runParts(config: Config, parts: Parts, signal: AbortSignal, onWor
   if (failed) throw (failed as PromiseRejectedResult).reason;
 }
 
+/** `tend --version`: tend's own version, the Temporal SDK it runs on, and Node.js. */
+export function versionLine(): string {
+  const read = (path: string) => JSON.parse(readFileSync(fileURLToPath(new URL(path, import.meta.url)), 'utf8')) as { version: string };
+  const sdk = JSON.parse(readFileSync(fileURLToPath(import.meta.resolve('@temporalio/worker/package.json')), 'utf8')) as { version: string };
+  return `tend ${read('../../package.json').version} (Temporal SDK ${sdk.version}, Node.js ${process.version})`;
+}
+
 export function buildProgram(): Command {
   const program = new Command('tend')
     .description('durable Kubernetes remediation on Temporal')
+    .version(versionLine(), '-V, --version', 'print the version of tend, its Temporal SDK and Node.js')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
 
