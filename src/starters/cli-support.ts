@@ -33,6 +33,23 @@ export interface ConfigFlags {
   config?: string;
   configMap?: string;
   kubeconfig?: string;
+  context?: string;
+}
+
+/**
+ * --kubeconfig and --context choose the cluster, as kubectl's do: over the configuration's
+ * kubernetes section, for everything the command does (and for reading --config-map).
+ */
+function withCluster(config: Config, flags: ConfigFlags): Config {
+  if (flags.kubeconfig === undefined && flags.context === undefined) return config;
+  return {
+    ...config,
+    kubernetes: {
+      ...config.kubernetes,
+      ...(flags.kubeconfig !== undefined ? { kubeconfig: flags.kubeconfig } : {}),
+      ...(flags.context !== undefined ? { context: flags.context } : {}),
+    },
+  };
 }
 
 export const configOption = () => new Option('-c, --config <file>', 'configuration file').env('TEND_CONFIG');
@@ -41,8 +58,12 @@ export const configMapOption = () =>
 
 export async function configFrom(flags: ConfigFlags): Promise<Config> {
   if (flags.config && flags.configMap) throw new UsageError('give either --config or --config-map, not both');
-  if (flags.configMap) return loadConfig({ configMap: flags.configMap, kubeconfig: flags.kubeconfig });
-  if (flags.config) return loadConfig({ file: flags.config });
+  if (flags.configMap) {
+    return withCluster(await loadConfig({
+      configMap: flags.configMap, ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}), ...(flags.context ? { context: flags.context } : {}),
+    }), flags);
+  }
+  if (flags.config) return withCluster(await loadConfig({ file: flags.config }), flags);
   throw new UsageError('no configuration: give --config FILE (or set TEND_CONFIG), or --config-map NAMESPACE/NAME:KEY');
 }
 
@@ -69,15 +90,16 @@ export async function configOrSandbox(flags: ConfigFlags, opts: { orEnvironment?
   if (flags.config || flags.configMap) return configFrom(flags);
   const { currentSandbox } = await import('../sandbox/sandbox.ts');
   const info = await currentSandbox();
-  if (info) return loadConfig({ file: info.config });
-  if (opts.orEnvironment) return parseConfig('', 'the environment (no --config)');
+  if (info) return withCluster(await loadConfig({ file: info.config }), flags);
+  if (opts.orEnvironment) return withCluster(parseConfig('', 'the environment (no --config)'), flags);
   throw new UsageError('no configuration given and no sandbox set up: give --config FILE, or run `tend sandbox up`');
 }
 
-/** Adds --config, --config-map and --kubeconfig (for the ConfigMap) to a command. */
+/** Adds --config, --config-map, --kubeconfig and --context to a command. */
 export function withConfigOptions(cmd: Command): Command {
   return cmd
     .addOption(configOption())
     .addOption(configMapOption())
-    .option('--kubeconfig <file>', 'kubeconfig used to read --config-map');
+    .option('--kubeconfig <file>', 'kubeconfig file: the cluster for everything the command does (and where --config-map is read), over kubernetes.kubeconfig')
+    .option('--context <name>', 'context in that kubeconfig, over kubernetes.context');
 }
