@@ -18,6 +18,7 @@ import {
 import { registerCapabilityCommands } from './capability-commands.ts';
 import { registerSetupCommands } from './setup-commands.ts';
 import { registerSafetyCommands } from './safety-commands.ts';
+import { registerCompletionCommand } from './completion.ts';
 import { parseListenAddress, type ListenAddress } from '../http/address.ts';
 import type { Capability } from '../activities/index.ts';
 
@@ -246,6 +247,7 @@ export function buildProgram(): Command {
   registerCapabilityCommands(program);
   registerSafetyCommands(program);
   registerSetupCommands(program);
+  registerCompletionCommand(program);
   return program;
 }
 
