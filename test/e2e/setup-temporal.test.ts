@@ -3,7 +3,7 @@
 // the commands), and tend connects with only TEMPORAL_* variables or only a temporal CLI profile.
 // The repair queue of another task queue is refused, not waited on.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -108,8 +108,12 @@ describe('tend setup temporal and doctor on a namespace without tend', function 
       await client.workflow.start('repairQueueWorkflow', {
         taskQueue: 'tend-elsewhere', workflowId: 'repair-queue', args: [{ entries: [], nextIndex: 1, enabled: true, closing: {} }],
       });
+      // add checks its request against the configuration before connecting: this one can run reboot on qemu.
+      const withRepair = join(dir, 'with-repair.yaml');
+      writeFileSync(withRepair, `${readFileSync(config, 'utf8')}repair:\n  repair_procedures:\n    - machine_types: [qemu]\n` +
+        '      repair_operations:\n        - operation: reboot\n          repair_steps: [{ repair_command: [echo] }]\n          health_check_command: [echo, "true"]\n');
       for (const verb of [['list'], ['is-enabled'], ['add', 'reboot', 'qemu', '10.0.0.1']]) {
-        const r = await runTend(['repair-queue', ...verb, '-c', config], { env: onlyEnv(), timeoutMs: 60_000 });
+        const r = await runTend(['repair-queue', ...verb, '-c', withRepair], { env: onlyEnv(), timeoutMs: 60_000 });
         assert.equal(r.code, 1, `${verb.join(' ')}: ${r.stdout}${r.stderr}`);
         assert.match(r.stderr, /runs on task queue "tend-elsewhere", but this configuration's task queue is "tend"/);
       }
