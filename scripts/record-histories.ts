@@ -197,15 +197,7 @@ async function main() {
   const work = await mkdtemp(join(tmpdir(), 'tend-record-'));
 
   // Temporal: a dev server of our own, in memory, with a small history limit.
-  const temporalPort = await freePort();
-  const address = `127.0.0.1:${temporalPort}`;
-  const bin = (await ensureBinaries()).temporal;
-  const server = new Proc(bin, [
-    'server', 'start-dev', '--ip', '127.0.0.1', '--port', String(temporalPort), '--headless', '--log-level', 'error',
-    ...[TendCapability, TendTarget].flatMap((k) => ['--search-attribute', `${k.name}=Keyword`]),
-    ...[`limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW}`, 'limit.historyCount.warn=5000', 'limit.historyCount.error=10000']
-      .flatMap((v) => ['--dynamic-config-value', v]),
-  ]);
+  const { address, server } = await startDevServer();
   let tendRun: Proc | undefined;
   try {
     const connection = await waitFor('the dev server to answer', () => Connection.connect({ address }), 60_000);
@@ -395,10 +387,9 @@ async function driveSafety(client: Client, change: (i: number) => Promise<void>)
   }
 }
 
-/** `--only safety`: a dev server and a worker of this script's own; no sandbox (safetyWorkflow runs no activity). */
-async function recordSafetyOnly() {
+/** A dev server of this script's own, in memory, with a small history limit (continue-as-new within minutes). */
+async function startDevServer(): Promise<{ address: string; server: Proc }> {
   const temporalPort = await freePort();
-  const address = `127.0.0.1:${temporalPort}`;
   const bin = (await ensureBinaries()).temporal;
   const server = new Proc(bin, [
     'server', 'start-dev', '--ip', '127.0.0.1', '--port', String(temporalPort), '--headless', '--log-level', 'error',
@@ -406,6 +397,12 @@ async function recordSafetyOnly() {
     ...[`limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW}`, 'limit.historyCount.warn=5000', 'limit.historyCount.error=10000']
       .flatMap((v) => ['--dynamic-config-value', v]),
   ]);
+  return { address: `127.0.0.1:${temporalPort}`, server };
+}
+
+/** `--only safety`: a dev server and a worker of this script's own; no sandbox (safetyWorkflow runs no activity). */
+async function recordSafetyOnly() {
+  const { address, server } = await startDevServer();
   try {
     const connection = await waitFor('the dev server to answer', () => Connection.connect({ address }), 60_000);
     const client = new Client({ connection });

@@ -5,7 +5,8 @@
 import { Option, type Command } from 'commander';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { Config } from '../config/load.ts';
-import { kubeClients, loadKubeConfig, unreachableError } from '../kube/client.ts';
+import { kubeClients, loadKubeConfig, unreachableError, type KubeClients } from '../kube/client.ts';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { appScopeProblem, readApp } from '../activities/apps.ts';
 import { restartUpdate, startUpdate, stopUpdate, type AppCommandResult, type RestartRequest, type RestartStrategy } from '../apps/messages.ts';
 import { parseAppKey, type App } from '../apps/types.ts';
@@ -22,9 +23,14 @@ function target(text: string): { namespace: string; name: string } {
   return key;
 }
 
-async function existingApp(config: Config, namespace: string, name: string): Promise<App> {
+/** The cluster the command talks to: one KubeConfig and its clients, for the App's check and its progress. */
+function clusterOf(config: Config): { kc: KubeConfig; kube: KubeClients } {
   const kc = loadKubeConfig(config.kubernetes);
-  const app = await readApp(kubeClients(kc), namespace, name).catch((err: unknown) => {
+  return { kc, kube: kubeClients(kc) };
+}
+
+async function existingApp({ kc, kube }: ReturnType<typeof clusterOf>, namespace: string, name: string): Promise<App> {
+  const app = await readApp(kube, namespace, name).catch((err: unknown) => {
     throw unreachableError(kc, err) ?? err;
   });
   if (!app) throw new AppCommandError(`App ${namespace}/${name} not found (kubectl get apps.tend.dev -n ${namespace})`);
@@ -99,8 +105,7 @@ export function progressLine(app: App): string {
  * PROGRESS_MS, and once more at the end), like kubectl rollout status: an operator sees the restart move instead of
  * minutes of silence. A failed read is skipped (the command's own result says what went wrong).
  */
-async function withProgress<T>(config: Config, namespace: string, name: string, until: Promise<T>): Promise<T> {
-  const kube = kubeClients(loadKubeConfig(config.kubernetes));
+async function withProgress<T>(kube: KubeClients, namespace: string, name: string, until: Promise<T>): Promise<T> {
   const t0 = Date.now();
   const say = (line: string) => console.error(`${namespace}/${name} (${Math.round((Date.now() - t0) / 1000)}s): ${line}`);
   let last = '';
@@ -148,12 +153,13 @@ export function registerAppCommands(program: Command): void {
       // The worker would refuse it too; refused here first, before anything is sent.
       const problem = appScopeProblem(config.apps, namespace, name);
       if (problem) throw new UsageError(`refused: ${problem}`);
-      await existingApp(config, namespace, name);
+      const cluster = clusterOf(config);
+      await existingApp(cluster, namespace, name);
       const client = await connectClient(config.temporal);
       try {
         const req = verb === 'restart' ? { strategy: flags.strategy, timeoutSeconds: flags.timeout } : undefined;
         // The workflow bounds a restart's wait itself; the client allows a little more, for a missing worker.
-        const result = await withProgress(config, namespace, name,
+        const result = await withProgress(cluster.kube, namespace, name,
           sendAppCommand(client, config.temporal.taskQueue, namespace, name, verb, req, (flags.timeout + 15) * 1000));
         (result.ok ? console.log : console.error)(describeResult(`${namespace}/${name}`, result));
         if (!result.ok) process.exitCode = EXIT_FAILURE;
@@ -170,7 +176,7 @@ export function registerAppCommands(program: Command): void {
       const config = await configOrSandbox(flags);
       const problem = appScopeProblem(config.apps, namespace, name);
       if (problem) throw new UsageError(`refused: ${problem}`);
-      const found = await existingApp(config, namespace, name);
+      const found = await existingApp(clusterOf(config), namespace, name);
       console.log(flags.json ? JSON.stringify({ metadata: { annotations: found.metadata.annotations, generation: found.metadata.generation }, spec: found.spec, status: found.status ?? {} }, null, 2) : formatStatus(found));
     });
 }

@@ -7,6 +7,7 @@ import type { AppsConfig } from '../config/apps.ts';
 import { errorMessage } from '../kube/api.ts';
 import { kubeClients } from '../kube/client.ts';
 import { log, type Logger } from '../log.ts';
+import { abortableSleep } from '../sleep.ts';
 import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { appChangedSignal, appDeletedSignal, type AppChanged } from '../apps/messages.ts';
@@ -241,17 +242,4 @@ export class AppNotifier {
     const r = this.reported.get(key);
     return r?.uid === uid ? r.report : undefined;
   }
-}
-
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -4,6 +4,7 @@
 // unless a newer version is current already (docs/upgrading.md says why).
 import type { NativeConnection } from '@temporalio/worker';
 import { log } from '../log.ts';
+import { abortableSleep } from '../sleep.ts';
 
 export interface DeploymentSettings {
   /** The Worker Deployment's name. */
@@ -86,15 +87,6 @@ function viewOf(res: Awaited<ReturnType<typeof describe>>): DeploymentView | und
   };
 }
 
-const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
-  const t = setTimeout(done, ms);
-  function done() {
-    clearTimeout(t);
-    signal.removeEventListener('abort', done);
-    resolve();
-  }
-  signal.addEventListener('abort', done, { once: true });
-});
 
 /**
  * Makes this worker's version current when promotionStep says so, retrying (1 s doubling to 30 s)
@@ -136,7 +128,7 @@ export async function promoteVersion(connection: NativeConnection, namespace: st
     // Each problem is logged once, not at every retry.
     if (problem !== lastProblem) log.info({ ...where, problem }, 'worker deployment: not current yet; trying again');
     lastProblem = problem;
-    await sleep(delay, signal);
+    await abortableSleep(delay, signal);
     delay = Math.min(delay * 2, 30_000);
   }
   return 'stopped';

@@ -36,7 +36,14 @@ const fingerprintPath = (bundle: string) => bundle.replace(/\.js$/, '.fingerprin
  * workflows and whatever they import) and the SDK's version. Conservative: any source change
  * makes the bundle stale.
  */
-export async function workflowSourcesFingerprint(): Promise<string> {
+export function workflowSourcesFingerprint(): Promise<string> {
+  // Once per process: the worker asks for it twice at start-up (the bundle check, the build id).
+  fingerprint ??= computeFingerprint();
+  return fingerprint;
+}
+let fingerprint: Promise<string> | undefined;
+
+async function computeFingerprint(): Promise<string> {
   const hash = createHash('sha256');
   const walk = async (dir: string): Promise<string[]> => (await Promise.all(
     (await readdir(dir, { withFileTypes: true })).map((e) => {
