@@ -22,6 +22,7 @@ import {
   APP_API_VERSION, APP_GROUP, APP_KIND, APP_PLURAL, APP_REV, APP_VERSION, LAST_STOP_APP_REV, parseAppKey, type App,
 } from '../apps/types.ts';
 import { appSelector, desiredDeployments, ownedBy, planWorkloads } from '../apps/workloads.ts';
+import type { SafetyGates } from './safety-gate.ts';
 
 export interface ReconcileAppInput {
   namespace: string;
@@ -86,7 +87,7 @@ export function appScopeProblem(apps: AppsConfig | undefined, namespace: unknown
   return undefined;
 }
 
-export function createAppActivities(kube: KubeClients, apps?: AppsConfig) {
+export function createAppActivities(kube: KubeClients, apps?: AppsConfig, _gates?: SafetyGates) {
   const inScope = (namespace: unknown, name: unknown) => {
     const problem = appScopeProblem(apps, namespace, name);
     if (problem) throw ApplicationFailure.nonRetryable(`refused: ${problem}; nothing was read or changed`, APPS_REFUSED);

@@ -7,7 +7,7 @@ import { createClusterActivities } from './cluster.ts';
 import { createRepairActivities, REPAIR_COMMAND_ACTIVITIES } from './repair.ts';
 import { createTaintActivities } from './taint.ts';
 import { createWeederActivities } from './weeder.ts';
-import type { PauseGate } from './pause-gate.ts';
+import type { ModeGate, PauseGate, SafetyGates } from './safety-gate.ts';
 
 /** The capability sections of the worker's own configuration. */
 export type WorkerSections = Pick<Config, 'weeder' | 'taintReplacement' | 'apps' | 'repair'>;
@@ -23,7 +23,13 @@ export interface ActivityDeps {
   config: WorkerSections;
   /** The durable pause, asked right before each destructive write (absent: never paused). */
   pause?: PauseGate;
+  /** The capabilities' modes (act or observe), asked right before each destructive write (absent: act). */
+  modes?: ModeGate;
 }
+
+const gatesOf = (deps: { pause?: PauseGate; modes?: ModeGate }): SafetyGates => ({
+  ...(deps.pause ? { pause: deps.pause } : {}), ...(deps.modes ? { modes: deps.modes } : {}),
+});
 
 /** The capabilities a worker can be limited to (`tend worker --capabilities`). */
 export const CAPABILITIES = ['weeder', 'taint', 'apps', 'repair'] as const;
@@ -41,11 +47,11 @@ export interface ActivityOptions {
 
 export function createActivities(deps: ActivityDeps) {
   return {
-    ...createAppActivities(deps.kube, deps.config.apps),
+    ...createAppActivities(deps.kube, deps.config.apps, gatesOf(deps)),
     ...createClusterActivities(deps.kube),
-    ...createRepairActivities(deps.kube, deps.config.repair),
-    ...createTaintActivities(deps.kube, deps.config.taintReplacement, deps.pause),
-    ...createWeederActivities(deps.kube, deps.config.weeder),
+    ...createRepairActivities(deps.kube, deps.config.repair, 'main', gatesOf(deps)),
+    ...createTaintActivities(deps.kube, deps.config.taintReplacement, gatesOf(deps)),
+    ...createWeederActivities(deps.kube, deps.config.weeder, gatesOf(deps)),
   };
 }
 
@@ -56,20 +62,20 @@ export type Activities = ReturnType<typeof createActivities>;
  * the named capabilities' (with the cluster checks), or, on the worker that
  * polls repair.taskQueue, only the repair command activities.
  */
-export function workerActivities(deps: { kube?: KubeClients; config: WorkerSections; pause?: PauseGate }, opts: ActivityOptions = {}): Partial<Activities> {
+export function workerActivities(deps: { kube?: KubeClients; config: WorkerSections; pause?: PauseGate; modes?: ModeGate }, opts: ActivityOptions = {}): Partial<Activities> {
   if (opts.repairCommandsOnly) {
-    const repair = createRepairActivities(undefined, deps.config.repair, 'commands');
+    const repair = createRepairActivities(undefined, deps.config.repair, 'commands', gatesOf(deps));
     return Object.fromEntries(REPAIR_COMMAND_ACTIVITIES.map((name) => [name, repair[name]])) as Partial<Activities>;
   }
   if (!deps.kube) throw new Error('workerActivities: a Kubernetes connection is needed for these activities');
   const kube = deps.kube;
   const wanted = new Set<Capability>(opts.capabilities ?? CAPABILITIES);
   return {
-    ...(wanted.has('apps') ? createAppActivities(kube, deps.config.apps) : {}),
+    ...(wanted.has('apps') ? createAppActivities(kube, deps.config.apps, gatesOf(deps)) : {}),
     ...createClusterActivities(kube),
-    ...(wanted.has('repair') ? createRepairActivities(kube, deps.config.repair) : {}),
-    ...(wanted.has('taint') ? createTaintActivities(kube, deps.config.taintReplacement, deps.pause) : {}),
-    ...(wanted.has('weeder') ? createWeederActivities(kube, deps.config.weeder) : {}),
+    ...(wanted.has('repair') ? createRepairActivities(kube, deps.config.repair, 'main', gatesOf(deps)) : {}),
+    ...(wanted.has('taint') ? createTaintActivities(kube, deps.config.taintReplacement, gatesOf(deps)) : {}),
+    ...(wanted.has('weeder') ? createWeederActivities(kube, deps.config.weeder, gatesOf(deps)) : {}),
   };
 }
 

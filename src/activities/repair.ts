@@ -26,6 +26,7 @@ import { addInputSchema, check, entryKeySchema, indexSchema, MAX_REQUESTS_PER_AD
 import { recordEvent } from '../kube/events.ts';
 import { log } from '../log.ts';
 import { repairCommands } from '../metrics/registry.ts';
+import type { SafetyGates } from './safety-gate.ts';
 
 /** One run of argv + address in its own process group (no entry lock): for benchmarks and tools. */
 export function runOnce(command: string[], address: string, timeoutSeconds: number, signal?: AbortSignal): Promise<RunResult> {
@@ -174,7 +175,7 @@ export const REPAIR_COMMAND_ACTIVITIES = ['repairRunCommand', 'repairWatchHealth
  */
 export type RepairRole = 'main' | 'commands';
 
-export function createRepairActivities(kube: KubeClients | undefined, config?: RepairConfig, role: RepairRole = 'main') {
+export function createRepairActivities(kube: KubeClients | undefined, config?: RepairConfig, role: RepairRole = 'main', _gates?: SafetyGates) {
   function kubeOrRefuse(): KubeClients {
     if (!kube) notConfigured('this worker runs repair commands only (repair.taskQueue); it has no Kubernetes connection');
     return kube;

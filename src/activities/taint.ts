@@ -18,7 +18,7 @@ import { toSelectorString, type LabelSelector } from '../config/label-selector.t
 import type { ConditionWrite, ListedPod, OwnerRef, TaintSettings } from '../taint/node.ts';
 import { controllerWhole } from '../taint/replace.ts';
 import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metrics/registry.ts';
-import { pauseHold, type PauseGate } from './pause-gate.ts';
+import { pauseHold, type SafetyGates } from './safety-gate.ts';
 
 export const DETECTED = 'NodeTaintDetected';
 export const REPLACING = 'NodeTaintReplacing';
@@ -78,7 +78,8 @@ async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => 
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-export function createTaintActivities(kube: KubeClients, config?: TaintReplacementConfig, pause?: PauseGate) {
+export function createTaintActivities(kube: KubeClients, config?: TaintReplacementConfig, gates?: SafetyGates) {
+  const pause = gates?.pause;
   /** The worker's own taintReplacement section, or a refusal when it has none (or it is off). */
   const configured = (): TaintReplacementConfig => {
     if (!config || !taintReplacementActive(config)) {

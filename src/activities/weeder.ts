@@ -31,6 +31,7 @@ import { controllerOf, decidePod, isDependant } from '../weeder/crashloop.ts';
 import { SERVICE_NAME_LABEL, serviceReady } from '../weeder/readiness.ts';
 import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
 import type { Candidate, PodSeen, WatchOutput, WeedOutcome } from '../weeder/window.ts';
+import type { SafetyGates } from './safety-gate.ts';
 
 /** The failure type of every weeder refusal (a Service or namespace outside the configuration). */
 export const WEEDER_REFUSED = 'WeederRefused';
@@ -74,7 +75,7 @@ function targetOf(config: WeederConfig | undefined, namespace: unknown, service:
   return r.target;
 }
 
-export function createWeederActivities(kube: KubeClients, config?: WeederConfig) {
+export function createWeederActivities(kube: KubeClients, config?: WeederConfig, _gates?: SafetyGates) {
   return {
     /**
      * What the worker's configuration says of a Service: the window's length

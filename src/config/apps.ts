@@ -3,8 +3,11 @@
 // `namespaces` limits the watcher to those namespaces (all when absent).
 import { z } from 'zod';
 import { dns1123LabelProblem, kubeNameSchema } from './kube-names.ts';
+import { modeSchema } from './mode.ts';
 
 export const appsSchema = z.strictObject({
+  /** act (default: the top-level mode) or observe: record what would be written, write nothing. */
+  mode: modeSchema.optional(),
   namespaces: z
     .array(kubeNameSchema(dns1123LabelProblem))
     .min(1, 'must list at least one namespace, or be left out to watch all of them')

@@ -12,14 +12,27 @@ import { dns1123LabelProblem, dns1123SubdomainProblem } from './kube-names.ts';
 import { issueMessage, pathString, problemsOf, type DocumentPath } from './problems.ts';
 import { configSchema, temporalOrigins, type Config } from './schema.ts';
 import { sections, type Section, type SectionName } from './sections.ts';
+import { modesOf, type ModeCapability } from './mode.ts';
+
+const MODE_CAPABILITY_OF: Record<SectionName, ModeCapability> = { weeder: 'weeder', taintReplacement: 'taint', apps: 'apps', repair: 'repair' };
 
 export type { Config } from './schema.ts';
 
 export type ConfigSource = { file: string } | ({ configMap: string } & KubeOptions);
 
 export async function loadConfig(source: ConfigSource): Promise<Config> {
-  if ('file' in source) return parseConfig(await readConfigFile(source.file), source.file);
-  return parseConfig(await readConfigMap(source), `configmap ${source.configMap}`);
+  const config = 'file' in source
+    ? parseConfig(await readConfigFile(source.file), source.file)
+    : parseConfig(await readConfigMap(source), `configmap ${source.configMap}`);
+  // Kept on the object (a symbol: copied by spreads, never printed) so a worker can read it again.
+  return Object.assign(config, { [CONFIG_SOURCE]: source });
+}
+
+const CONFIG_SOURCE = Symbol('tend.configSource');
+
+/** Where `config` was read from (loadConfig), so that it can be read again; undefined for parsed text. */
+export function sourceOf(config: Config): ConfigSource | undefined {
+  return (config as Config & { [CONFIG_SOURCE]?: ConfigSource })[CONFIG_SOURCE];
 }
 
 /** Parses and validates config text; `origin` names where it came from in errors. */
@@ -181,11 +194,13 @@ export function describeConfig(config: Config): string {
     lines.splice(1, 0, `worker versioning: deployment ${d.name}, build id ${d.buildId ?? 'from the code\'s fingerprint'}, ` +
       (d.promote === 'newest' ? 'made current when it is the newest version' : 'made current by the operator'));
   }
+  const modes = modesOf(config);
   for (const [name, section] of Object.entries(sections)) {
     const value = config[name as SectionName];
     // Each section describes its own value; the union of them is not worth spelling out to the compiler.
     const describe = (section as Section<z.ZodType>).describe;
-    lines.push(`${name}: ${value === undefined ? 'off' : describe(value)}`);
+    const observed = value !== undefined && modes[MODE_CAPABILITY_OF[name as SectionName]] === 'observe' ? ' (observe mode: records what it would do, writes nothing)' : '';
+    lines.push(`${name}: ${value === undefined ? 'off' : describe(value)}${observed}`);
   }
   return lines.join('\n');
 }

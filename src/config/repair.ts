@@ -5,6 +5,7 @@
 // timeout, intervals, back-off) so tests run fast with the same formulas.
 import { z } from 'zod';
 import { labelSelectorSchema } from './label-selector.ts';
+import { modeSchema } from './mode.ts';
 
 const commandSchema = z
   .array(z.string().min(1, 'must not be empty'))
@@ -50,6 +51,8 @@ export const repairProcedureSchema = z.strictObject({
 });
 
 export const repairSchema = z.strictObject({
+  /** tend's addition: act (default: the top-level mode) or observe: entries advance, no cordon, eviction or command. */
+  mode: modeSchema.optional(),
   repair_procedures: z.array(repairProcedureSchema).min(1, 'must list at least one repair procedure')
     .superRefine((procs, ctx) => {
       const seen = new Set<string>();

@@ -9,6 +9,7 @@ import { loadClientConfigProfile, type ClientConfigProfile, type ClientConfigTLS
 import { z } from 'zod';
 import { dns1123LabelProblem, kubeNameSchema } from './kube-names.ts';
 import { sections, type SectionName } from './sections.ts';
+import { modeSchema } from './mode.ts';
 
 // host:port, the host a name, an IPv4 address or a bracketed IPv6 address.
 const hostPort = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):(\d+)$/;
@@ -351,6 +352,8 @@ const sectionsShape = Object.fromEntries(
 ) as SectionsShape;
 
 export const configSchema = z.strictObject({
+  /** Every capability's mode unless its section sets its own (src/config/mode.ts). */
+  mode: modeSchema.optional(),
   temporal: temporalSchema.prefault({}),
   kubernetes: kubernetesSchema.prefault({}),
   http: httpSchema.prefault({}),

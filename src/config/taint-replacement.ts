@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { dns1123LabelProblem, kubeNameSchema, labelKeyProblem } from './kube-names.ts';
 import { labelSelectorSchema } from './label-selector.ts';
+import { modeSchema } from './mode.ts';
 
 /** A taint key, or `*` for every key without an exact entry. */
 const taintKeySchema = kubeNameSchema((key) => {
@@ -35,6 +36,8 @@ export const taintBreakerSchema = z.strictObject({
 
 export const taintReplacementSchema = z
   .strictObject({
+    /** act (default: the top-level mode) or observe: record the evictions, evict nothing. tend's addition. */
+    mode: modeSchema.optional(),
     enabled: z.boolean().default(true),
     taintReplacementOptions: z.array(taintReplacementOptionSchema).superRefine((options, ctx) => {
       const seen = new Map<string, number>();

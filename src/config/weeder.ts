@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { positiveGoDurationSchema } from './duration.ts';
 import { dns1123LabelProblem, kubeNameSchema } from './kube-names.ts';
 import { labelSelectorSchema } from './label-selector.ts';
+import { modeSchema } from './mode.ts';
 
 // Services are named by DNS-1123 labels (DNS-1035 before Kubernetes 1.34's
 // relaxed validation); the wider rule is kept so newer clusters' names pass.
@@ -19,6 +20,8 @@ export const dependantSelectorsSchema = z.strictObject({
 });
 
 export const weederSchema = z.strictObject({
+  /** act (default: the top-level mode) or observe: record the deletions, delete nothing. tend's addition. */
+  mode: modeSchema.optional(),
   watchDuration: positiveGoDurationSchema.prefault('5m'),
   servicesAndDependantSelectors: z
     .record(serviceNameSchema, dependantSelectorsSchema)

@@ -222,3 +222,51 @@ export async function tendMetrics(): Promise<string> {
   await Promise.allSettled([...beforeScrape].map((r) => r()));
   return registry.metrics();
 }
+
+// --- observe mode (src/activities/safety-gate.ts, src/safety/modes.ts) --------
+
+/** What each capability would have done in observe mode: tend_<capability>_would_<action>_total. */
+export const WOULD_ACTIONS = {
+  weeder: ['delete'],
+  taint: ['evict'],
+  apps: ['write'],
+  repair: ['cordon', 'evict', 'delete', 'command', 'uncordon'],
+} as const;
+export type WouldCapability = keyof typeof WOULD_ACTIONS;
+
+const wouldHelp: Record<string, string> = {
+  'weeder/delete': 'Crash-looping dependants a weeder window would have deleted, in observe mode (nothing deleted).',
+  'taint/evict': 'Pods taint replacement would have evicted, in observe mode (nothing evicted).',
+  'apps/write': 'Deployment and App writes an App would have made, in observe mode, by kind and verb (nothing written).',
+  'repair/cordon': 'Nodes a repair would have cordoned, in observe mode (nothing cordoned).',
+  'repair/evict': 'Pods a repair drain would have evicted, in observe mode.',
+  'repair/delete': 'Pods a repair drain would have deleted (unprotected, not evictable), in observe mode.',
+  'repair/command': 'Repair and success commands a repair would have run, in observe mode (health checks run: they only read).',
+  'repair/uncordon': 'Nodes a repair would have uncordoned, in observe mode.',
+};
+
+export const wouldCounters = new Map<string, Counter<string>>(
+  Object.entries(WOULD_ACTIONS).flatMap(([capability, actions]) => actions.map((action) => [
+    `${capability}/${action}`,
+    new Counter({
+      name: `tend_${capability}_would_${action}_total`,
+      help: wouldHelp[`${capability}/${action}`]!,
+      labelNames: ['namespace', 'kind', 'verb'] as const,
+      registers,
+    }),
+  ])),
+);
+
+export const modeGauge = new Gauge({
+  name: 'tend_mode',
+  help: '1 for the mode each capability is in now (act or observe), as this worker read its configuration last; 0 for the other.',
+  labelNames: ['capability', 'mode'] as const,
+  registers,
+});
+
+export const configReloads = new Counter({
+  name: 'tend_config_reloads_total',
+  help: 'Readings of the configuration after start-up (SIGHUP or the periodic check), by result: changed (a mode changed), unchanged, invalid (kept the last good one), restart (other fields changed: they need a restart).',
+  labelNames: ['result'] as const,
+  registers,
+});

@@ -16,6 +16,9 @@ import { connectNative, type TemporalSettings } from '../temporal/connection.ts'
 import { log } from '../log.ts';
 import { buildIdOf, promoteVersion } from './versioning.ts';
 import { describeReader, PauseState } from '../safety/pause.ts';
+import { ModeState } from '../safety/modes.ts';
+import { loadConfig, sourceOf } from '../config/load.ts';
+import type { Config } from '../config/schema.ts';
 import type { WorkerSections } from '../activities/index.ts';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -168,16 +171,21 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
   const deployment = commandsOnly ? undefined : opts.temporal.deployment;
   const buildId = deployment && (deployment.buildId ?? buildIdOf(await workflowSourcesFingerprint()));
   // The durable pause (`tend pause`), read every 250 ms; activities ask it right before a
-  // destructive write (src/activities/pause-gate.ts).
+  // destructive write (src/activities/safety-gate.ts).
   const pause = new PauseState({ read: describeReader(connection.workflowService, opts.temporal.namespace) });
   pause.start();
+  // The modes (act or observe), read again on SIGHUP and every few seconds from where the
+  // configuration came from: a switch applies to the next write, no restart (docs/safety.md).
+  const source = sourceOf(opts as Config);
+  const modes = new ModeState(opts, source ? { reload: () => loadConfig(source) } : {});
+  modes.start();
   try {
     const worker = await bundlingExplained(code, () => Worker.create({
       connection,
       namespace: opts.temporal.namespace,
       taskQueue: plan.taskQueue,
       ...code,
-      activities: workerActivities({ ...(kc ? { kube: kubeClients(kc) } : {}), config: opts, pause },
+      activities: workerActivities({ ...(kc ? { kube: kubeClients(kc) } : {}), config: opts, pause, modes },
         commandsOnly ? { repairCommandsOnly: true } : { ...(plan.capabilities ? { capabilities: plan.capabilities } : {}) }),
       shutdownGraceTime: opts.repair ? `${SHUTDOWN_GRACE_SECONDS}s` : 0,
       ...(deployment && buildId ? {
@@ -236,6 +244,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
     log.info('worker stopped');
   } finally {
     pause.stop();
+    modes.stop();
     await connection.close();
   }
 }

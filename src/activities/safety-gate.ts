@@ -1,0 +1,81 @@
+// What a destructive activity asks right before it writes: may this capability
+// act now? Two switches answer (docs/safety.md):
+// - the capability's mode (`mode: act | observe` in the worker's own
+//   configuration, read again when it changes: src/safety/modes.ts): in observe
+//   mode the write is replaced by a record of it (`recordWould`);
+// - the durable pause (`tend pause`, src/safety/pause.ts): while paused, or
+//   while the pause state cannot be confirmed, the write waits.
+// Observe is asked first: it never writes, so a pause has nothing to stop.
+// Activities built without gates (tests of the activities alone) act as before.
+import { describeCheck, type PauseCheck } from '../safety/pause.ts';
+import type { PausableCapability } from '../safety/messages.ts';
+import type { Mode } from '../config/mode.ts';
+import { recordEvent, type EventTarget } from '../kube/events.ts';
+import type { KubeClients } from '../kube/client.ts';
+import { log } from '../log.ts';
+import { wouldCounters, type WOULD_ACTIONS } from '../metrics/registry.ts';
+
+export interface PauseGate {
+  check(capability: PausableCapability): PauseCheck;
+}
+
+export interface ModeGate {
+  mode(capability: PausableCapability): Mode;
+}
+
+export interface SafetyGates {
+  pause?: PauseGate;
+  modes?: ModeGate;
+}
+
+/** Why a write must not happen now: observe mode (record it instead), or paused (hold it and retry). */
+export type WriteHold = { kind: 'observe'; message: string } | { kind: 'paused'; message: string };
+
+/** What stops `capability` from writing now, or undefined when it may write. */
+export function writeHold(gates: SafetyGates | undefined, capability: PausableCapability): WriteHold | undefined {
+  if (gates?.modes?.mode(capability) === 'observe') return { kind: 'observe', message: `${capability} is in observe mode: recorded, not done` };
+  const held = pauseHold(gates?.pause, capability);
+  return held === undefined ? undefined : { kind: 'paused', message: held };
+}
+
+/** Why `capability` must not write now (paused, or the pause state unknown), or undefined when it may. */
+export function pauseHold(gate: PauseGate | undefined, capability: PausableCapability): string | undefined {
+  if (!gate) return undefined;
+  const c = gate.check(capability);
+  return c.state === 'acting' ? undefined : `${capability}: ${describeCheck(c)}`;
+}
+
+type ActionOf<C extends keyof typeof WOULD_ACTIONS> = (typeof WOULD_ACTIONS)[C][number];
+
+export interface WouldRecord<C extends keyof typeof WOULD_ACTIONS> {
+  capability: C;
+  action: ActionOf<C>;
+  /** The object the write was for (the pod, the Node, the App). */
+  regarding: EventTarget;
+  related?: EventTarget;
+  /** What would have been done and why: "would delete pod shop/web-1: CrashLoopBackOff while shop/db became ready". */
+  note: string;
+  /** One Event per occurrence (see recordEvent): e.g. workflow id + pod uid. */
+  dedupKey: string;
+  /** Metric labels beyond the namespace: the kind and verb of an App write. */
+  kind?: string;
+  verb?: string;
+}
+
+/**
+ * The record observe mode leaves instead of a write: a Kubernetes Event on the
+ * object (reason Would<Action>, action Observe), a log line, and the
+ * tend_<capability>_would_<action>_total counter. Never throws: a record that
+ * cannot be written is logged, the workflow still learns what would have happened.
+ */
+export async function recordWould<C extends keyof typeof WOULD_ACTIONS>(kube: KubeClients | undefined, r: WouldRecord<C>): Promise<void> {
+  wouldCounters.get(`${r.capability}/${r.action}`)?.inc({ namespace: r.regarding.namespace ?? '', kind: r.kind ?? r.regarding.kind, verb: r.verb ?? r.action });
+  log.info({ capability: r.capability, action: r.action, object: `${r.regarding.kind} ${r.regarding.namespace ? `${r.regarding.namespace}/` : ''}${r.regarding.name}` }, `observe mode: ${r.note}`);
+  if (!kube) return;
+  const reason = `Would${r.action[0]!.toUpperCase()}${r.action.slice(1)}`;
+  try {
+    await recordEvent(kube, { regarding: r.regarding, ...(r.related ? { related: r.related } : {}), reason, action: 'Observe', note: r.note, dedupKey: `would/${r.dedupKey}` });
+  } catch (err) {
+    log.warn({ err: (err as Error).message, reason }, 'observe mode: the Event could not be recorded');
+  }
+}
