@@ -45,6 +45,10 @@ export function pauseHold(gate: PauseGate | undefined, capability: PausableCapab
   return c.state === 'acting' ? undefined : `${capability}: ${describeCheck(c)}`;
 }
 
+/** The occurrences this process has recorded (by dedupKey), so that each is counted and logged once. */
+const recorded = new Set<string>();
+const RECORDED_MAX = 10_000;
+
 type ActionOf<C extends keyof typeof WOULD_ACTIONS> = (typeof WOULD_ACTIONS)[C][number];
 
 export interface WouldRecord<C extends keyof typeof WOULD_ACTIONS> {
@@ -69,6 +73,10 @@ export interface WouldRecord<C extends keyof typeof WOULD_ACTIONS> {
  * cannot be written is logged, the workflow still learns what would have happened.
  */
 export async function recordWould<C extends keyof typeof WOULD_ACTIONS>(kube: KubeClients | undefined, r: WouldRecord<C>): Promise<void> {
+  // The same occurrence asked again (a workflow re-checking what it observed): recorded once.
+  if (recorded.has(r.dedupKey)) return;
+  if (recorded.size >= RECORDED_MAX) recorded.clear();
+  recorded.add(r.dedupKey);
   wouldCounters.get(`${r.capability}/${r.action}`)?.inc({ namespace: r.regarding.namespace ?? '', kind: r.kind ?? r.regarding.kind, verb: r.verb ?? r.action });
   log.info({ capability: r.capability, action: r.action, object: `${r.regarding.kind} ${r.regarding.namespace ? `${r.regarding.namespace}/` : ''}${r.regarding.name}` }, `observe mode: ${r.note}`);
   if (!kube) return;

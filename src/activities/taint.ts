@@ -18,7 +18,7 @@ import { toSelectorString, type LabelSelector } from '../config/label-selector.t
 import type { ConditionWrite, ListedPod, OwnerRef, TaintSettings } from '../taint/node.ts';
 import { controllerWhole } from '../taint/replace.ts';
 import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metrics/registry.ts';
-import { pauseHold, type SafetyGates } from './safety-gate.ts';
+import { recordWould, writeHold, type SafetyGates } from './safety-gate.ts';
 
 export const DETECTED = 'NodeTaintDetected';
 export const REPLACING = 'NodeTaintReplacing';
@@ -38,8 +38,8 @@ const refuse = (what: string): never => {
   throw ApplicationFailure.nonRetryable(`refused: ${what}; nothing was changed`, TAINT_REFUSED);
 };
 
-/** An eviction's outcome; 'paused': not asked, evictions are paused (`tend pause`). */
-export type EvictResult = EvictOutcome | { outcome: 'paused'; message: string };
+/** An eviction's outcome; 'paused': not asked, evictions are paused (`tend pause`); 'observed': not asked, recorded (observe mode). */
+export type EvictResult = EvictOutcome | { outcome: 'paused'; message: string } | { outcome: 'observed'; message: string };
 
 export interface AwaitReplacementInput {
   namespace: string;
@@ -79,7 +79,6 @@ async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => 
 }
 
 export function createTaintActivities(kube: KubeClients, config?: TaintReplacementConfig, gates?: SafetyGates) {
-  const pause = gates?.pause;
   /** The worker's own taintReplacement section, or a refusal when it has none (or it is off). */
   const configured = (): TaintReplacementConfig => {
     if (!config || !taintReplacementActive(config)) {
@@ -328,18 +327,32 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
      * budgets) is returned, not thrown: the workflow retries it with its own
      * back-off and shows it in its status.
      */
-    async evictPod(input: { node: string; namespace: string; name: string; uid: string }): Promise<EvictResult> {
+    async evictPod(input: { node: string; namespace: string; name: string; uid: string; observed?: boolean }): Promise<EvictResult> {
       const c = configured();
       const node = nodeName(input?.node);
-      if (!(await checkedPod(c, node, input, true, (n) => configuredTaints(c, n)))) {
+      let taints: MatchedTaint[] = [];
+      if (!(await checkedPod(c, node, input, true, async (n) => (taints = await configuredTaints(c, n))))) {
         taintEvictions.inc({ outcome: 'gone' });
         return { outcome: 'gone' };
       }
-      // Right before the write: paused (or a pause state that cannot be confirmed) asks nothing.
-      const held = pauseHold(pause, 'taint');
-      if (held) {
+      // Right before the write: observe mode records it; paused (or a pause state that cannot be
+      // confirmed) asks nothing.
+      const hold = writeHold(gates, 'taint');
+      if (hold?.kind === 'observe') {
+        const note = `would evict pod ${input.namespace}/${input.name} from node ${node}: tainted ${taints.map((t) => t.key).join(', ')}`;
+        // Asked again while observing (the workflow says so): recorded once per pod.
+        if (input.observed !== true) {
+          taintEvictions.inc({ outcome: 'observed' });
+          await recordWould(kube, {
+            capability: 'taint', action: 'evict', note, dedupKey: `taint/${input.uid}`,
+            regarding: { apiVersion: 'v1', kind: 'Pod', namespace: input.namespace, name: input.name, uid: input.uid },
+          });
+        }
+        return { outcome: 'observed', message: `observe mode: ${note}` };
+      }
+      if (hold) {
         taintEvictions.inc({ outcome: 'paused' });
-        return { outcome: 'paused', message: held };
+        return { outcome: 'paused', message: hold.message };
       }
       // UID-bound (a namesake is never evicted); a PodDisruptionBudget's refusal is 'blocked'.
       const result = await evictPodOnce(kube, { namespace: input.namespace, name: input.name, uid: input.uid });

@@ -120,6 +120,7 @@ export function grantsFor(config: Sections, opts: RbacOptions = {}): Grant[] {
           rule([core], ['pods/status'], ['patch'], 'conditions NodeTaintDetected and NodeTaintReplacing on managed pods'),
           rule([core], ['pods/eviction'], ['create'], 'replacement through the Eviction API, so PodDisruptionBudgets hold'),
           rule(['apps'], ['replicasets', 'statefulsets'], ['get'], "a replacement ends early when the pod's controller is gone"),
+          rule(['events.k8s.io'], ['events'], ['create'], 'in observe mode, an Event (WouldEvict) on each pod it would evict'),
         ],
       });
     }

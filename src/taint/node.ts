@@ -77,6 +77,8 @@ export interface PodEntry {
   retryAt?: number;
   evictedAt?: number;
   lastError?: string;
+  /** Its eviction was recorded in observe mode (a WouldEvict Event): not recorded again. */
+  observed?: boolean;
 }
 
 export interface NodeTaintData {

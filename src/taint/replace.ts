@@ -164,10 +164,19 @@ export type EvictOutcome =
   /** The activity gave up (its retries exhausted): whether the pod was evicted is unknown. */
   | { outcome: 'failed'; message: string }
   /** Not asked: evictions are paused (`tend pause`), or the pause state could not be confirmed. */
-  | { outcome: 'paused'; message: string };
+  | { outcome: 'paused'; message: string }
+  /** Not asked: taint replacement is in observe mode; the eviction was recorded (a WouldEvict Event). */
+  | { outcome: 'observed'; message: string };
 
 /** How soon a paused eviction is tried again: what fell due while paused is evicted this soon after the resume. */
 export const PAUSED_RETRY_MS = 5_000;
+
+/**
+ * How soon an observed eviction is asked again: the pod waits for a slot again meanwhile, so
+ * every pod act mode would evict is recorded, one slot's worth at a time, and a switch to act
+ * mode evicts what is due this soon after it.
+ */
+export const OBSERVED_RETRY_MS = 10_000;
 
 /** Records an eviction's outcome. */
 export function evictDone(d: NodeTaintData & ReplacementData, uid: string, r: EvictOutcome, now: number): void {
@@ -190,6 +199,17 @@ export function evictDone(d: NodeTaintData & ReplacementData, uid: string, r: Ev
       pod.state = 'Blocked';
       pod.lastError = r.message;
       pod.retryAt = now + PAUSED_RETRY_MS;
+      return;
+    case 'observed':
+      // Observe mode: recorded, not asked, not an attempt. As after an eviction, the slot goes
+      // to the next pod (act mode frees it when the replacement is ready); this pod asks for a
+      // slot again later, and is evicted then if the mode is act by then.
+      pod.attempts--;
+      pod.observed = true;
+      pod.lastError = r.message;
+      pod.state = 'Replacing';
+      pod.retryAt = now + OBSERVED_RETRY_MS;
+      giveBack(d, uid);
       return;
     case 'blocked':
       // A PodDisruptionBudget says not now: the slot is kept while it is retried.

@@ -212,7 +212,7 @@ async function runNode(
         // Its own activity: the eviction is in the history the moment it is done.
         let r: EvictOutcome;
         try {
-          r = await kube.evictPod({ node, ...target });
+          r = await kube.evictPod({ node, ...target, ...(pod.observed ? { observed: true } : {}) });
         } catch (err) {
           if (isCancellation(err)) throw err;
           const refusal = refusalOf(err);

@@ -61,6 +61,7 @@ describe('rbac: rights generated from the configuration', () => {
         'db taintReplacement core/pods/status patch',
         'db taintReplacement core/pods/eviction create',
         'db taintReplacement apps/replicasets,statefulsets get',
+        'db taintReplacement events.k8s.io/events create',
       ],
     },
     {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { decideNode, markWritten, newNodeTaintData, observeTaints, reconcilePods, type NodeTaintData, type PodState, type TaintSettings } from '../../src/taint/node.ts';
 import {
-  askFor, awaitDone, decideReplacements, evictDone, PAUSED_RETRY_MS, giveBack, holders, noteGrants, outboxOf, takeGrants, type EvictOutcome,
+  askFor, awaitDone, decideReplacements, evictDone, OBSERVED_RETRY_MS, PAUSED_RETRY_MS, giveBack, holders, noteGrants, outboxOf, takeGrants, type EvictOutcome,
 } from '../../src/taint/replace.ts';
 import { byNode, decideGrants, emptySlots, grantsToCheck, nextCheckAt, requestSlot } from '../../src/taint/slots.ts';
 
@@ -116,6 +116,24 @@ describe('taint: eviction transitions', () => {
     evictDone(d, 'a', { outcome: 'paused', message: 'still' }, s(20));
     assert.equal(d.pods['a']!.retryAt, s(20) + PAUSED_RETRY_MS);
     assert.equal(d.pods['a']!.attempts, 0);
+  });
+
+  it('observed: nothing was asked; recorded once, the slot goes to the next pod, asked again after 10 s, not an attempt', () => {
+    const d = node('Evicting');
+    evictDone(d, 'a', { outcome: 'observed', message: 'observe mode: would evict pod ns/db-a from node sim-1: tainted ' + M }, s(8));
+    const p = d.pods['a']!;
+    assert.equal(p.state, 'Replacing');
+    assert.equal(p.attempts, 0);
+    assert.equal(p.observed, true);
+    assert.equal(p.retryAt, s(8) + OBSERVED_RETRY_MS);
+    assert.match(p.lastError ?? '', /would evict pod ns\/db-a/);
+    // The slot is given back at once: the next pod is observed too, as act mode would evict it.
+    assert.deepEqual(outboxOf(d).release, ['a']);
+    // No new request before the retry time; a request after it (then evicted if the mode is act by then).
+    assert.deepEqual(decideNode(d, s(8) + OBSERVED_RETRY_MS - 1).request, []);
+    assert.equal(d.pods['a']!.state, 'Replacing');
+    assert.deepEqual(decideNode(d, s(8) + OBSERVED_RETRY_MS).request, ['a']);
+    assert.equal(d.pods['a']!.state, 'Queued');
   });
 
   it('an outcome for a pod no longer Evicting changes nothing (a late result)', () => {
