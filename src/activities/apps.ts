@@ -7,6 +7,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { KubeClients } from '../kube/client.ts';
+import { log } from '../log.ts';
 import { mergePatch } from '../kube/api.ts';
 import { deleteDeploymentIfSameUid, errorMessage, isConflict, isNotFound } from '../kube/writes.ts';
 import { statusOf } from '../kube/client.ts';
@@ -22,7 +23,7 @@ import {
   APP_API_VERSION, APP_GROUP, APP_KIND, APP_PLURAL, APP_REV, APP_VERSION, LAST_STOP_APP_REV, parseAppKey, type App,
 } from '../apps/types.ts';
 import { appSelector, desiredDeployments, ownedBy, planWorkloads } from '../apps/workloads.ts';
-import type { SafetyGates } from './safety-gate.ts';
+import { recordWould, writeHold, type SafetyGates, type WriteHold } from './safety-gate.ts';
 
 export interface ReconcileAppInput {
   namespace: string;
@@ -87,7 +88,7 @@ export function appScopeProblem(apps: AppsConfig | undefined, namespace: unknown
   return undefined;
 }
 
-export function createAppActivities(kube: KubeClients, apps?: AppsConfig, _gates?: SafetyGates) {
+export function createAppActivities(kube: KubeClients, apps?: AppsConfig, gates?: SafetyGates) {
   const inScope = (namespace: unknown, name: unknown) => {
     const problem = appScopeProblem(apps, namespace, name);
     if (problem) throw ApplicationFailure.nonRetryable(`refused: ${problem}; nothing was read or changed`, APPS_REFUSED);
@@ -103,6 +104,9 @@ export function createAppActivities(kube: KubeClients, apps?: AppsConfig, _gates
       inScope(input?.namespace, input?.name);
       const { namespace, name } = input;
       let app = await readApp(kube, namespace, name);
+      // Observe mode, or paused: nothing is written (src/activities/safety-gate.ts).
+      const hold = writeHold(gates, 'apps');
+      if (hold) return heldReconcile(kube, app, input, hold);
       if (!app || app.metadata.deletionTimestamp) {
         // The garbage collector would delete owned workloads too; doing it here
         // makes "App deleted -> workloads deleted" hold before the workflow ends.
@@ -245,3 +249,86 @@ async function applyWorkloads(kube: KubeClients, app: App, revs: RevisionDecisio
   return { workloads: [...result.values()], ...(problems.length && { problem: problems.join('; ') }) };
 }
 
+
+const deploymentTarget = (namespace: string, name: string, uid?: string) => ({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name, ...(uid ? { uid } : {}) });
+
+/**
+ * A reconcile in observe mode or while paused: reads as in act mode, decides
+ * the same writes, and makes none. Observe mode records each (a Would<Write>
+ * Event, tend_apps_would_write_total) and answers as if the App had settled
+ * as it is, so the workflow goes on; paused answers `held`, and the workflow
+ * tries again shortly (a command stays queued). The App's status is not
+ * written either: it goes on showing the last state tend wrote.
+ */
+async function heldReconcile(kube: KubeClients, app: App | undefined, input: ReconcileAppInput, hold: WriteHold): Promise<ReconcileResult> {
+  const { namespace, name } = input;
+  const label = `${namespace}/${name}`;
+  const writes: { verb: 'create' | 'replace' | 'delete' | 'patch'; kind: string; target: { apiVersion: string; kind: string; namespace: string; name: string; uid?: string }; note: string; key: string }[] = [];
+  if (!app || app.metadata.deletionTimestamp) {
+    const uid = app?.metadata.uid ?? input.uid;
+    for (const d of await listWorkloads(kube, namespace, name)) {
+      if (!ownedBy(d, uid)) continue;
+      writes.push({
+        verb: 'delete', kind: 'Deployment', target: deploymentTarget(namespace, d.metadata!.name!, d.metadata!.uid),
+        note: `would delete Deployment ${namespace}/${d.metadata!.name}: App ${label} was deleted`, key: `${d.metadata!.uid}/delete`,
+      });
+    }
+    if (writes.length === 0) return { gone: true, settled: true, workloads: [] };
+    if (hold.kind === 'paused') return { gone: false, settled: false, workloads: [], held: hold.message };
+    await recordAll(kube, writes);
+    return { gone: true, settled: true, workloads: [], observed: writes.map((w) => w.note) };
+  }
+  const revs = decideRevisions(app, input.command, input.lastSeen, input.stopSeen);
+  const uid = app.metadata.uid;
+  const appTarget = { apiVersion: APP_API_VERSION, kind: APP_KIND, namespace, name, uid };
+  if (revisionsChange(app, revs)) {
+    writes.push({
+      verb: 'patch', kind: APP_KIND, target: appTarget, key: `${uid}/app-rev/${revs.appRev}/${revs.desiredState}`,
+      note: `would set App ${label} to app-rev ${revs.appRev}, desiredState ${revs.desiredState}${revs.reason ? ` (${eventNote(revs)})` : ''}`,
+    });
+  }
+  const existing = await listWorkloads(kube, namespace, name);
+  const plan = planWorkloads(existing, desiredDeployments(app, revs), uid);
+  const why = revs.reason === 'rolling-restart' ? ': rolling restart' : revs.reason ? `: ${revs.reason}` : `: App ${label} generation ${app.metadata.generation ?? 0}`;
+  for (const d of plan.remove) {
+    writes.push({ verb: 'delete', kind: 'Deployment', target: deploymentTarget(namespace, d.metadata!.name!, d.metadata!.uid), key: `${d.metadata!.uid}/delete`, note: `would delete Deployment ${namespace}/${d.metadata!.name}: no longer a process of App ${label}` });
+  }
+  for (const d of plan.create) {
+    writes.push({ verb: 'create', kind: 'Deployment', target: appTarget, key: `${uid}/create/${d.metadata!.name}/${revs.appRev}/${app.metadata.generation ?? 0}`, note: `would create Deployment ${namespace}/${d.metadata!.name}${why}` });
+  }
+  for (const d of plan.replace) {
+    const live = existing.find((x) => x.metadata?.name === d.metadata!.name);
+    writes.push({
+      verb: 'replace', kind: 'Deployment', target: deploymentTarget(namespace, d.metadata!.name!, live?.metadata?.uid),
+      key: `${live?.metadata?.uid}/replace/${revs.appRev}/${app.metadata.generation ?? 0}`, note: `would replace Deployment ${namespace}/${d.metadata!.name}${why}`,
+    });
+  }
+  const mine = existing.filter((d) => ownedBy(d, uid));
+  const computed = computeStatus({ app, revs: { appRev: revOf(app, APP_REV), lastStopRev: revOf(app, LAST_STOP_APP_REV), desiredState: app.spec.desiredState }, workloads: mine, now: new Date() });
+  if (writes.length > 0 && hold.kind === 'paused') {
+    log.info({ app: label, writes: writes.length, reason: hold.message }, `apps: paused: the reconcile of App ${label} is held, nothing written`);
+    return { gone: false, uid, settled: false, workloads: mine.map((d) => d.metadata!.name!), held: hold.message };
+  }
+  if (writes.length > 0) await recordAll(kube, writes);
+  return {
+    gone: false,
+    uid,
+    // As the App is, not as tend would have written it: the next reconcile decides the same again.
+    lastSeen: { generation: app.metadata.generation ?? 0, processesHash: processesHash(app), desiredState: app.spec.desiredState, appRev: revOf(app, APP_REV) },
+    lastStopRev: revOf(app, LAST_STOP_APP_REV),
+    desiredState: app.spec.desiredState,
+    actualState: computed.status.actualState,
+    // Nothing to wait for: nothing was written.
+    settled: true,
+    workloads: mine.map((d) => d.metadata!.name!),
+    ...(writes.length > 0 && { observed: writes.map((w) => w.note) }),
+    ...(revs.reason && { reason: revs.reason }),
+    ...(stopsThrough(revs, app) !== undefined && { stopsThrough: stopsThrough(revs, app) }),
+  };
+}
+
+async function recordAll(kube: KubeClients, writes: { verb: string; kind: string; target: { apiVersion: string; kind: string; namespace: string; name: string; uid?: string }; note: string; key: string }[]): Promise<void> {
+  for (const w of writes) {
+    await recordWould(kube, { capability: 'apps', action: 'write', regarding: w.target, note: w.note, dedupKey: `apps/${w.key}`, kind: w.kind, verb: w.verb });
+  }
+}

@@ -24,6 +24,10 @@ export interface ReconcileResult {
   problem?: string;
   /** Why the revisions moved in this reconcile, if they did. */
   reason?: string;
+  /** Observe mode: the writes this reconcile would have made (recorded, none made). */
+  observed?: string[];
+  /** Paused (`tend pause apps`, or the pause state unconfirmed): nothing was written; the reconcile is tried again shortly. */
+  held?: string;
   /** Every stop up to this generation is reflected in the revisions (see RevisionDecision). */
   stopsThrough?: number;
 }

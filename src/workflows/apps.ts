@@ -61,6 +61,11 @@ function isRefusal(err: unknown): ApplicationFailure | undefined {
   return cause instanceof ApplicationFailure && cause.type === 'AppsRefused' ? cause : undefined;
 }
 
+/** Paused: how soon a held reconcile is tried again. */
+export const HELD_RETRY_MS = 5_000;
+/** Observe mode with writes to make: how often the App is looked at again. */
+export const OBSERVED_RECHECK_MS = 30_000;
+
 export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
   const carried = input?.state;
   const entity = new AppEntity(carried && carried.namespace === input?.namespace && carried.name === input?.name
@@ -105,6 +110,7 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
     if (failed) return failed;
     if (entity.gone) return result(false, `App ${label} is gone`);
     if (e.last?.problem) return result(false, `applied, but the App's spec is refused: ${e.last.problem}`);
+    if (e.last?.observed?.length) return result(true, `${command.kind}: observe mode, nothing written; would have: ${e.last.observed.join('; ')}`);
     return result(true, `${command.kind} applied`);
   };
 
@@ -142,6 +148,7 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
     if (answers[0]) return answers[0];
     if (entity.gone) return result(false, `App ${label} is gone`);
     if (e.last?.problem) return result(false, `the App's spec is refused: ${e.last.problem}`);
+    if (e.last?.observed?.length) return result(true, `observe mode, nothing restarted; would have: ${e.last.observed.join('; ')}`);
     return result(true, `${label} runs on new, ready pods`);
   }), {
     validator: (req?: RestartRequest) => {
@@ -208,9 +215,17 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
             namespace: e.namespace, name: e.name, command: step.command?.command, lastSeen: e.last?.lastSeen, uid: e.last?.uid,
             ...(step.stopSeen !== undefined && { stopSeen: step.stopSeen }),
           });
+          if (res.held !== undefined) {
+            // Paused: nothing was written and the command (if any) stays queued; asked again shortly,
+            // so what fell due is written soon after the resume.
+            setCurrentDetails(`held: ${res.held}; nothing written; tried again every ${HELD_RETRY_MS / 1000} s`);
+            await condition(() => continueAsNewNow() || entity.data.deleted, HELD_RETRY_MS);
+            continue;
+          }
           const failedBefore = e.lastError && !e.lastError.recovered;
           entity.reconciled(res, step.command?.seq, deletionsBefore, step.stopSeen);
           if (failedBefore) setCurrentDetails(`recovered; the last failure (${e.lastError!.at}): ${e.lastError!.message}`);
+          if (res.observed?.length) setCurrentDetails(`observe mode, nothing written; would have:\n${res.observed.join('\n')}`);
         } catch (err) {
           if (isCancellation(err) || isRefusal(err)) throw err;
           recordFailure(failureMessage(err), step.command?.seq);
@@ -241,7 +256,14 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
           });
       }
       // Idle (or waiting): sleep until there is something to do. No timer: an idle App costs nothing.
-      await condition(() => entity.hasInput || (!wait && e.statusStale) || continueAsNewNow());
+      const idleOver = () => entity.hasInput || (!wait && e.statusStale) || continueAsNewNow();
+      if (e.last?.observed?.length) {
+        // Observe mode found writes to make: looked at again now and then, so that they are made
+        // soon after a switch to act mode (recorded once meanwhile).
+        if (!(await condition(idleOver, OBSERVED_RECHECK_MS))) e.statusStale = true;
+      } else {
+        await condition(idleOver);
+      }
     }
   } catch (err) {
     return await cancelledOr(err);

@@ -20,6 +20,10 @@ export interface AppStubs {
   waits: WaitForAppInput[];
   /** When set, reconcileApp fails with it (a non-retryable failure: its retries are over at once). */
   failWith?: Error;
+  /** When set, reconcileApp answers as the activity does while paused: held, nothing written. */
+  held?: string;
+  /** When set, reconcileApp answers as the activity does in observe mode: these writes recorded, none made. */
+  observed?: string[];
   /** When set, the activities named in gated (all when absent) wait for it to resolve (or for their cancellation) first. */
   gate?: Promise<void>;
   gated?: string[];
@@ -57,7 +61,14 @@ export function appStubs(init: Partial<FakeApp> = {}): AppStubs {
       s.reconciles.push(input);
       await gated('reconcileApp');
       if (s.failWith) throw s.failWith;
+      if (s.held !== undefined) return { gone: false, settled: false, workloads: [], held: s.held };
       const a = s.app;
+      if (s.observed) {
+        return {
+          gone: false, uid: 'uid-1', lastSeen: { generation: a.generation, processesHash: 'h', desiredState: 'STARTED', appRev: a.appRev },
+          lastStopRev: a.lastStopRev, desiredState: 'STARTED', actualState: 'STARTED', settled: true, workloads: [`web-${a.lastStopRev}`], observed: s.observed,
+        };
+      }
       if (!a.exists) return { gone: true, settled: true, workloads: [] };
       if (input.stopSeen !== undefined) {
         // Stand-in for decideRevisions: a reported stop bumps both revisions.

@@ -94,6 +94,43 @@ describe('App entity workflow (workflow test)', function () {
     });
   });
 
+  it('paused: a command waits, nothing applied, the reconcile tried again every 5 s; applied after the resume', async () => {
+    const q = taskQueue('apps-held');
+    const stubs = appStubs();
+    await withWorker(env, q, stubs.activities, async (client) => {
+      const h = await start(client, q, 'held');
+      await waitFor('settled', async () => (await state(h)).last?.settled === true);
+      stubs.held = 'apps: paused since T by me: freeze (revision 1)';
+      const before = stubs.reconciles.length;
+      const restart = h.executeUpdate('restart', { args: [{ strategy: 'rolling' }] }) as Promise<AppCommandResult>;
+      await waitFor('the held reconcile asked again', () => stubs.reconciles.length >= before + 2, { timeoutMs: 30_000 });
+      const s = await state(h);
+      assert.equal(s.commands.length, 1, 'the command was dropped while held');
+      assert.ok(s.appliedSeq < s.commands[0]!.seq, 'the command counted as applied while held');
+      assert.equal(s.lastError, undefined, 'a held reconcile counted as a failure');
+      stubs.held = undefined;
+      const r = await restart;
+      assert.equal(r.ok, true, r.message);
+      assert.equal(stubs.app.appRev, 1, 'the rolling restart was not applied after the resume');
+      await h.terminate('test over');
+    });
+  });
+
+  it('observe mode: a command answers with what would have been written', async () => {
+    const q = taskQueue('apps-observed');
+    const stubs = appStubs();
+    await withWorker(env, q, stubs.activities, async (client) => {
+      const h = await start(client, q, 'observed');
+      await waitFor('settled', async () => (await state(h)).last?.settled === true);
+      stubs.observed = ['would set App wf/observed to app-rev 1, desiredState STARTED', 'would replace Deployment wf/observed-web-0: rolling restart'];
+      const r = await h.executeUpdate('restart', { args: [{ strategy: 'rolling' }] }) as AppCommandResult;
+      assert.equal(r.ok, true, r.message);
+      assert.match(r.message, /^observe mode, nothing restarted; would have: would set App wf\/observed to app-rev 1.*; would replace Deployment/);
+      assert.deepEqual((await state(h)).last?.observed, stubs.observed);
+      await h.terminate('test over');
+    });
+  });
+
   it('a wait for pods that fails is recorded and the entity goes on', async () => {
     const q = taskQueue('apps-waitfail');
     const stubs = appStubs({ settled: false });
