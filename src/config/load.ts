@@ -13,6 +13,7 @@ import { issueMessage, pathString, problemsOf, type DocumentPath } from './probl
 import { configSchema, temporalOrigins, type Config } from './schema.ts';
 import { sections, type Section, type SectionName } from './sections.ts';
 import { modesOf, type ModeCapability } from './mode.ts';
+import { taintReplacementWarnings } from './taint-replacement.ts';
 
 const MODE_CAPABILITY_OF: Record<SectionName, ModeCapability> = { weeder: 'weeder', taintReplacement: 'taint', apps: 'apps', repair: 'repair' };
 
@@ -24,15 +25,20 @@ export async function loadConfig(source: ConfigSource): Promise<Config> {
   const config = 'file' in source
     ? parseConfig(await readConfigFile(source.file), source.file)
     : parseConfig(await readConfigMap(source), `configmap ${source.configMap}`);
-  // Kept on the object (a symbol: copied by spreads, never printed) so a worker can read it again.
-  return Object.assign(config, { [CONFIG_SOURCE]: source });
+  sources.set(config.temporal, source);
+  return config;
 }
 
-const CONFIG_SOURCE = Symbol('tend.configSource');
+/**
+ * Where each loaded configuration came from, so that a worker can read it again. Keyed by its
+ * `temporal` section: a copy that changes other sections (the --kubeconfig and --context flags
+ * replace `kubernetes`) still shares it, and the configuration itself stays a plain object.
+ */
+const sources = new WeakMap<object, ConfigSource>();
 
 /** Where `config` was read from (loadConfig), so that it can be read again; undefined for parsed text. */
-export function sourceOf(config: Config): ConfigSource | undefined {
-  return (config as Config & { [CONFIG_SOURCE]?: ConfigSource })[CONFIG_SOURCE];
+export function sourceOf(config: Pick<Config, 'temporal'>): ConfigSource | undefined {
+  return sources.get(config.temporal);
 }
 
 /** Parses and validates config text; `origin` names where it came from in errors. */
@@ -174,6 +180,11 @@ async function readConfigMap(source: { configMap: string } & KubeOptions): Promi
 }
 
 /** A few lines saying what the config will do, for `tend config validate`. */
+/** Fields accepted for compatibility that tend does not honour as their source system does, each saying what tend does instead. */
+export function configWarnings(config: Pick<Config, 'taintReplacement'>): string[] {
+  return config.taintReplacement ? taintReplacementWarnings(config.taintReplacement) : [];
+}
+
 export function describeConfig(config: Config): string {
   const { temporal, kubernetes } = config;
   const tls = temporal.tls === true ? 'TLS with system roots' : temporal.tls ? 'TLS' : 'no TLS';
@@ -202,5 +213,6 @@ export function describeConfig(config: Config): string {
     const observed = value !== undefined && modes[MODE_CAPABILITY_OF[name as SectionName]] === 'observe' ? ' (observe mode: records what it would do, writes nothing)' : '';
     lines.push(`${name}: ${value === undefined ? 'off' : describe(value)}${observed}`);
   }
+  for (const w of configWarnings(config)) lines.push(`warning: ${w}`);
   return lines.join('\n');
 }

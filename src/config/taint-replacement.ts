@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { dns1123LabelProblem, kubeNameSchema, labelKeyProblem } from './kube-names.ts';
 import { labelSelectorSchema } from './label-selector.ts';
 import { modeSchema } from './mode.ts';
+import { IGNORED_DURATION } from '../taint/match.ts';
 
 /** A taint key, or `*` for every key without an exact entry. */
 const taintKeySchema = kubeNameSchema((key) => {
@@ -17,7 +18,10 @@ const taintKeySchema = kubeNameSchema((key) => {
 
 export const taintReplacementOptionSchema = z.strictObject({
   key: taintKeySchema,
-  durationInSeconds: z.int('must be a whole number of seconds').min(0, 'must be 0 or more seconds'),
+  // Whole seconds; the int64 maximum (FDB's "ignore this key") is read past the safe integers: kept as IGNORED_DURATION.
+  durationInSeconds: z.number({ error: 'must be a whole number of seconds' }).refine(Number.isInteger, 'must be a whole number of seconds')
+    .refine((n) => n >= 0, 'must be 0 or more seconds')
+    .transform((n) => (n > Number.MAX_SAFE_INTEGER ? IGNORED_DURATION : n)),
 });
 
 /** A count of nodes (`3`) or a share of them (`"30%"`), as Kubernetes' IntOrString. */
@@ -54,10 +58,41 @@ export const taintReplacementSchema = z
       .array(kubeNameSchema(dns1123LabelProblem))
       .min(1, 'must list at least one namespace, or be left out to manage pods in all of them')
       .optional(),
-    breaker: taintBreakerSchema.prefault({ maxTaintedNodes: '50%' }),
-  });
+    /** Default: FDB's maxFaultDomainsWithTaintedProcessGroups when given (a node is tend's fault domain), else 50%. */
+    breaker: taintBreakerSchema.optional(),
+    // The rest of FDB's AutomaticReplacementOptions, accepted so that the whole block can be pasted;
+    // what tend does instead is said by taintReplacementWarnings (tend config validate, the worker's log).
+    failureDetectionTimeSeconds: z.int('must be a whole number of seconds').min(0, 'must be 0 or more seconds').optional(),
+    faultDomainBasedReplacements: z.boolean().optional(),
+    maxFaultDomainsWithTaintedProcessGroups: z.int('must be a whole number').min(0, 'must be 0 or more').optional(),
+  })
+  .transform(({ breaker, ...c }) => ({ ...c, breaker: breaker ?? { maxTaintedNodes: c.maxFaultDomainsWithTaintedProcessGroups ?? '50%' } }));
 
 export type TaintReplacementOption = z.output<typeof taintReplacementOptionSchema>;
+
+/**
+ * FDB fields tend accepts but does not honour as FDB does, each with what tend does instead.
+ * `breakerSet`: whether the section gave breaker.maxTaintedNodes itself.
+ */
+export function taintReplacementWarnings(c: TaintReplacementConfig): string[] {
+  const out: string[] = [];
+  if (c.failureDetectionTimeSeconds !== undefined) {
+    out.push('taintReplacement.failureDetectionTimeSeconds: accepted, not used: tend replaces pods for taints only; ' +
+      'replacing failed machines is the repair queue\'s job (docs/repair.md)');
+  }
+  if (c.faultDomainBasedReplacements === true) {
+    out.push('taintReplacement.faultDomainBasedReplacements: accepted, not used: tend replaces pods one by one ' +
+      '(at most maxConcurrentReplacements at once), never a whole fault domain at a time');
+  }
+  if (c.maxFaultDomainsWithTaintedProcessGroups !== undefined) {
+    out.push(`taintReplacement.maxFaultDomainsWithTaintedProcessGroups: ${c.maxFaultDomainsWithTaintedProcessGroups}: tend's fault domain is a node; ` +
+      `its breaker stops new replacements above breaker.maxTaintedNodes tainted nodes (now ${c.breaker.maxTaintedNodes})` +
+      (String(c.breaker.maxTaintedNodes) === String(c.maxFaultDomainsWithTaintedProcessGroups) ? ', taken from this field' : ''));
+  }
+  const ignored = c.taintReplacementOptions.filter((o) => o.durationInSeconds === IGNORED_DURATION).map((o) => o.key);
+  if (ignored.length) out.push(`taintReplacement: ignored taint key(s) ${ignored.join(', ')} (durationInSeconds at its maximum): never acted on, not counted by the breaker`);
+  return out;
+}
 export type TaintReplacementConfig = z.output<typeof taintReplacementSchema>;
 
 /** The feature is off when disabled or when no taint key is configured (the seed's Requirement 1). */
@@ -67,7 +102,7 @@ export function taintReplacementActive(config: TaintReplacementConfig): boolean 
 
 export function describeTaintReplacement(c: TaintReplacementConfig): string {
   if (!taintReplacementActive(c)) return 'disabled (running taint replacements are cancelled and their conditions cleared)';
-  const keys = c.taintReplacementOptions.map((o) => `${o.key} after ${o.durationInSeconds}s`).join(', ');
+  const keys = c.taintReplacementOptions.map((o) => (o.durationInSeconds === IGNORED_DURATION ? `${o.key} ignored` : `${o.key} after ${o.durationInSeconds}s`)).join(', ');
   return `taints ${keys}; replace ${c.taintReplacementTimeSeconds}s later, ` +
     `at most ${c.maxConcurrentReplacements} at once, none while more than ${c.breaker.maxTaintedNodes} nodes are tainted`;
 }

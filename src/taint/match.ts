@@ -30,6 +30,14 @@ export interface MatchedTaint extends ObservedTaint {
 
 export const WILDCARD = '*';
 
+/**
+ * A duration this long means "never": the FoundationDB operator's way to ignore a key is
+ * `durationInSeconds: 9223372036854775807` (its int64 maximum), which YAML reads past
+ * Number.MAX_SAFE_INTEGER. The config keeps such a duration as this value, and a taint it
+ * matches is not acted on (nor counted by the breaker); its key still beats the wildcard.
+ */
+export const IGNORED_DURATION = Number.MAX_SAFE_INTEGER;
+
 /** The option for a taint key: an exact key beats the wildcard; undefined when neither is configured. */
 export function optionFor(key: string, options: readonly TaintOption[]): TaintOption | undefined {
   return options.find((o) => o.key === key) ?? options.find((o) => o.key === WILDCARD);
@@ -48,7 +56,7 @@ export function matchingTaints(
   for (const t of taints ?? []) {
     if (!t.key) continue;
     const option = optionFor(t.key, options);
-    if (!option) continue;
+    if (!option || option.durationInSeconds >= IGNORED_DURATION) continue;
     const timeAdded = t.timeAdded instanceof Date ? t.timeAdded.toISOString() : t.timeAdded ?? undefined;
     out.push({
       key: t.key,

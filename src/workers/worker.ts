@@ -17,8 +17,7 @@ import { log } from '../log.ts';
 import { buildIdOf, promoteVersion } from './versioning.ts';
 import { describeReader, PauseState } from '../safety/pause.ts';
 import { ModeState } from '../safety/modes.ts';
-import { loadConfig, sourceOf } from '../config/load.ts';
-import type { Config } from '../config/schema.ts';
+import { configWarnings, loadConfig, sourceOf } from '../config/load.ts';
 import type { WorkerSections } from '../activities/index.ts';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -159,6 +158,7 @@ export function workerPlan(opts: Pick<WorkerOptions, 'temporal' | 'repair'>, sco
 /** Connects to both sides, then runs until `signal` aborts. */
 export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope: WorkerScope = {}): Promise<void> {
   const plan = workerPlan(opts, scope);
+  for (const warning of configWarnings(opts)) log.warn({ config: 'compatibility' }, warning);
   installRuntime();
   const commandsOnly = plan.kind === 'repair-commands';
   // The repair command worker runs commands only: it needs no Kubernetes connection (nor rights).
@@ -176,7 +176,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
   pause.start();
   // The modes (act or observe), read again on SIGHUP and every few seconds from where the
   // configuration came from: a switch applies to the next write, no restart (docs/safety.md).
-  const source = sourceOf(opts as Config);
+  const source = sourceOf(opts);
   const modes = new ModeState(opts, source ? { reload: () => loadConfig(source) } : {});
   modes.start();
   try {

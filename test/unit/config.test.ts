@@ -123,7 +123,7 @@ describe('config', () => {
       { name: 'a list at the top', yaml: '- temporal\n', problems: [['', 'must be a mapping']] },
       // Unknown fields, at the root and nested, each named by its own path.
       { name: 'a misspelt section', yaml: 'tempral: {}\n', problems: [['tempral', 'unknown field; did you mean temporal?']] },
-      { name: 'an unknown section', yaml: 'frobnicator: {}\n', problems: [['frobnicator', 'unknown field; expected one of temporal, kubernetes']] },
+      { name: 'an unknown section', yaml: 'frobnicator: {}\n', problems: [['frobnicator', 'unknown field; expected one of mode, temporal, kubernetes']] },
       {
         name: 'unknown fields in temporal',
         yaml: 'temporal: { adress: x, colour: blue }\n',
@@ -223,7 +223,7 @@ describe('config', () => {
           '  - temporal.address: must be host:port without a scheme, like localhost:7233 or my-namespace.a1b2c.tmprl.cloud:7233 (got "localhost") (line 2)',
           '  - weeder.watchDuration: must be a Go duration, like 2m0s, 300ms or 1h30m (got "soon") (line 4)',
           '  - weeder.servicesAndDependantSelectors.etcd.podSelectors[0].matchExpressions[1].operator: must be one of In, NotIn, Exists, DoesNotExist (got "Inn") (line 10)',
-          '  - weeder.extra: unknown field; expected one of watchDuration, servicesAndDependantSelectors, namespaces (line 11)',
+          '  - weeder.extra: unknown field; expected one of mode, watchDuration, servicesAndDependantSelectors, namespaces (line 11)',
         ].join('\n'),
       );
       assert.deepEqual(err.problems.map((p) => p.line), [2, 4, 10, 11]);

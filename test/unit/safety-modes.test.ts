@@ -85,9 +85,9 @@ describe('observe mode: ModeState', () => {
     writeFileSync(file, weeder);
     const { sourceOf } = await import('../../src/config/load.ts');
     const c = await loadConfig({ file });
-    assert.deepEqual(sourceOf({ ...c, kubernetes: { ...c.kubernetes, context: 'x' } }), { file });
+    const flagged = { ...c, kubernetes: { ...c.kubernetes, context: 'x' } };
+    assert.deepEqual(sourceOf(flagged), { file });
     assert.equal(sourceOf(parseConfig(weeder, 't')), undefined);
-    assert.ok(!JSON.stringify(c).includes(file), 'the source is printed with the configuration');
   });
 
   it('without a way to read again, the modes stay as started', async () => {

@@ -5,7 +5,8 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../../src/config/errors.ts';
-import { parseConfig } from '../../src/config/load.ts';
+import { configWarnings, describeConfig, parseConfig } from '../../src/config/load.ts';
+import { IGNORED_DURATION, matchingTaints } from '../../src/taint/match.ts';
 import { taintReplacementActive } from '../../src/config/taint-replacement.ts';
 import { runTend } from '../harness/cli.ts';
 
@@ -93,5 +94,56 @@ taintReplacement:
     const run = await runTend(['run', '--config', file]);
     assert.equal(run.code, 2);
     assert.doesNotMatch(run.stderr, /worker started/);
+  });
+});
+
+describe('config: taintReplacement takes FDB\'s whole automationOptions.replacements block', () => {
+  // Written from the operator's AutomaticReplacementOptions API: every field, with an ignored key.
+  const block = `
+taintReplacement:
+  podSelector: { matchLabels: { app: fdb } }
+  enabled: true
+  failureDetectionTimeSeconds: 7200
+  taintReplacementTimeSeconds: 1800
+  maxConcurrentReplacements: 1
+  faultDomainBasedReplacements: true
+  maxFaultDomainsWithTaintedProcessGroups: 2
+  taintReplacementOptions:
+    - key: "*"
+      durationInSeconds: 3600
+    - key: example.org/maintenance
+      durationInSeconds: 9223372036854775807
+`;
+
+  it('accepts every field; each one tend does not honour as FDB does gets a warning saying what tend does instead', () => {
+    const config = parseConfig(block, 'fdb.yaml');
+    const warnings = configWarnings(config);
+    assert.equal(warnings.length, 4, warnings.join('\n'));
+    assert.match(warnings[0]!, /failureDetectionTimeSeconds: accepted, not used: .*repair queue/);
+    assert.match(warnings[1]!, /faultDomainBasedReplacements: accepted, not used: tend replaces pods one by one/);
+    assert.match(warnings[2]!, /maxFaultDomainsWithTaintedProcessGroups: 2: tend's fault domain is a node; .*breaker\.maxTaintedNodes .*\(now 2\), taken from this field/);
+    assert.match(warnings[3]!, /ignored taint key\(s\) example\.org\/maintenance/);
+    assert.match(describeConfig(config), /example\.org\/maintenance ignored/);
+    assert.deepEqual(configWarnings(parseConfig('taintReplacement: { podSelector: { matchLabels: { a: b } } }', 't.yaml')), []);
+  });
+
+  it('maxFaultDomainsWithTaintedProcessGroups is the breaker\'s limit unless breaker is given', () => {
+    assert.deepEqual(parseConfig(block, 'fdb.yaml').taintReplacement!.breaker, { maxTaintedNodes: 2 });
+    const own = parseConfig(`${block}  breaker: { maxTaintedNodes: "30%" }\n`, 'fdb.yaml').taintReplacement!;
+    assert.deepEqual(own.breaker, { maxTaintedNodes: '30%' });
+    assert.match(configWarnings({ taintReplacement: own })[2]!, /\(now 30%\)$/);
+  });
+
+  it('an ignored key is never acted on, and still beats the wildcard', () => {
+    const c = parseConfig(block, 'fdb.yaml').taintReplacement!;
+    assert.equal(c.taintReplacementOptions[1]!.durationInSeconds, IGNORED_DURATION);
+    const matched = matchingTaints([{ key: 'example.org/maintenance', effect: 'NoSchedule' }, { key: 'other', effect: 'NoExecute' }], c.taintReplacementOptions);
+    assert.deepEqual(matched.map((t) => `${t.key}:${t.durationInSeconds}`), ['other:3600']);
+  });
+
+  it('refuses a fraction or a negative duration, and a non-boolean faultDomainBasedReplacements', () => {
+    const p = problems('taintReplacement: { podSelector: { matchLabels: { a: b } }, faultDomainBasedReplacements: yes please, taintReplacementOptions: [ { key: x, durationInSeconds: 1.5 } ] }');
+    assert.ok(p.some((x) => /taintReplacementOptions\[0\]\.durationInSeconds: must be a whole number of seconds/.test(x)), p.join('\n'));
+    assert.ok(p.some((x) => /faultDomainBasedReplacements/.test(x)), p.join('\n'));
   });
 });
