@@ -13,6 +13,7 @@ import { issueMessage, pathString, problemsOf, type DocumentPath } from './probl
 import { configSchema, temporalOrigins, type Config } from './schema.ts';
 import { sections, type Section, type SectionName } from './sections.ts';
 import { modesOf, type ModeCapability } from './mode.ts';
+import { anchorHint } from './anchors.ts';
 import { taintReplacementWarnings } from './taint-replacement.ts';
 
 const MODE_CAPABILITY_OF: Record<SectionName, ModeCapability> = { weeder: 'weeder', taintReplacement: 'taint', apps: 'apps', repair: 'repair' };
@@ -73,6 +74,9 @@ export function parseConfig(text: string, origin: string): Config {
     const line = lineOf(doc, lineCounter, path);
     return { path: pathString(path), message, ...(line !== undefined && { line }) };
   });
+  // An anchor's own file given as it is: say where its content goes first.
+  const hint = anchorHint(data);
+  if (hint) problems.unshift({ path: '', message: hint });
   // Document order reads best; problems that cannot be placed come first.
   problems.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
   throw new ConfigError(origin, problems);
