@@ -14,6 +14,7 @@ import { configSchema, temporalOrigins, type Config } from './schema.ts';
 import { sections, type Section, type SectionName } from './sections.ts';
 import { modesOf, type ModeCapability } from './mode.ts';
 import { anchorHint } from './anchors.ts';
+import { includeFromFiles, placeIncluded } from './from-file.ts';
 import { taintReplacementWarnings } from './taint-replacement.ts';
 
 const MODE_CAPABILITY_OF: Record<SectionName, ModeCapability> = { weeder: 'weeder', taintReplacement: 'taint', apps: 'apps', repair: 'repair' };
@@ -24,7 +25,7 @@ export type ConfigSource = { file: string } | ({ configMap: string } & KubeOptio
 
 export async function loadConfig(source: ConfigSource): Promise<Config> {
   const config = 'file' in source
-    ? parseConfig(await readConfigFile(source.file), source.file)
+    ? parseConfig(await readConfigFile(source.file), source.file, { file: source.file })
     : parseConfig(await readConfigMap(source), `configmap ${source.configMap}`);
   sources.set(config.temporal, source);
   return config;
@@ -42,8 +43,11 @@ export function sourceOf(config: Pick<Config, 'temporal'>): ConfigSource | undef
   return sources.get(config.temporal);
 }
 
-/** Parses and validates config text; `origin` names where it came from in errors. */
-export function parseConfig(text: string, origin: string): Config {
+/**
+ * Parses and validates config text; `origin` names where it came from in errors. `file`: the
+ * file it was read from, which a section's `fromFile` is relative to (from-file.ts).
+ */
+export function parseConfig(text: string, origin: string, opts: { file?: string } = {}): Config {
   registerWrittenSecrets(text);
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
@@ -61,6 +65,14 @@ export function parseConfig(text: string, origin: string): Config {
     // Resolving aliases can still fail (too many of them: a "billion laughs").
     throw new ConfigError(origin, [{ path: '', message: `invalid YAML: ${(err as Error).message}` }]);
   }
+  // Sections read from their users' own files (fromFile): merged in before validation.
+  const { included, problems: notIncluded } = includeFromFiles(data, opts.file);
+  if (notIncluded.length > 0) {
+    throw new ConfigError(origin, notIncluded.map(({ path, message }) => {
+      const line = lineOf(doc, lineCounter, path);
+      return { path: pathString(path), message, ...(line !== undefined && { line }) };
+    }));
+  }
   const written = (data as { temporal?: { apiKey?: unknown } } | null)?.temporal?.apiKey;
   if (typeof written === 'string') registerSecret(written);
   // An empty file, or one holding only comments, means every default.
@@ -71,6 +83,9 @@ export function parseConfig(text: string, origin: string): Config {
     return result.data;
   }
   const problems = problemsOf(result.error.issues, configSchema).map(({ path, message }): ConfigProblem => {
+    // A field that came from a fromFile: named in that file, at its line there.
+    const there = placeIncluded(included, path, lineOf);
+    if (there) return { path: pathString(path), message: `${message} (in ${there.file}${there.line !== undefined ? `, line ${there.line}` : ''})` };
     const line = lineOf(doc, lineCounter, path);
     return { path: pathString(path), message, ...(line !== undefined && { line }) };
   });

@@ -103,6 +103,7 @@ export function taintReplacementActive(config: TaintReplacementConfig): boolean 
 export function describeTaintReplacement(c: TaintReplacementConfig): string {
   if (!taintReplacementActive(c)) return 'disabled (running taint replacements are cancelled and their conditions cleared)';
   const keys = c.taintReplacementOptions.map((o) => (o.durationInSeconds === IGNORED_DURATION ? `${o.key} ignored` : `${o.key} after ${o.durationInSeconds}s`)).join(', ');
+  if (c.maxConcurrentReplacements === 0) return `taints ${keys}; pods marked, never replaced (maxConcurrentReplacements 0)`;
   return `taints ${keys}; replace ${c.taintReplacementTimeSeconds}s later, ` +
     `at most ${c.maxConcurrentReplacements} at once, none while more than ${c.breaker.maxTaintedNodes} nodes are tainted`;
 }
