@@ -131,7 +131,7 @@ export async function grantRightsFor(kubeconfig: string, configFile: string, nam
   const { GENERATED_LABEL, rbacObjects } = await import('../rbac/generate.ts');
   let config;
   try {
-    config = parseConfig(await readFile(configFile, 'utf8'), configFile);
+    config = parseConfig(await readFile(configFile, 'utf8'), configFile, { file: configFile });
   } catch (err) {
     if (err instanceof ConfigError) return 0;
     throw err;
