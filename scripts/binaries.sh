@@ -4,14 +4,21 @@
 # auth can-i`, from their Go modules, into a cache outside the work tree keyed
 # by version. A second run builds nothing.
 #
-#   scripts/binaries.sh          build what is missing, print the bin directory
-#   scripts/binaries.sh --print  print the bin directory without building
+#   scripts/binaries.sh            build what is missing, print the bin directory
+#   scripts/binaries.sh --print    print the bin directory without building
+#   scripts/binaries.sh --cluster  also Temporal's server and its SQL schema tool (with the schema
+#                                  files), for `tend sandbox up --temporal cluster`
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 cache=${TEND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tend}
 
 TEMPORAL_VERSION=v1.5.1
+# Temporal's server for the cluster sandbox: the newest release whose go directive this Go
+# satisfies (v1.30.9 and later need Go 1.26.10); the same version as docker-compose.yml.
+TEMPORAL_SERVER_VERSION=v1.30.8
+# Its Web UI: the UI server the temporal CLI above embeds (its Go module carries the built pages).
+TEMPORAL_UI_VERSION=v2.42.1
 ETCD_VERSION=$(awk '/go.etcd.io\/etcd\/server\/v3 v/ {print $NF; exit}' "$here/tools/etcd/go.mod")
 K8S_VERSION=$(awk '/k8s.io\/kubernetes v/ {print $NF; exit}' "$here/tools/kubernetes/go.mod")
 
@@ -19,9 +26,11 @@ temporal_dir="$cache/temporal-$TEMPORAL_VERSION"
 etcd_dir="$cache/etcd-$ETCD_VERSION"
 k8s_dir="$cache/kubernetes-$K8S_VERSION"
 kubectl_dir="$cache/kubectl-$K8S_VERSION"
+server_dir="$cache/temporal-server-$TEMPORAL_SERVER_VERSION-ui-$TEMPORAL_UI_VERSION"
 
 if [ "${1:-}" = "--print" ]; then
-  printf 'TEMPORAL=%s\nETCD=%s\nKUBERNETES=%s\nKUBECTL=%s\n' "$temporal_dir/temporal" "$etcd_dir/etcd" "$k8s_dir" "$kubectl_dir/kubectl"
+  printf 'TEMPORAL=%s\nETCD=%s\nKUBERNETES=%s\nKUBECTL=%s\nTEMPORAL_SERVER=%s\n' \
+    "$temporal_dir/temporal" "$etcd_dir/etcd" "$k8s_dir" "$kubectl_dir/kubectl" "$server_dir"
   exit 0
 fi
 
@@ -59,6 +68,23 @@ k8s_ldflags() {
   echo "-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 }
 
+# The server (all four services in one binary), the SQL schema tool, and the schema files the
+# tool applies, copied from the module so the cache holds everything the cluster sandbox needs.
+build_temporal_server() {
+  GOBIN="$1" GOFLAGS='-trimpath -mod=mod' go install -ldflags='-s -w' \
+    "go.temporal.io/server/cmd/server@$TEMPORAL_SERVER_VERSION" "go.temporal.io/server/cmd/tools/sql@$TEMPORAL_SERVER_VERSION"
+  mv "$1/server" "$1/temporal-server"
+  mv "$1/sql" "$1/temporal-sql-tool"
+  GOBIN="$1/ui" GOFLAGS='-trimpath -mod=mod' go install -ldflags='-s -w' "github.com/temporalio/ui-server/v2/cmd/server@$TEMPORAL_UI_VERSION"
+  mv "$1/ui/server" "$1/temporal-ui-server"
+  rmdir "$1/ui"
+  local src
+  src="$(go env GOMODCACHE)/go.temporal.io/server@$TEMPORAL_SERVER_VERSION/schema/postgresql"
+  mkdir -p "$1/schema"
+  cp -r "$src" "$1/schema/"
+  chmod -R u+w "$1/schema"
+}
+
 build_kubernetes() {
   (cd "$here/tools/kubernetes" && go build -trimpath -ldflags="$(k8s_ldflags)" -o "$1/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
@@ -76,4 +102,5 @@ build "temporal $TEMPORAL_VERSION" "$temporal_dir" build_temporal
 build "etcd $ETCD_VERSION" "$etcd_dir" build_etcd
 build "kubernetes $K8S_VERSION" "$k8s_dir" build_kubernetes
 build "kubectl $K8S_VERSION" "$kubectl_dir" build_kubectl
+if [ "${1:-}" = "--cluster" ]; then build "temporal server $TEMPORAL_SERVER_VERSION" "$server_dir" build_temporal_server; fi
 echo "$cache"

@@ -19,9 +19,25 @@ export interface Binaries {
   kubectl: string;
 }
 
-async function paths(): Promise<Binaries> {
+/** Temporal's own server, for the cluster sandbox (`--temporal cluster`): built only when asked for. */
+export interface ServerBinaries {
+  /** The server: frontend, history, matching and worker services, one per process here. */
+  server: string;
+  /** temporal-sql-tool: creates the databases and applies the schema. */
+  sqlTool: string;
+  /** schema/postgresql/v12/{temporal,visibility}/versioned, from the server's module. */
+  schema: string;
+  /** The Web UI's server. */
+  ui: string;
+}
+
+async function printed(): Promise<Record<string, string>> {
   const { stdout } = await run('bash', [script, '--print']);
-  const vars = Object.fromEntries(stdout.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
+  return Object.fromEntries(stdout.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
+}
+
+async function paths(): Promise<Binaries> {
+  const vars = await printed();
   const k8s = vars.KUBERNETES!;
   return {
     temporal: vars.TEMPORAL!,
@@ -33,7 +49,27 @@ async function paths(): Promise<Binaries> {
   };
 }
 
-async function allPresent(b: Binaries): Promise<boolean> {
+/** Temporal's server, its SQL tool and schema, building them the first time (several minutes). */
+export async function ensureServerBinaries(onBuild?: (msg: string) => void): Promise<ServerBinaries> {
+  const dir = (await printed()).TEMPORAL_SERVER!;
+  const b = {
+    server: join(dir, 'temporal-server'), sqlTool: join(dir, 'temporal-sql-tool'), schema: join(dir, 'schema', 'postgresql', 'v12'), ui: join(dir, 'temporal-ui-server'),
+  };
+  try {
+    await access(join(dir, '.complete'));
+    return b;
+  } catch {
+    onBuild?.("building Temporal's server from its Go module (first run only)");
+  }
+  await new Promise<void>((resolve, reject) => {
+    const child = execFile('bash', [script, '--cluster'], { maxBuffer: 64 << 20 }, (err) => (err ? reject(err) : resolve()));
+    child.stderr?.on('data', (d: Buffer) => process.stderr.write(d));
+  });
+  await access(join(dir, '.complete'));
+  return b;
+}
+
+async function allPresent(b: Binaries | ServerBinaries): Promise<boolean> {
   try {
     await Promise.all(Object.values(b).map((p) => access(p)));
     return true;

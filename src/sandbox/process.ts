@@ -38,7 +38,8 @@ export async function isRunning(rec: ProcessRecord | undefined): Promise<boolean
 }
 
 export async function startDetached(
-  name: string, command: string, args: string[], opts: { log: string; pidFile: string; env?: NodeJS.ProcessEnv; cwd?: string },
+  name: string, command: string, args: string[],
+  opts: { log: string; pidFile: string; env?: NodeJS.ProcessEnv; cwd?: string; /** Run as this user (from root). */ user?: { uid: number; gid: number } },
 ): Promise<ProcessRecord> {
   // Owner-only, like the credentials beside it: a component may log more than it should.
   const fd = openSync(opts.log, 'a', 0o600);
@@ -48,6 +49,8 @@ export async function startDetached(
       stdio: ['ignore', fd, fd],
       env: opts.env ?? process.env,
       cwd: opts.cwd,
+      // libuv drops the supplementary groups when it changes the user.
+      ...(opts.user ?? {}),
     });
     const failed = new Promise<never>((_, reject) => child.once('error', reject));
     const rec: ProcessRecord = {

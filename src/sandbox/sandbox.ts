@@ -14,7 +14,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { SearchAttributeType } from '@temporalio/common';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
-import { ensureBinaries, type Binaries } from './binaries.ts';
+import { ensureBinaries, ensureServerBinaries, type Binaries, type ServerBinaries } from './binaries.ts';
+import {
+  CLUSTER_COMPONENTS, clusterPorts, initPostgres, postgresCommand, postgresDataDir, registerNamespace, SERVICES, serviceArgs, setupSchemas, uiArgs, writeServerConfig, writeUiConfig,
+} from './temporal-cluster.ts';
 import { ensurePki, pkiPaths, type Pki } from './certs.ts';
 import { isRunning, logTail, readRecord, startDetached, stopProcess, type ProcessRecord } from './process.ts';
 
@@ -32,6 +35,11 @@ export interface SandboxSettings {
    * with their request bodies. Off unless asked for (the fault run turns it on).
    */
   auditLog?: boolean;
+  /**
+   * Which Temporal: `dev` (the default), the temporal CLI's dev server, one process over SQLite;
+   * `cluster`, Temporal's own server, a process per service, over PostgreSQL (temporal-cluster.ts).
+   */
+  temporal?: 'dev' | 'cluster';
   ports: {
     etcdClient: number;
     etcdPeer: number;
@@ -102,11 +110,32 @@ interface Component {
   /** Resolves once the component serves; rejects with the reason it does not. */
   ready: () => Promise<void>;
   timeoutMs: number;
+  /** Run as this user (PostgreSQL refuses root), from `/`. */
+  user?: { uid: number; gid: number };
 }
 
 export class SandboxError extends Error {}
 
-function components(info: SandboxInfo, bin: Binaries, pki: Pki): Component[] {
+/** The cluster sandbox's Temporal: PostgreSQL, then one process per service of Temporal's server. */
+function clusterComponents(info: SandboxInfo, server: ServerBinaries): Component[] {
+  const ports = clusterPorts(info.settings.ports.temporal);
+  const pg = postgresCommand(info.stateDir, ports);
+  // The worker service serves no gRPC: it is up once it listens for its membership ring.
+  const readyPort = { history: ports.history, matching: ports.matching, frontend: ports.frontend, worker: ports.membership.worker };
+  return [
+    { name: 'postgres', ...pg, ready: () => tcpOpen(ports.postgres), timeoutMs: 60_000 },
+    ...SERVICES.map((service): Component => ({
+      name: `temporal-${service}`,
+      command: server.server,
+      args: serviceArgs(info.stateDir, service),
+      ready: () => tcpOpen(readyPort[service]),
+      timeoutMs: 90_000,
+    })),
+    { name: 'temporal-ui', command: server.ui, args: uiArgs(info.stateDir), ready: () => httpGet(info.settings.ports.temporalUi, '/'), timeoutMs: 60_000 },
+  ];
+}
+
+function components(info: SandboxInfo, bin: Binaries, pki: Pki, server?: ServerBinaries): Component[] {
   const s = info.settings;
   const p = s.ports;
   const dir = info.stateDir;
@@ -114,6 +143,7 @@ function components(info: SandboxInfo, bin: Binaries, pki: Pki): Component[] {
   const tlsGet = (port: number, path: string, withCert: boolean) => () =>
     httpsGet(port, path, withCert ? pki : undefined);
   return [
+    ...(server ? clusterComponents(info, server) : []),
     {
       name: 'temporal',
       command: bin.temporal,
@@ -272,10 +302,12 @@ export async function up(opts: UpOptions = {}): Promise<SandboxInfo> {
   await writeFile(join(stateDir, 'sandbox.json'), JSON.stringify(wanted, null, 2));
 
   const bin = await ensureBinaries(say);
+  const cluster = wanted.temporal === 'cluster';
+  const server = cluster ? await ensureServerBinaries(say) : undefined;
   const pki = await ensurePki(join(stateDir, 'pki'));
   await writeAdminKubeconfig(info, pki);
   await writeAuditPolicy(info);
-  const all = components(info, bin, pki);
+  const all = components(info, bin, pki, server);
   const byName = new Map(all.map((c) => [c.name, c]));
   // What this call started, so that a failure stops exactly that and leaves
   // alone what was already running.
@@ -286,7 +318,9 @@ export async function up(opts: UpOptions = {}): Promise<SandboxInfo> {
   };
 
   // Temporal is independent of Kubernetes: start both chains side by side.
-  const temporal = start('temporal');
+  const temporal = cluster ? startCluster(info, bin, server!, start, say) : start('temporal');
+  // Awaited below; a failure before then must not be an unhandled rejection.
+  temporal.catch(() => undefined);
   try {
     await start('etcd');
     await start('kube-apiserver');
@@ -303,7 +337,43 @@ export async function up(opts: UpOptions = {}): Promise<SandboxInfo> {
   return info;
 }
 
-export type ComponentName = 'temporal' | 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kubelet';
+/**
+ * The cluster's Temporal in order: PostgreSQL (its data folder made the first time), the schemas,
+ * history and matching, the frontend, the worker service; then the `default` namespace and tend's
+ * search attributes, through the frontend.
+ */
+async function startCluster(
+  info: SandboxInfo, bin: Binaries, server: ServerBinaries, start: (name: string) => Promise<void>, say: (m: string) => void,
+): Promise<void> {
+  const ports = clusterPorts(info.settings.ports.temporal);
+  await initPostgres(info.stateDir);
+  await writeServerConfig(info.stateDir, ports);
+  await start('postgres');
+  await retry('PostgreSQL to take connections', 30_000, () => setupSchemas(server, ports, say));
+  await Promise.all([start('temporal-history'), start('temporal-matching')]);
+  await start('temporal-frontend');
+  await start('temporal-worker');
+  await writeUiConfig(info.stateDir, info.temporalAddress, info.settings.ports.temporalUi);
+  await start('temporal-ui');
+  const attributes = [TendCapability, TendTarget].map((key) => key.name);
+  await retry('the frontend to register the default namespace', 60_000, () => registerNamespace(bin.temporal, info.temporalAddress, attributes));
+  say(`temporal cluster ready: frontend ${info.temporalAddress}, PostgreSQL 127.0.0.1:${ports.postgres}`);
+}
+
+async function retry(what: string, timeoutMs: number, fn: () => Promise<void>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > deadline) throw new SandboxError(`timed out after ${timeoutMs / 1000}s waiting for ${what}: ${(err as { stderr?: string }).stderr || (err as Error).message}`);
+    }
+    await sleep(1000);
+  }
+}
+
+export type ComponentName = 'temporal' | 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kubelet'
+  | (typeof CLUSTER_COMPONENTS)[number];
 
 /**
  * Stops one component of a running sandbox (SIGTERM, or SIGKILL with `kill`),
@@ -324,7 +394,9 @@ export async function restartComponent(
   if (opts.downMs) await sleep(opts.downMs);
   const pki = await ensurePki(join(stateDir, 'pki'));
   await writeAuditPolicy(info);
-  const c = components(info, await ensureBinaries(), pki).find((x) => x.name === name)!;
+  const server = settings.temporal === 'cluster' ? await ensureServerBinaries() : undefined;
+  const c = components(info, await ensureBinaries(), pki, server).find((x) => x.name === name);
+  if (!c) throw new SandboxError(`no component ${name} in the sandbox in ${stateDir} (its Temporal is ${settings.temporal ?? 'dev'})`);
   await startComponent(info, c, opts.progress ?? (() => {}));
 }
 
@@ -353,7 +425,9 @@ async function startComponent(info: SandboxInfo, c: Component, say: (m: string) 
     return undefined;
   }
   say(`starting ${c.name}`);
-  const started = await startDetached(c.name, c.command, c.args, { log: logFile(info, c.name), pidFile: pf, cwd: info.stateDir });
+  const started = await startDetached(c.name, c.command, c.args, {
+    log: logFile(info, c.name), pidFile: pf, ...(c.user ? { user: c.user, cwd: '/' } : { cwd: info.stateDir }),
+  });
   try {
     await waitReady(info, c, started);
   } catch (err) {
@@ -398,12 +472,13 @@ export interface ComponentStatus {
   log: string;
 }
 
-const componentNames = ['temporal', 'etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet'];
+const componentNames = [...CLUSTER_COMPONENTS, 'temporal', 'etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet'];
 
 export async function status(dir = defaultStateDir()): Promise<ComponentStatus[]> {
   const stateDir = resolve(dir);
   const info = sandboxInfo(stateDir, (await readSettings(stateDir)) ?? defaultSettings);
-  return Promise.all(componentNames.map(async (name) => {
+  const names = info.settings.temporal === 'cluster' ? componentNames.filter((n) => n !== 'temporal') : componentNames.filter((n) => !(CLUSTER_COMPONENTS as readonly string[]).includes(n));
+  return Promise.all(names.map(async (name) => {
     const rec = await readRecord(pidFile(info, name));
     const running = await isRunning(rec);
     return { name, running, pid: running ? rec!.pid : undefined, log: logFile(info, name) };
@@ -432,6 +507,8 @@ export async function down(dir = defaultStateDir(), opts: { purge?: boolean; pro
   if (opts.purge && existsSync(stateDir)) {
     for (const entry of await readdir(stateDir)) await rm(join(stateDir, entry), { recursive: true, force: true });
   }
+  // The cluster's PostgreSQL data, beside the state folder when it runs as nobody.
+  if (opts.purge) await rm(postgresDataDir(stateDir), { recursive: true, force: true });
 }
 
 // ---------------------------------------------------------------------------

@@ -189,10 +189,12 @@ export function buildProgram(): Command {
     .option('--nodes <n>', 'simulated nodes', positiveInt('--nodes'))
     .option('--time-scale <x>', 'simulated kubelet time scale (0.1: ten times faster back-off)', positiveNumber('--time-scale'))
     .option('--min-request-timeout <seconds>', 'kube-apiserver --min-request-timeout (watches end after 1-2x this)', positiveInt('--min-request-timeout'))
-    .action(async (flags: { stateDir?: string; nodes?: number; timeScale?: number; minRequestTimeout?: number }) => {
+    .addOption(new Option('--temporal <kind>', "dev: the temporal CLI's dev server (SQLite); cluster: Temporal's own server, a process per service, on PostgreSQL")
+      .choices(['dev', 'cluster']))
+    .action(async (flags: { stateDir?: string; nodes?: number; timeScale?: number; minRequestTimeout?: number; temporal?: 'dev' | 'cluster' }) => {
       const { up } = await import('../sandbox/sandbox.ts');
       const settings = Object.fromEntries(Object.entries({
-        nodes: flags.nodes, timeScale: flags.timeScale, minRequestTimeoutSeconds: flags.minRequestTimeout,
+        nodes: flags.nodes, timeScale: flags.timeScale, minRequestTimeoutSeconds: flags.minRequestTimeout, temporal: flags.temporal,
       }).filter(([, v]) => v !== undefined));
       const info = await up({ stateDir: flags.stateDir, settings, progress: (m) => console.error(`sandbox: ${m}`) });
       printEnv(info);
