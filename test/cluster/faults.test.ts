@@ -8,7 +8,7 @@ import { TendProcess } from '../harness/cli.ts';
 import { testStateDir, testTemporal } from '../harness/env.ts';
 import { admin, deleteNamespace, deployment, isReady, podsOf, service, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
-import { cleanUpTaintTest, condition, managedLabel, readPod, startTaintTend, taint } from '../harness/taint.ts';
+import { cleanUpTaintTest, condition, readPod, readyPodsOn, startTaintTend, taint } from '../harness/taint.ts';
 import { add, entry, nodeUnschedulable, podGone, release, repairWorld, resetRepairQueue, stuckPod, temporalCli } from '../harness/repair.ts';
 import { crashLooping, weederConfigFile } from '../harness/weeder.ts';
 import { mergePatch } from '../../src/kube/api.ts';
@@ -42,13 +42,7 @@ describe('cluster faults: Temporal\'s services and PostgreSQL restarted mid-reme
       ({ config, tend } = await startTaintTend(ns, {
         taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 15 }], taintReplacementTimeSeconds: 1, maxConcurrentReplacements: 2,
       }));
-      const body = deployment({ namespace: ns, name: 'db', replicas: 2, labels: managedLabel(ns) });
-      body.spec!.template.spec!.nodeSelector = { 'kubernetes.io/hostname': 'sim-1' };
-      await kube.apps.createNamespacedDeployment({ namespace: ns, body });
-      const pods = await waitFor('2 ready pods', async () => {
-        const ps = (await podsOf(kube, ns, 'app=db')).filter((p) => isReady(p) && !p.metadata?.deletionTimestamp);
-        return ps.length === 2 && ps;
-      }, { timeoutMs: 60_000 });
+      const pods = await readyPodsOn(kube, ns, 'db', 'sim-1', 2);
       tainted.add(`sim-1|${MAINTENANCE}`);
       await taint(kube, 'sim-1', { key: MAINTENANCE, value: 'x', effect: 'NoSchedule' });
       await waitFor('both pods marked NodeTaintDetected', async () => {

@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { TendProcess } from '../harness/cli.ts';
 import { testPort } from '../harness/env.ts';
-import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
+import { admin, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
-import { cleanUpTaintTest, managedLabel, readPod, taint, taintConfig, taintStatusJson } from '../harness/taint.ts';
+import { cleanUpTaintTest, managedLabel, readPod, readyPodsOn, taint, taintConfig, taintStatusJson } from '../harness/taint.ts';
 import { counterFor, metricsOf } from '../harness/metrics.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
@@ -43,13 +43,7 @@ describe('observe mode: taint replacement records the evictions it would ask, th
     const metric = async () => counterFor(await metricsOf(http), 'tend_taint_would_evict_total', ns);
 
     // Both pods on one node, so that one tainted node (under the breaker's share of the cluster) holds them.
-    const body = deployment({ namespace: ns, name: 'db', replicas: 2, labels: managedLabel(ns) });
-    body.spec!.template.spec!.nodeSelector = { 'kubernetes.io/hostname': 'sim-1' };
-    await kube.apps.createNamespacedDeployment({ namespace: ns, body });
-    const pods = await waitFor('2 ready pods', async () => {
-      const ps = (await podsOf(kube, ns, 'app=db')).filter((p) => isReady(p) && !p.metadata?.deletionTimestamp);
-      return ps.length === 2 && ps;
-    }, { timeoutMs: 60_000 });
+    const pods = await readyPodsOn(kube, ns, 'db', 'sim-1', 2);
     const uids = new Set(pods.map((p) => p.metadata!.uid!));
     tainted.add(`sim-1|${MAINTENANCE}`);
     await taint(kube, 'sim-1', { key: MAINTENANCE, value: 'x', effect: 'NoSchedule' });

@@ -4,10 +4,10 @@
 // what fell due at once.
 import assert from 'node:assert/strict';
 import { runTend, type TendProcess } from '../harness/cli.ts';
-import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
+import { admin, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { temporalCli } from '../harness/temporal.ts';
-import { cleanUpTaintTest, condition, managedLabel, readPod, startTaintTend, taint, taintStatusJson } from '../harness/taint.ts';
+import { cleanUpTaintTest, condition, readPod, readyPodsOn, startTaintTend, taint, taintStatusJson } from '../harness/taint.ts';
 import { SAFETY_WORKFLOW_ID } from '../../src/safety/messages.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
@@ -39,13 +39,7 @@ describe('pause: taint replacement evicts nothing while paused (e2e)', function 
       taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 15 }], taintReplacementTimeSeconds: 1, maxConcurrentReplacements: 2,
     }));
     // Both pods on one node, so that one tainted node (under the breaker's share of the cluster) holds them.
-    const body = deployment({ namespace: ns, name: 'db', replicas: 2, labels: managedLabel(ns) });
-    body.spec!.template.spec!.nodeSelector = { 'kubernetes.io/hostname': 'sim-1' };
-    await kube.apps.createNamespacedDeployment({ namespace: ns, body });
-    const pods = await waitFor('2 ready pods', async () => {
-      const ps = (await podsOf(kube, ns, 'app=db')).filter((p) => isReady(p) && !p.metadata?.deletionTimestamp);
-      return ps.length === 2 && ps;
-    }, { timeoutMs: 60_000 });
+    const pods = await readyPodsOn(kube, ns, 'db', 'sim-1', 2);
     tainted.add(`sim-1|${MAINTENANCE}`);
     await taint(kube, 'sim-1', { key: MAINTENANCE, value: 'x', effect: 'NoSchedule' });
     await waitFor('both pods marked', async () => {

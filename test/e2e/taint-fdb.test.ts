@@ -7,9 +7,9 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TendProcess } from '../harness/cli.ts';
-import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
+import { admin, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
-import { cleanUpTaintTest, condition, managedLabel, readPod, taint, taintConfig, taintStatusJson } from '../harness/taint.ts';
+import { cleanUpTaintTest, condition, managedLabel, readPod, readyPodsOn, taint, taintConfig, taintStatusJson } from '../harness/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 const IGNORED = 'example.org/ignored';
@@ -50,17 +50,8 @@ describe('taint replacement: FDB\'s whole block from a FoundationDBCluster manif
     assert.match(tend.logs, /faultDomainBasedReplacements: accepted, not used/);
     assert.match(tend.logs, /maxFaultDomainsWithTaintedProcessGroups: 1: .*\(now 1\), taken from this field/);
 
-    const onNode = async (name: string, node: string) => {
-      const body = deployment({ namespace: ns, name, replicas: 1, labels: managedLabel(ns) });
-      body.spec!.template.spec!.nodeSelector = { 'kubernetes.io/hostname': node };
-      await kube.apps.createNamespacedDeployment({ namespace: ns, body });
-      return waitFor(`${name} ready on ${node}`, async () => {
-        const ps = (await podsOf(kube, ns, `app=${name}`)).filter((p) => isReady(p) && !p.metadata?.deletionTimestamp);
-        return ps.length === 1 && ps[0]!;
-      }, { timeoutMs: 60_000 });
-    };
-    const quiet = await onNode('quiet', 'sim-1');
-    const held = await onNode('held', 'sim-2');
+    const [quiet] = await readyPodsOn(kube, ns, 'quiet', 'sim-1', 1);
+    const [held] = await readyPodsOn(kube, ns, 'held', 'sim-2', 1);
     tainted.add(`sim-1|${IGNORED}`);
     await taint(kube, 'sim-1', { key: IGNORED, value: 'x', effect: 'NoSchedule' });
     tainted.add(`sim-2|${MAINTENANCE}`);

@@ -11,7 +11,7 @@ import type { KubeClients } from '../../src/kube/client.ts';
 import type { TaintStatus } from '../../src/starters/taint-commands.ts';
 import { runTend, TendProcess } from './cli.ts';
 import { testStateDir } from './env.ts';
-import { deleteNamespace, grantConfiguredRights } from './kube.ts';
+import { deleteNamespace, deployment, grantConfiguredRights, isReady, podsOf } from './kube.ts';
 import { ApplicationFailure } from '@temporalio/common';
 import { waitFor } from './wait.ts';
 import { sandbox } from './hooks.ts';
@@ -230,4 +230,15 @@ export class TaintStubs {
       taintNodeCounts: async () => record('taintNodeCounts', {}, { taintedNodes: this.taints.size, totalNodes: 10 }),
     };
   }
+}
+
+/** A Deployment of `replicas` managed pods pinned to `node` (nodeSelector), and its pods once all are ready. */
+export async function readyPodsOn(kube: KubeClients, ns: string, name: string, node: string, replicas: number): Promise<k8s.V1Pod[]> {
+  const body = deployment({ namespace: ns, name, replicas, labels: managedLabel(ns) });
+  body.spec!.template.spec!.nodeSelector = { 'kubernetes.io/hostname': node };
+  await kube.apps.createNamespacedDeployment({ namespace: ns, body });
+  return waitFor(`${replicas} ready pod(s) of ${name} on ${node}`, async () => {
+    const ps = (await podsOf(kube, ns, `app=${name}`)).filter((p) => isReady(p) && !p.metadata?.deletionTimestamp);
+    return ps.length === replicas && ps;
+  }, { timeoutMs: 60_000 });
 }

@@ -25,8 +25,14 @@ describe('observe mode: configuration', () => {
   });
 
   it('the top-level mode is every section\'s default; a section\'s own mode wins', () => {
-    const c = parseConfig(`mode: observe\n${weeder}apps:\n  mode: act\n`, 't');
-    assert.deepEqual(modesOf(c), { weeder: 'observe', taint: 'observe', apps: 'act', repair: 'observe' });
+    const c = parseConfig(`mode: observe\n${weeder}  mode: act\n${apps}`, 't');
+    assert.deepEqual(modesOf(c), { weeder: 'act', taint: 'observe', apps: 'observe', repair: 'observe' });
+    assert.deepEqual(modesOf(parseConfig(`${apps}`, 't')), { weeder: 'act', taint: 'act', apps: 'act', repair: 'act' });
+  });
+
+  it('refuses observe for the weeder and the repair queue, which cannot observe yet (they would still act)', () => {
+    assert.throws(() => parseConfig(`mode: observe\n${weeder}`, 'f.yaml'), /mode: observe would apply to weeder too, which cannot observe yet/);
+    assert.throws(() => parseConfig(`${weeder}  mode: observe\n`, 'f.yaml'), /weeder\.mode: observe is not available for weeder yet/);
   });
 
   it('refuses any other value, naming the path and the line', () => {
@@ -50,13 +56,13 @@ describe('observe mode: configuration', () => {
     this.timeout(30_000);
     const dir = mkdtempSync(join(tmpdir(), 'tend-mode-'));
     writeFileSync(join(dir, 'bad.yaml'), `${weeder}  mode: maybe\n`);
-    writeFileSync(join(dir, 'good.yaml'), `mode: observe\n${weeder}`);
+    writeFileSync(join(dir, 'good.yaml'), `mode: observe\n${apps}`);
     const bad = spawnSync(process.execPath, [cli, 'config', 'validate', join(dir, 'bad.yaml')], { encoding: 'utf8' });
     assert.equal(bad.status, 2, bad.stderr);
     assert.match(bad.stderr, /weeder\.mode: must be act or observe.*line 4/);
     const good = spawnSync(process.execPath, [cli, 'config', 'validate', join(dir, 'good.yaml')], { encoding: 'utf8' });
     assert.equal(good.status, 0, good.stderr);
-    assert.match(good.stdout, /weeder: .*observe mode/);
+    assert.match(good.stdout, /apps: .*observe mode/);
   });
 });
 
@@ -64,19 +70,19 @@ describe('observe mode: ModeState', () => {
   it('reads the configuration again: a mode changes at once, an invalid file keeps the last good modes', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tend-mode-'));
     const file = join(dir, 'c.yaml');
-    writeFileSync(file, `mode: observe\n${weeder}`);
+    writeFileSync(file, `mode: observe\n${apps}`);
     const initial = await loadConfig({ file });
     const modes = new ModeState(initial, { reload: () => loadConfig({ file }), sighup: false, metrics: false });
-    assert.equal(modes.mode('weeder'), 'observe');
-    writeFileSync(file, `mode: act\n${weeder}`);
+    assert.equal(modes.mode('apps'), 'observe');
+    writeFileSync(file, `mode: act\n${apps}`);
     await modes.reloadNow('test');
-    assert.equal(modes.mode('weeder'), 'act');
-    writeFileSync(file, `mode: sometimes\n${weeder}`);
+    assert.equal(modes.mode('apps'), 'act');
+    writeFileSync(file, `mode: sometimes\n${apps}`);
     await modes.reloadNow('test');
-    assert.equal(modes.mode('weeder'), 'act', 'an invalid file changed the mode');
-    writeFileSync(file, `${weeder}  mode: observe\n`);
+    assert.equal(modes.mode('apps'), 'act', 'an invalid file changed the mode');
+    writeFileSync(file, 'apps:\n  mode: observe\n');
     await modes.reloadNow('test');
-    assert.deepEqual(modes.all(), { weeder: 'observe', taint: 'act', apps: 'act', repair: 'act' });
+    assert.deepEqual(modes.all(), { weeder: 'act', taint: 'act', apps: 'observe', repair: 'act' });
   });
 
   it('a configuration from a file remembers where it came from (spreads keep it)', async () => {
