@@ -358,23 +358,7 @@ export const configSchema = z.strictObject({
   kubernetes: kubernetesSchema.prefault({}),
   http: httpSchema.prefault({}),
   ...sectionsShape,
-}).superRefine((c, ctx) => {
-  // Observe mode is honoured by taint replacement and apps; the weeder and the repair queue would
-  // still act. Refused rather than silently acting (docs/safety.md).
-  for (const section of OBSERVE_NOT_YET) {
-    const own = c[section]?.mode;
-    if (c[section] === undefined || (own ?? c.mode) !== 'observe') continue;
-    ctx.addIssue({
-      code: 'custom', path: own ? [section, 'mode'] : ['mode'],
-      message: own
-        ? `observe is not available for ${section} yet (it would still act): set act, or leave the ${section} section out`
-        : `observe would apply to ${section} too, which cannot observe yet (it would still act): give the ${section} section mode: act, or leave it out`,
-    });
-  }
 });
-
-/** Sections whose activities do not replace their writes by records yet. */
-export const OBSERVE_NOT_YET = ['weeder', 'repair'] as const;
 
 export type TlsOptions = z.output<typeof tlsOptionsSchema>;
 export type DeploymentConfig = z.output<typeof deploymentSchema>;

@@ -30,9 +30,9 @@ describe('observe mode: configuration', () => {
     assert.deepEqual(modesOf(parseConfig(`${apps}`, 't')), { weeder: 'act', taint: 'act', apps: 'act', repair: 'act' });
   });
 
-  it('refuses observe for the weeder and the repair queue, which cannot observe yet (they would still act)', () => {
-    assert.throws(() => parseConfig(`mode: observe\n${weeder}`, 'f.yaml'), /mode: observe would apply to weeder too, which cannot observe yet/);
-    assert.throws(() => parseConfig(`${weeder}  mode: observe\n`, 'f.yaml'), /weeder\.mode: observe is not available for weeder yet/);
+  it('accepts observe for every capability, from the top level or its own section', () => {
+    assert.deepEqual(modesOf(parseConfig(`mode: observe\n${weeder}`, 'f.yaml')).weeder, 'observe');
+    assert.deepEqual(modesOf(parseConfig(`${weeder}  mode: observe\n`, 'f.yaml')).weeder, 'observe');
   });
 
   it('refuses any other value, naming the path and the line', () => {
