@@ -26,7 +26,7 @@ import { addInputSchema, check, entryKeySchema, indexSchema, MAX_REQUESTS_PER_AD
 import { recordEvent } from '../kube/events.ts';
 import { log } from '../log.ts';
 import { repairCommands } from '../metrics/registry.ts';
-import type { SafetyGates } from './safety-gate.ts';
+import { recordWould, writeHold, type SafetyGates, type WriteHold } from './safety-gate.ts';
 
 /** One run of argv + address in its own process group (no entry lock): for benchmarks and tools. */
 export function runOnce(command: string[], address: string, timeoutSeconds: number, signal?: AbortSignal): Promise<RunResult> {
@@ -44,9 +44,15 @@ export type EntryKey = z.output<typeof entryKeySchema>;
 const stepSchema = z.number({ error: 'step must be a step number' }).int('step must be a whole number').min(0, 'step must be 0 or more').max(10_000);
 const epochMs = z.number({ error: 'must be a time in epoch milliseconds' }).int().min(0);
 
+/** How long an activity asked again after a paused answer waits in place for the resume (ms); 0: answers `paused` at once. */
+const holdSchema = z.number({ error: 'holdMs must be a number of milliseconds' }).int().min(0).max(3_600_000).optional();
+
 const commandInputSchema = entryKeySchema.extend({
   step: stepSchema,
   kind: z.enum(['repair_command', 'success_command'], { error: 'kind must be repair_command or success_command' }),
+  /** Runs of this command already done before a pause held the next one: the retries go on from there. */
+  after: z.number({ error: 'after must be a number of runs' }).int().min(0).max(1000).optional(),
+  holdMs: holdSchema,
 });
 export type CommandInput = z.output<typeof commandInputSchema>;
 
@@ -62,6 +68,12 @@ const queueSettingsInputSchema = z.strictObject({
 
 export interface CommandResult {
   ok: boolean;
+  /** Observe mode: the command was recorded, not run; the entry goes on as if it exited 0. */
+  observed?: true;
+  /** Paused before a run (why): nothing ran; asked again with `after` = runs, not counted as a failure. */
+  paused?: string;
+  /** With `paused`: the runs done before it (their failures count towards command_retries). */
+  runs?: number;
   output: string;
   error?: string;
   attempts: number;
@@ -76,7 +88,29 @@ export interface CommandResult {
 /** What a command activity heartbeats as each run starts: Temporal keeps it for the next attempt. */
 interface RunStarted { run: number; startedAt: string }
 
-export type DrainResult = { ok: true; evicted: number; deleted: number } | { ok: false; reason: string };
+/**
+ * `observed`: observe mode recorded the cordon, evictions and deletions, and did none (the entry goes on as if
+ * drained). `held`: the eviction timeout passed while repair was paused: the cordon is kept, no back-off counts,
+ * and the drain starts again with a new timeout (docs/repair.md).
+ */
+export type DrainResult =
+  | { ok: true; evicted: number; deleted: number; observed?: { cordon: boolean; evict: number; delete: number } }
+  | { ok: false; reason: string; held?: true; cordonKept?: true; observed?: true };
+
+/** What repairUncordon did: `observed` in observe mode (recorded), `paused` while repair is paused (asked again). */
+export type UncordonOutcome = 'changed' | 'unchanged' | 'gone' | 'observed' | 'paused';
+
+/** Thrown inside a drain when the eviction timeout passes while a write waits for the resume. */
+class HeldOut extends Error {
+  readonly what: string;
+  constructor(what: string) {
+    super(`held: ${what}`);
+    this.what = what;
+  }
+}
+
+/** While paused, a write waiting in place asks again this often (the pause is honoured within a second). */
+const PAUSE_POLL_MS = 250;
 
 /** Refuses an input, non-retryably, with the reason: nothing has run. */
 function parsed<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
@@ -175,7 +209,32 @@ export const REPAIR_COMMAND_ACTIVITIES = ['repairRunCommand', 'repairWatchHealth
  */
 export type RepairRole = 'main' | 'commands';
 
-export function createRepairActivities(kube: KubeClients | undefined, config?: RepairConfig, role: RepairRole = 'main', _gates?: SafetyGates) {
+export function createRepairActivities(kube: KubeClients | undefined, config?: RepairConfig, role: RepairRole = 'main', gates?: SafetyGates) {
+  /**
+   * Asked right before every destructive write (cordon, eviction, deletion,
+   * command, uncordon): undefined to write, observe (record it instead), or
+   * paused once the pause has lasted until `until` (epoch ms): up to then the
+   * write waits in place, asking again every 250 ms, so it goes out within
+   * that once `tend resume repair` is acknowledged.
+   */
+  async function gate(until: number, signal?: AbortSignal): Promise<WriteHold | undefined> {
+    for (let logged = false; ;) {
+      const hold = writeHold(gates, 'repair');
+      if (hold?.kind !== 'paused' || Date.now() >= until) return hold;
+      if (!logged) log.info({ reason: hold.message }, 'repair: paused: the next write waits for tend resume');
+      logged = true;
+      try {
+        await sleep(Math.min(PAUSE_POLL_MS, until - Date.now()), undefined, signal ? { signal } : undefined);
+      } catch (err) {
+        if (signal?.aborted) stopped(signal);
+        throw err;
+      }
+    }
+  }
+
+  const nodeTarget = (node: k8s.V1Node) => ({ apiVersion: 'v1', kind: 'Node', name: node.metadata!.name!, uid: node.metadata?.uid });
+  const podTarget = (p: PodView) => ({ apiVersion: 'v1', kind: 'Pod', namespace: p.namespace, name: p.name, uid: p.uid });
+
   function kubeOrRefuse(): KubeClients {
     if (!kube) notConfigured('this worker runs repair commands only (repair.taskQueue); it has no Kubernetes connection');
     return kube;
@@ -227,8 +286,11 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
     return list.items.map(podView);
   }
 
-  /** Sets spec.unschedulable with the Node's resourceVersion as precondition; re-reads on conflict. */
-  async function setCordon(nodename: string, index: string, cordon: boolean): Promise<'changed' | 'unchanged' | 'gone'> {
+  /**
+   * Sets spec.unschedulable with the Node's resourceVersion as precondition; re-reads on conflict.
+   * Through the gate: observe records it (`observed`); paused past `until` leaves it (`paused`).
+   */
+  async function setCordon(nodename: string, index: string, cordon: boolean, hold: { until: number; signal?: AbortSignal; observing?: boolean } = { until: 0 }): Promise<UncordonOutcome> {
     for (let attempt = 0; ; attempt++) {
       let node: k8s.V1Node;
       try {
@@ -244,9 +306,22 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
         if (node.spec?.unschedulable) return 'unchanged';
         body = { metadata: { resourceVersion: node.metadata!.resourceVersion, annotations: { [REPAIR_CORDON_ANNOTATION]: index } }, spec: { unschedulable: true } };
       } else {
-        if (mark !== index) return 'unchanged';
+        // In observe mode a node this entry would have cordoned is not: act mode would lift that cordon here.
+        const observedCordon = mark === undefined && !node.spec?.unschedulable && (hold.observing || writeHold(gates, 'repair')?.kind === 'observe');
+        if (mark !== index && !observedCordon) return 'unchanged';
         body = { metadata: { resourceVersion: node.metadata!.resourceVersion, annotations: { [REPAIR_CORDON_ANNOTATION]: null } }, spec: { unschedulable: null } };
       }
+      const held = hold.observing ? { kind: 'observe' as const, message: 'observing' } : await gate(hold.until, hold.signal);
+      if (held?.kind === 'paused') return 'paused';
+      if (held?.kind === 'observe') {
+        await recordWould(kube, {
+          capability: 'repair', action: cordon ? 'cordon' : 'uncordon', regarding: nodeTarget(node),
+          note: `would ${cordon ? 'cordon' : 'uncordon'} node ${nodename}: repair queue entry ${index}${cordon ? ', to drain it' : ''}`,
+          dedupKey: `repair/${index}/${cordon ? 'cordon' : 'uncordon'}/${node.metadata?.uid}`,
+        });
+        return 'observed';
+      }
+      // After a wait in place the Node may have changed: the resourceVersion precondition sends it round again.
       try {
         await kubeOrRefuse().core.patchNode({ name: nodename, body, fieldManager: 'tend' }, mergePatch);
         log.info({ node: nodename, index, cordon }, cordon ? 'repair: cordoned node' : 'repair: uncordoned node');
@@ -349,11 +424,14 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
     },
 
     /** Lifts the cordon this entry set on the address's Node; any other cordon stays. */
-    async repairUncordon(input: Pick<EntryKey, 'index' | 'address'>): Promise<string> {
-      const key = parsed(entryKeySchema.pick({ index: true, address: true }), input, 'repairUncordon');
+    async repairUncordon(input: Pick<EntryKey, 'index' | 'address'> & { holdMs?: number }): Promise<UncordonOutcome> {
+      const key = parsed(entryKeySchema.pick({ index: true, address: true }).extend({ holdMs: holdSchema }), input, 'repairUncordon');
       const node = await nodeOf(key.address);
       if (!node) return 'unchanged';
-      return setCordon(node.metadata!.name!, key.index, false);
+      if (!key.holdMs) return setCordon(node.metadata!.name!, key.index, false);
+      // Asked again after a paused answer: waits in place for the resume (heartbeating), up to holdMs.
+      const until = Date.now() + key.holdMs;
+      return heartbeating(() => setCordon(node.metadata!.name!, key.index, false, { until, signal: cancelled() }));
     },
 
     /**
@@ -380,18 +458,32 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
         if (!node) return { ok: true, evicted: 0, deleted: 0 };
         const nodename = node.metadata!.name!;
         const index = key.index;
+        /** Observe mode seen once: every later write of this drain is recorded too (it cordoned nothing). */
+        let observing = false;
+        const observed = { cordon: false, evict: 0, delete: 0 };
+        const purpose = `repair queue entry ${index} drains node ${nodename}`;
+        /** A write's turn: write (undefined), record it (observe), or the eviction timeout passed while paused. */
+        const ask = async (what: string): Promise<'observe' | undefined> => {
+          if (observing) return 'observe';
+          const h = await gate(deadline, signal);
+          if (h?.kind === 'paused') throw new HeldOut(what);
+          if (h?.kind === 'observe') observing = true;
+          return h?.kind;
+        };
         const giveUp = async (reason: string): Promise<DrainResult> => {
-          await setCordon(nodename, index, false);
+          const lifted = await setCordon(nodename, index, false, { until: deadline, signal, observing });
+          if (lifted === 'observed') return { ok: false, reason, observed: true };
           const n = await kubeOrRefuse().core.readNode({ name: nodename }).catch(() => undefined);
           if (n) {
             await nodeEvent(n, index, {
               type: 'Warning', reason: 'RepairDrainInterrupted', action: 'Drain',
-              note: `repair queue entry ${index}: drain interrupted, node uncordoned, backing off: ${reason}`,
+              note: `repair queue entry ${index}: drain interrupted, ${lifted === 'paused' ? 'node still cordoned (repair is paused)' : 'node uncordoned'}, backing off: ${reason}`,
               dedupKey: `repair/${index}/drain/${key.deadline}`,
             });
           }
           log.info({ node: nodename, index, reason }, 'repair: drain interrupted');
-          return { ok: false, reason };
+          // Paused: the cordon stays until the resume (the entry lifts it then); the back-off counts as ever.
+          return lifted === 'paused' ? { ok: false, reason, cordonKept: true } : { ok: false, reason };
         };
         const wait = async (ms: number) => {
           try {
@@ -400,63 +492,92 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
             stopped(signal);
           }
         };
-        if ((await setCordon(nodename, index, true)) === 'gone') return { ok: true, evicted: 0, deleted: 0 };
-        const plan = decideDrain(await podsOn(nodename), c.protected_job_pods);
-        if (plan.blockedBy.length > 0) {
-          const p = plan.blockedBy[0]!;
-          return giveUp(`running Job pod ${p.namespace}/${p.name} (${plan.blockedBy.length} in all)`);
-        }
-        const protectedNs = await protectedNamespaceNames(c.protected_namespaces);
-        let evicted = 0;
-        let deleted = 0;
-        const del = async (p: PodView) => {
-          if ((await deletePodIfSameUid(kubeOrRefuse(), p)).outcome === 'deleted') deleted++;
-        };
-        for (const p of plan.remove) await del(p);
-        // Every pod gets its chance before a refusal interrupts the drain, so
-        // unprotected pods are gone and the next attempt has less to do.
-        const refused: string[] = [];
-        for (const p of plan.evict) {
-          for (let attempt = 1; ; attempt++) {
-            if (signal.aborted) stopped(signal);
-            // Refused for good (a webhook's 403, two budgets over one pod): retrying cannot help; the entry fails with the reason.
-            const refuse = (why: string) => {
-              throw ApplicationFailure.nonRetryable(`eviction of ${p.namespace}/${p.name} refused: ${why}`, 'DrainRefused');
-            };
-            let out: EvictOutcome;
-            try {
-              out = await evictPod(kubeOrRefuse(), p);
-            } catch (err) {
-              const why = evictionRefusal(err);
-              if (why) refuse(why);
-              throw err;
-            }
-            if (out.outcome === 'evicted') evicted++;
-            if (out.outcome !== 'blocked') break;
-            if (MULTIPLE_BUDGETS.test(out.message)) refuse(`500: ${out.message}`);
-            // 429: a PodDisruptionBudget says "not now".
-            const isProtected = protectedNs === 'all' || protectedNs.has(p.namespace);
-            if (!isProtected) {
-              await del(p);
-              break;
-            }
-            if (attempt > c.evict_retries) {
-              refused.push(`${p.namespace}/${p.name} (${attempt} time(s): ${out.message})`);
-              break;
-            }
-            await wait(c.evict_interval * c.time_scale * 1000);
+        try {
+          const cordoned = await setCordon(nodename, index, true, { until: deadline, signal });
+          if (cordoned === 'gone') return { ok: true, evicted: 0, deleted: 0 };
+          if (cordoned === 'paused') throw new HeldOut('cordoning the node');
+          if (cordoned === 'observed') observing = observed.cordon = true;
+          const plan = decideDrain(await podsOn(nodename), c.protected_job_pods);
+          if (plan.blockedBy.length > 0) {
+            const p = plan.blockedBy[0]!;
+            return await giveUp(`running Job pod ${p.namespace}/${p.name} (${plan.blockedBy.length} in all)`);
           }
-        }
-        if (refused.length > 0) return giveUp(`eviction refused for ${refused.join(', ')}`);
-        // CKE's check: done when no pod is left on the node but DaemonSet pods and pending or finished Job pods,
-        // whoever started their deletion (an earlier attempt, an earlier drain) and whatever holds it (a finalizer).
-        for (;;) {
-          const left = drainLeft(await podsOn(nodename));
-          if (left.length === 0) return { ok: true, evicted, deleted };
-          if (Date.now() >= deadline) {
-            return giveUp(`eviction timeout: ${left.length} pod(s) still on the node, e.g. ${left[0]!.namespace}/${left[0]!.name}`);
+          const protectedNs = await protectedNamespaceNames(c.protected_namespaces);
+          let evicted = 0;
+          let deleted = 0;
+          const del = async (p: PodView, why: string) => {
+            if (await ask(`deleting pod ${p.namespace}/${p.name}`) === 'observe') {
+              observed.delete++;
+              await recordWould(kube, {
+                capability: 'repair', action: 'delete', regarding: podTarget(p), related: nodeTarget(node),
+                note: `would delete pod ${p.namespace}/${p.name} from node ${nodename}: ${why}; ${purpose}`, dedupKey: `repair/${index}/delete/${p.uid}`,
+              });
+              return;
+            }
+            if ((await deletePodIfSameUid(kubeOrRefuse(), p)).outcome === 'deleted') deleted++;
+          };
+          for (const p of plan.remove) await del(p, 'it cannot be evicted');
+          // Every pod gets its chance before a refusal interrupts the drain, so
+          // unprotected pods are gone and the next attempt has less to do.
+          const refused: string[] = [];
+          for (const p of plan.evict) {
+            for (let attempt = 1; ; attempt++) {
+              if (signal.aborted) stopped(signal);
+              if (await ask(`evicting pod ${p.namespace}/${p.name}`) === 'observe') {
+                observed.evict++;
+                await recordWould(kube, {
+                  capability: 'repair', action: 'evict', regarding: podTarget(p), related: nodeTarget(node),
+                  note: `would evict pod ${p.namespace}/${p.name} from node ${nodename}: ${purpose}`, dedupKey: `repair/${index}/evict/${p.uid}`,
+                });
+                break;
+              }
+              // Refused for good (a webhook's 403, two budgets over one pod): retrying cannot help; the entry fails with the reason.
+              const refuse = (why: string) => {
+                throw ApplicationFailure.nonRetryable(`eviction of ${p.namespace}/${p.name} refused: ${why}`, 'DrainRefused');
+              };
+              let out: EvictOutcome;
+              try {
+                out = await evictPod(kubeOrRefuse(), p);
+              } catch (err) {
+                const why = evictionRefusal(err);
+                if (why) refuse(why);
+                throw err;
+              }
+              if (out.outcome === 'evicted') evicted++;
+              if (out.outcome !== 'blocked') break;
+              if (MULTIPLE_BUDGETS.test(out.message)) refuse(`500: ${out.message}`);
+              // 429: a PodDisruptionBudget says "not now".
+              const isProtected = protectedNs === 'all' || protectedNs.has(p.namespace);
+              if (!isProtected) {
+                await del(p, `a PodDisruptionBudget refuses its eviction and its namespace is not protected`);
+                break;
+              }
+              if (attempt > c.evict_retries) {
+                refused.push(`${p.namespace}/${p.name} (${attempt} time(s): ${out.message})`);
+                break;
+              }
+              await wait(c.evict_interval * c.time_scale * 1000);
+            }
           }
-          await wait(Math.min(1000, Math.max(0, deadline - Date.now())));
+          if (refused.length > 0) return await giveUp(`eviction refused for ${refused.join(', ')}`);
+          // Observe mode: nothing was evicted, so nothing is waited for; the entry goes on as if drained.
+          if (observing) return { ok: true, evicted: 0, deleted: 0, observed };
+          // CKE's check: done when no pod is left on the node but DaemonSet pods and pending or finished Job pods,
+          // whoever started their deletion (an earlier attempt, an earlier drain) and whatever holds it (a finalizer).
+          for (;;) {
+            const left = drainLeft(await podsOn(nodename));
+            if (left.length === 0) return { ok: true, evicted, deleted };
+            if (Date.now() >= deadline) {
+              return await giveUp(`eviction timeout: ${left.length} pod(s) still on the node, e.g. ${left[0]!.namespace}/${left[0]!.name}`);
+            }
+            await wait(Math.min(1000, Math.max(0, deadline - Date.now())));
+          }
+        } catch (err) {
+          if (!(err instanceof HeldOut)) throw err;
+          // The pause, not the drain, used up its time: nothing is undone (a write now would break the pause) and nothing counts.
+          const reason = `the eviction timeout passed while repair was paused, before ${err.what}; the node stays cordoned and the drain starts again with a new timeout, no back-off counted`;
+          log.info({ node: nodename, index }, `repair: ${reason}`);
+          return { ok: false, reason, held: true };
         }
       });
     },
@@ -480,11 +601,27 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
           'repair: an earlier attempt started this command and its end was never recorded (its worker died); running it again');
       }
       let started: RunStarted | undefined;
+      const after = Math.min(key.after ?? 0, c.retries);
+      const until = Date.now() + (key.holdMs ?? 0);
       return heartbeating(async () => {
         const signal = cancelled();
         const first = (info.attempt - 1) * (c.retries + 1);
         let last: RunResult = { ok: false, output: '' };
-        for (let attempt = 1; attempt <= c.retries + 1; attempt++) {
+        for (let attempt = after + 1; attempt <= c.retries + 1; attempt++) {
+          const held = await gate(until, signal);
+          if (held?.kind === 'paused') return { ok: false, output: '', attempts: attempt - 1, runs: attempt - 1, paused: held.message };
+          if (held?.kind === 'observe') {
+            const node = kube ? await nodeOf(key.address).catch(() => undefined) : undefined;
+            await recordWould(node ? kube : undefined, {
+              capability: 'repair', action: 'command',
+              regarding: node ? nodeTarget(node) : { apiVersion: 'v1', kind: 'Node', name: key.address },
+              note: `would run the ${key.kind} of step ${key.step} of ${keyName(key.machine_type, key.operation)} for ${key.address}: repair queue entry ${key.index}` +
+                '; the entry goes on as if it exited 0',
+              dedupKey: `repair/${key.index}/${key.kind}/${key.step}`,
+              verb: key.kind,
+            });
+            return { ok: true, output: '', attempts: 0, observed: true };
+          }
           // Recorded with Temporal as the run starts (the first heartbeat is sent at once): a retry after a dead worker knows.
           started = { run: first + attempt, startedAt: new Date().toISOString() };
           Context.current().heartbeat(started);

@@ -78,5 +78,7 @@ export interface EntryResume {
   backoffExpire: number;
   /** Epoch ms: the running drain's eviction deadline, kept so a resumed drain does not restart its clock. */
   drainDeadline?: number;
+  /** Runs of the step's repair command done before a pause held the next one. */
+  commandRuns?: number;
   plan: RepairPlan;
 }

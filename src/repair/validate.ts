@@ -83,6 +83,8 @@ export const entryResumeSchema = z.strictObject({
   watchUntil: epochMs,
   backoffExpire: epochMs,
   drainDeadline: epochMs.optional(),
+  /** Runs of the step's repair command done before a pause held the next one. */
+  commandRuns: count.optional(),
   plan: planSchema,
 });
 

@@ -8,7 +8,7 @@
 import {
   ActivityCancellationType, ActivityFailure, allHandlersFinished, ApplicationFailure, CancellationScope, ChildWorkflowCancellationType,
   condition, ContinueAsNew, continueAsNew, getExternalWorkflowHandle, isCancellation, log, ParentClosePolicy, patched, proxyActivities, proxyLocalActivities,
-  setHandler,
+  setCurrentDetails, setHandler,
   startChild, TemporalFailure, WorkflowIdReusePolicy, workflowInfo, type RetryPolicy,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
@@ -274,6 +274,12 @@ class RepairEntry {
   drainDeadline?: number;
   /** Numbers from the worker's configuration (repairInspect); never a command. */
   plan?: RepairPlan;
+  /** Runs of the step's repair command done before a pause held the next one (0: none held). */
+  commandRuns = 0;
+  /** The last write repair's pause held, shown in the Web UI until it goes out. */
+  held?: string;
+  /** What observe mode recorded instead of doing (newest last, the last OBSERVED_MAX). */
+  observed: string[] = [];
 
   constructor(input: EntryInput) {
     this.entry = {
@@ -290,7 +296,7 @@ class RepairEntry {
       });
       Object.assign(this, {
         drained: r.drained, commandDone: r.commandDone, cordoned: r.cordoned, healthyAtStart: r.healthyAtStart, healthy: r.healthy,
-        watchUntil: r.watchUntil, backoffExpire: r.backoffExpire, drainDeadline: r.drainDeadline, plan: r.plan,
+        watchUntil: r.watchUntil, backoffExpire: r.backoffExpire, drainDeadline: r.drainDeadline, plan: r.plan, commandRuns: r.commandRuns ?? 0,
       });
     }
   }
@@ -314,6 +320,7 @@ class RepairEntry {
       ...(this.healthy !== undefined ? { healthy: this.healthy } : {}),
       watchUntil: this.watchUntil, backoffExpire: this.backoffExpire,
       ...(this.drainDeadline !== undefined ? { drainDeadline: this.drainDeadline } : {}),
+      ...(this.commandRuns > 0 ? { commandRuns: this.commandRuns } : {}),
       plan: this.plan!,
     };
   }
@@ -322,6 +329,25 @@ class RepairEntry {
 export interface RepairEntryResult {
   entry: RepairQueueEntry;
   reason?: string;
+  /** Observe mode: what the entry would have done (cordon, evictions, commands, uncordon), done nothing of. */
+  observed?: string[];
+}
+
+/** Observe records an entry keeps for its result and the Web UI. */
+const OBSERVED_MAX = 50;
+/**
+ * A write held by repair's pause is asked again at once, and this time waits in
+ * place for the resume (heartbeating) up to this long: a long pause costs a
+ * few events an hour, and the write goes out within a second of the resume.
+ */
+const PAUSE_HOLD_MS = 10 * 60_000;
+
+/** What an entry shows in the Web UI: what a pause holds, and what observe mode recorded. */
+function entryDetails(r: RepairEntry): string {
+  const lines = [`step ${r.entry.step} ${r.entry.step_status}`];
+  if (r.held) lines.push(`paused: ${r.held}; goes on within a second of tend resume repair`);
+  if (r.observed.length > 0) lines.push(`observe mode, nothing done; would have: ${r.observed.join('; ')}`);
+  return lines.join('\n');
 }
 
 /** Refusals from the activities: the input or the key is not acceptable; retrying cannot help. */
@@ -443,15 +469,55 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: retry(),
   }).repairWatchHealth({ ...r.key, step: r.entry.step, until });
-  const command = (kind: 'repair_command' | 'success_command', timeoutSeconds: number, retries = 0, intervalSeconds = 0) => proxyActivities<Activities>({
+  /** `after`: runs done before a pause held the next; `holdMs`: asked again after a paused answer, wait in place that long. */
+  const command = (kind: 'repair_command' | 'success_command', timeoutSeconds: number, retries = 0, intervalSeconds = 0, hold: { after?: number; holdMs?: number } = {}) => proxyActivities<Activities>({
     ...onCommandQueue(),
-    startToCloseTimeout: timeoutSeconds > 0 ? ((timeoutSeconds + intervalSeconds) * (retries + 1) + 60) * 1000 : UNBOUNDED_MS,
+    startToCloseTimeout: timeoutSeconds > 0 ? ((timeoutSeconds + intervalSeconds) * (retries + 1) + 60) * 1000 + (hold.holdMs ?? 0) : UNBOUNDED_MS,
     heartbeatTimeout: heartbeatTimeout(),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: retry(),
-  }).repairRunCommand({ ...r.key, step: r.entry.step, kind });
-  const uncordon = () => proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: retry() })
-    .repairUncordon({ index: r.entry.index, address: r.entry.address });
+  }).repairRunCommand({ ...r.key, step: r.entry.step, kind, ...(hold.after ? { after: hold.after } : {}), ...(hold.holdMs ? { holdMs: hold.holdMs } : {}) });
+  const show = () => setCurrentDetails(entryDetails(r));
+  /** Observe mode recorded `what` instead of doing it. */
+  const observe = (what: string) => {
+    r.observed.push(what);
+    if (r.observed.length > OBSERVED_MAX) r.observed.shift();
+    show();
+  };
+  /** Repair's pause holds `what` (undefined: nothing held any more). */
+  const holding = (what: string | undefined) => {
+    if (r.held === what) return;
+    r.held = what;
+    show();
+  };
+  const uncordonOnce = (holdMs: number) => proxyActivities<Activities>(holdMs > 0
+    ? { startToCloseTimeout: holdMs + 30_000, heartbeatTimeout: heartbeatTimeout(), retry: retry() }
+    : { startToCloseTimeout: '30s', retry: retry() })
+    .repairUncordon({ index: r.entry.index, address: r.entry.address, ...(holdMs > 0 ? { holdMs } : {}) });
+  /** Lifts this entry's cordon; while repair is paused it waits for the resume (the pause holds every write, this one too). */
+  const uncordon = async () => {
+    for (let holdMs = 0; ; holdMs = PAUSE_HOLD_MS) {
+      const out = await uncordonOnce(holdMs);
+      if (out === 'observed') observe(`uncordon node ${r.entry.nodename}`);
+      if (out !== 'paused') {
+        holding(undefined);
+        return out;
+      }
+      holding(`lifting the cordon on node ${r.entry.nodename}`);
+    }
+  };
+  /** A success command, held while repair is paused. */
+  const successCommand = async (timeoutSeconds: number) => {
+    for (let holdMs = 0; ; holdMs = PAUSE_HOLD_MS) {
+      const result = await command('success_command', timeoutSeconds, 0, 0, { holdMs });
+      if (!result.paused) {
+        holding(undefined);
+        if (result.observed) observe('run the success_command');
+        return result;
+      }
+      holding('the success_command');
+    }
+  };
   /** Lifts a cordon this entry set, whatever happens; a failure to do so is logged (the entry still ends). */
   const lift = async () => {
     await uncordon().catch((e: unknown) => log.warn('repair: could not uncordon', { index: r.entry.index, error: describe(e) }));
@@ -464,7 +530,7 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
     }
     await transition({ ...fields, status });
     if (reason) log.info('repair: entry finished', { index: r.entry.index, status, reason });
-    return { entry: r.entry, reason };
+    return { entry: r.entry, reason, ...(r.observed.length > 0 ? { observed: r.observed } : {}) };
   };
   /** Drain interrupted (refused, timed out, abandoned by a disable): uncordoned already; back off as CKE does, retries unlimited. */
   const backOff = async (reason: string) => {
@@ -535,12 +601,26 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
             () => (historyTooLong() ? 'history' : !r.enabled ? 'disabled' : undefined));
           // Cut short (history: continue-as-new; disabled: abandon-drain next), the node still cordoned.
           if (!out.ok) break;
-          if (out.value.ok) {
+          const v = out.value;
+          if (v.ok) {
             r.drained = true;
+            holding(undefined);
+            if (v.observed) {
+              observe(`drain node ${r.entry.nodename}: ${v.observed.cordon ? 'cordon it, ' : ''}evict ${v.observed.evict} pod(s), delete ${v.observed.delete}`);
+            }
+          } else if (v.held) {
+            // The pause used up the eviction timeout: the cordon stays, nothing counts, and a new drain (a new timeout) waits for the resume.
+            r.drainDeadline = undefined;
+            holding(`the drain of node ${r.entry.nodename}`);
+          } else if (v.cordonKept) {
+            // Interrupted, and the uncordon waits for the resume: the back-off counts now, the cordon is lifted on the resume.
+            await backOff(v.reason);
+            await lift();
           } else {
-            // The activity uncordoned already.
+            // The activity uncordoned already (observe mode: recorded that it would).
             r.cordoned = false;
-            await backOff(out.value.reason);
+            if (v.observed) observe(`uncordon node ${r.entry.nodename}: ${v.reason}`);
+            await backOff(v.reason);
           }
           break;
         }
@@ -551,7 +631,17 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
           break;
         case 'run-command': {
           const s = r.step;
-          const result = await command('repair_command', s.command_timeout_seconds, s.command_retries, s.command_interval * scale);
+          const result = await command('repair_command', s.command_timeout_seconds, s.command_retries, s.command_interval * scale,
+            { after: r.commandRuns, holdMs: r.held ? PAUSE_HOLD_MS : 0 });
+          if (result.paused) {
+            // Held by the pause: nothing ran and nothing failed; asked again (waiting in place for the resume), its runs so far counted.
+            r.commandRuns = result.runs ?? r.commandRuns;
+            holding(`the repair_command of step ${r.entry.step}`);
+            break;
+          }
+          holding(undefined);
+          r.commandRuns = 0;
+          if (result.observed) observe(`run the repair_command of step ${r.entry.step}`);
           if (!result.ok) {
             // CKE marks the step watching before it runs the command: a failed command leaves it so.
             const fields: Partial<RepairQueueEntry> = patched(REPAIR_CKE_FAILED_STEP_PATCH) ? { step_status: 'watching' } : {};
@@ -582,7 +672,7 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
             r.cordoned = false;
           }
           if (r.plan.success_command_timeout !== undefined) {
-            const result = await command('success_command', r.plan.success_command_timeout);
+            const result = await successCommand(r.plan.success_command_timeout);
             if (!result.ok) return await finish('failed', `success_command failed: ${result.error}`);
           }
           return await finish('succeeded');

@@ -87,7 +87,9 @@ export class World {
       this.calls.push({ name, input, attempt: Context.current().info.attempt, taskQueue: Context.current().info.taskQueue });
     const own = (name: Name, fallback: Fn): Fn => async (input) => {
       record(name, input);
-      const f = this.ops[String(input.operation)]?.[name];
+      // repairUncordon is asked by index alone: its operation is the one an earlier call of the entry named.
+      const operation = input.operation ?? this.calls.find((c) => c.input.index === input.index && c.input.operation !== undefined)?.input.operation;
+      const f = this.ops[String(operation)]?.[name];
       return f ? f(input) : fallback(input);
     };
     return {
