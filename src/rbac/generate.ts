@@ -153,12 +153,9 @@ export function grantsFor(config: Sections, opts: RbacOptions = {}): Grant[] {
         rule([core], ['pods/eviction'], ['create'], 'drain: evict pods, so PodDisruptionBudgets hold'),
         rule([core], ['pods'], ['delete'], 'drain: delete pods a budget refuses in unprotected namespaces, and unprotected Job pods (UID precondition)'),
         rule([core], ['namespaces'], ['list'], 'which namespaces protected_namespaces selects'),
+        rule(['events.k8s.io'], ['events'], ['create'],
+          `Events on a Node under repair (in ${NODE_EVENTS_NAMESPACE}), and in observe mode on each pod a drain would evict or delete (in its namespace)`),
       ],
-    });
-    grants.push({
-      capability: 'repair', namespace: NODE_EVENTS_NAMESPACE, part: 'repair-events',
-      scope: `namespace ${NODE_EVENTS_NAMESPACE}: Events about Nodes are recorded there`,
-      rules: [rule(['events.k8s.io'], ['events'], ['create'], 'Events on a Node under repair (cordoned, drained, repaired)')],
     });
   }
   return grants;

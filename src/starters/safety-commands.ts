@@ -169,7 +169,7 @@ export function registerSafetyCommands(program: Command): void {
       await sleep(FRESH_MS);
       const unheeded = (capabilities.length ? capabilities : PAUSABLE).filter((c) => !HONOURING.includes(c));
       if (unheeded.length) {
-        console.error(`tend: pause: warning: ${unheeded.join(', ')} do not honour the pause yet (only ${HONOURING.join(', ')} ${HONOURING.length === 1 ? 'does' : 'do'}): ` +
+        console.error(`tend: pause: warning: ${unheeded.join(', ')} ${unheeded.length === 1 ? 'does' : 'do'} not honour the pause yet (only ${HONOURING.join(', ')} ${HONOURING.length === 1 ? 'does' : 'do'}): ` +
           'their destructive actions go on; see docs/safety.md');
       }
       console.log(`paused: ${describeTarget(capabilities)} (reason ${flags.reason}), revision ${s.revision}; ` +

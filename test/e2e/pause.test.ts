@@ -99,7 +99,7 @@ describe('tend pause (e2e)', function () {
     assert.equal(all.code, 0, all.stderr);
     assert.match(all.stdout, /^paused: weeder, taint, apps, repair \(reason freeze\), revision 4;/m);
     // Said plainly: the capabilities whose activities do not ask the pause yet.
-    assert.match(all.stderr, /warning: weeder, repair do not honour the pause yet \(only taint, apps do\)/);
+    assert.match(all.stderr, /warning: weeder does not honour the pause yet \(only taint, apps, repair do\)/);
     for (const c of ['weeder', 'taint', 'apps', 'repair'] as const) assert.notEqual(reader.check(c).state, 'acting', c);
 
     const one = await runTend(['resume', 'taint', '--config', config()], { timeoutMs: 90_000 });

@@ -10,6 +10,8 @@ import { repoRoot } from './env.ts';
 import { sandbox } from './hooks.ts';
 import { admin, deployment } from './kube.ts';
 import type { RepairQueueEntry } from '../../src/repair/entry.ts';
+import { enableAuditLog, TEND_USER } from '../../src/sandbox/sandbox.ts';
+import { AuditLog, type Write } from '../../faults/audit.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 import type * as k8s from '@kubernetes/client-node';
 
@@ -65,6 +67,8 @@ export function repairWorld(extra: Record<string, unknown> = {}): RepairWorld {
           op('drain', [step(`${logRun('heal')}; ${heal}`, 60, { need_drain: true })]),
           op('slow', [step(`${logRun('start')}; sleep 8; ${logRun('slow')}; ${heal}`, 60)]),
           op('wait-heal', [step(logRun('wait'), 600)]),
+          // A drain, then a command that does not heal: the test heals the machine once the entry watches (in act and observe mode alike).
+          op('drain-wait', [step(logRun('wait'), 600, { need_drain: true })]),
           // Each run logs its start (ns, entry, step, attempt, its process group) and end (ns): runs of one entry never overlap.
           op('long', [step(`echo start $(date +%s%N) $TEND_REPAIR_INDEX $TEND_REPAIR_STEP $TEND_REPAIR_ATTEMPT $$ >> ${dir}/"$0".times; sleep 20; echo end $(date +%s%N) >> ${dir}/"$0".times; ${heal}`, 60, { command_timeout_seconds: 60 })]),
           op('env', [step(logRun('nothing'), 1), step(`echo "$TEND_REPAIR_INDEX $TEND_REPAIR_STEP $TEND_REPAIR_ATTEMPT $TEND_REPAIR_COMMAND" >> ${dir}/"$0".env; exit 1`, 60, { command_retries: 1 })]),
@@ -150,3 +154,13 @@ export async function podGone(kube: KubeClients, namespace: string, uid: string)
   return !(await kube.core.listNamespacedPod({ namespace })).items.some((p) => p.metadata?.uid === uid);
 }
 
+
+/**
+ * tend's writes as kube-apiserver's audit log records them (Events are not recorded):
+ * turns the sandbox's audit log on (restarting kube-apiserver the first time).
+ */
+export async function tendWrites(): Promise<(from: number, to?: number) => Promise<Write[]>> {
+  const log = new AuditLog(await enableAuditLog(sandbox().stateDir));
+  const start = await log.mark();
+  return async (from, to = Infinity) => (await log.since(start)).filter((w) => w.user === TEND_USER && w.at >= from && w.at <= to);
+}

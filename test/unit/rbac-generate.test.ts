@@ -65,11 +65,11 @@ describe('rbac: rights generated from the configuration', () => {
       ],
     },
     {
-      name: 'repair: cluster-wide (Nodes, a drain in every namespace), its Node Events in default',
+      name: 'repair: cluster-wide (Nodes, a drain in every namespace, Events on Nodes and on the pods observe mode would drain)',
       yaml: repair,
       rules: [
         '* repair core/nodes get,list', '* repair core/nodes patch', '* repair core/pods list', '* repair core/pods/eviction create',
-        '* repair core/pods delete', '* repair core/namespaces list', 'default repair events.k8s.io/events create',
+        '* repair core/pods delete', '* repair core/namespaces list', '* repair events.k8s.io/events create',
       ],
     },
   ];
