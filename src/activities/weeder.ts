@@ -16,6 +16,16 @@
 //   workflow knows what may have been deleted and a retry, or `checkPods`,
 //   finds out what was.
 // - `checkPods` only reads: what became of pods whose deletion's answer was lost.
+//
+// Right before each deletion `weedPods` asks the safety gates (docs/safety.md):
+// in observe mode the deletion is recorded instead (a WouldDelete Event on the
+// pod, a log line, tend_weeder_would_delete_total) and answered `observed`;
+// while the weeder is paused (or its pause state cannot be confirmed) nothing
+// is done and the pod is answered `held`. The workflow asks both again with a
+// hold: the activity then waits in place, heartbeating and asking the gates
+// every 250 ms, until the weeder may delete (or the hold ends), and judges the
+// pods afresh. So a held deletion goes out within a second of `tend resume
+// weeder`, and an observed one as soon as the worker's configuration says act.
 import type { WeederConfig } from '../config/weeder.ts';
 import * as k8s from '@kubernetes/client-node';
 import { Context, CancelledFailure } from '@temporalio/activity';
@@ -31,7 +41,7 @@ import { controllerOf, decidePod, isDependant } from '../weeder/crashloop.ts';
 import { SERVICE_NAME_LABEL, serviceReady } from '../weeder/readiness.ts';
 import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
 import type { Candidate, PodSeen, WatchOutput, WeedOutcome } from '../weeder/window.ts';
-import type { SafetyGates } from './safety-gate.ts';
+import { recordWould, writeHold, type SafetyGates } from './safety-gate.ts';
 
 /** The failure type of every weeder refusal (a Service or namespace outside the configuration). */
 export const WEEDER_REFUSED = 'WeederRefused';
@@ -57,7 +67,20 @@ export interface WeedPodsInput {
   namespace: string;
   service: string;
   pods: Candidate[];
+  /**
+   * Asked again after an `observed` or `held` answer: first wait in place, up
+   * to this long (ms, at most WEED_HOLD_MAX_MS), while observe mode or the
+   * pause stops the weeder from deleting; then judge the pods afresh.
+   */
+  holdMs?: number;
+  /** UIDs whose deletion observe mode has recorded already: not recorded again. */
+  observed?: string[];
 }
+
+/** The longest a deleting activity waits in place for the weeder to be let act. */
+export const WEED_HOLD_MAX_MS = 15 * 60_000;
+/** How often a waiting deleting activity asks the gates again. */
+const GATE_POLL_MS = 250;
 
 /**
  * How long after a pod's own event made it a candidate the watch gathers more
@@ -75,7 +98,23 @@ function targetOf(config: WeederConfig | undefined, namespace: unknown, service:
   return r.target;
 }
 
-export function createWeederActivities(kube: KubeClients, config?: WeederConfig, _gates?: SafetyGates) {
+export function createWeederActivities(kube: KubeClients, config?: WeederConfig, gates?: SafetyGates) {
+  /**
+   * Waits in place, heartbeating, while observe mode or the pause stops the
+   * weeder from deleting, until `until` (epoch ms) at the latest. A
+   * cancellation (the window stopped) ends it with a CancelledFailure.
+   */
+  async function waitForGate(ctx: Context, until: number, wlog: typeof log): Promise<void> {
+    let logged = false;
+    for (;;) {
+      const hold = writeHold(gates, 'weeder');
+      if (!hold || Date.now() >= until) return;
+      if (!logged) wlog.info({ reason: hold.message }, 'weeder: deletions wait in place for the weeder to act (tend resume weeder, or mode: act)');
+      logged = true;
+      await ctx.sleep(Math.max(1, Math.min(GATE_POLL_MS, until - Date.now())));
+    }
+  }
+
   return {
     /**
      * What the worker's configuration says of a Service: the window's length
@@ -200,46 +239,73 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
       const retried = ctx.info.attempt > 1;
       const asked = candidatesOf(input?.pods);
       const target = { workflowId, namespace, service };
-      const sliceSelector = `${SERVICE_NAME_LABEL}=${service}`;
-      const [slices, ...found] = await Promise.all([
-        kube.discovery.listNamespacedEndpointSlice({ namespace, labelSelector: sliceSelector }),
-        ...asked.map((c) => readPod(kube, namespace, c.name)),
-      ]);
-      const ready = serviceReady(slices.items);
-      const outcomes = await Promise.all(asked.map(async (c, i): Promise<WeedOutcome> => {
-        const pod = found[i];
-        const at = new Date().toISOString();
-        const gone = !pod || pod.metadata?.uid !== c.uid;
-        if (gone || pod.metadata?.deletionTimestamp) {
-          // A retry: the earlier attempt's deletion, most likely, whose answer was lost.
-          if (retried) return { uid: c.uid, outcome: 'deleted', at, earlier: true };
-          return { uid: c.uid, outcome: 'skipped', reason: gone ? 'gone (or replaced) already' : 'being deleted already' };
-        }
-        const decision = decidePod(pod, { namespace, podSelectors, serviceReady: ready, handled: new Set() });
-        if (decision.action === 'none') {
-          return { uid: c.uid, outcome: 'skipped', reason: !ready ? `Service ${namespace}/${service} is not ready`
-            : !isDependant(pod, namespace, podSelectors) ? 'not a configured dependant' : 'not in CrashLoopBackOff' };
-        }
-        if (decision.action === 'report') {
-          await report(kube, target, pod, decision.containers);
-          return { uid: c.uid, outcome: 'reported', at };
-        }
-        try {
-          const deleted = await weed(kube, target, pod, decision.containers);
-          if (deleted) return { uid: c.uid, outcome: 'deleted', at };
-          if (retried) return { uid: c.uid, outcome: 'deleted', at, earlier: true };
-          return { uid: c.uid, outcome: 'skipped', reason: 'gone (or replaced) when deleted' };
-        } catch (err) {
-          // Refused for good (forbidden, invalid, a webhook's no): recorded, not retried.
-          const code = statusOf(err);
-          if (code !== undefined && code >= 400 && code < 500 && code !== 429) {
-            return { uid: c.uid, outcome: 'failed', reason: `delete refused (${code}): ${errorMessage(err)}`, at };
+      const observedBefore = new Set(Array.isArray(input?.observed) ? input.observed.filter((u) => typeof u === 'string') : []);
+      const holdMs = typeof input?.holdMs === 'number' && Number.isFinite(input.holdMs) ? Math.min(Math.max(0, input.holdMs), WEED_HOLD_MAX_MS) : 0;
+      const judgeAndWeed = async (): Promise<WeedOutcome[]> => {
+        const sliceSelector = `${SERVICE_NAME_LABEL}=${service}`;
+        const [slices, ...found] = await Promise.all([
+          kube.discovery.listNamespacedEndpointSlice({ namespace, labelSelector: sliceSelector }),
+          ...asked.map((c) => readPod(kube, namespace, c.name)),
+        ]);
+        const ready = serviceReady(slices.items);
+        const outcomes = await Promise.all(asked.map(async (c, i): Promise<WeedOutcome> => {
+          const pod = found[i];
+          const at = new Date().toISOString();
+          const gone = !pod || pod.metadata?.uid !== c.uid;
+          if (gone || pod.metadata?.deletionTimestamp) {
+            // A retry: the earlier attempt's deletion, most likely, whose answer was lost.
+            if (retried) return { uid: c.uid, outcome: 'deleted', at, earlier: true };
+            return { uid: c.uid, outcome: 'skipped', reason: gone ? 'gone (or replaced) already' : 'being deleted already' };
           }
-          throw err;
-        }
-      }));
-      weederOutcomes(namespace, service, outcomes);
-      return outcomes;
+          const decision = decidePod(pod, { namespace, podSelectors, serviceReady: ready, handled: new Set() });
+          if (decision.action === 'none') {
+            return { uid: c.uid, outcome: 'skipped', reason: !ready ? `Service ${namespace}/${service} is not ready`
+              : !isDependant(pod, namespace, podSelectors) ? 'not a configured dependant' : 'not in CrashLoopBackOff' };
+          }
+          if (decision.action === 'report') {
+            await report(kube, target, pod, decision.containers);
+            return { uid: c.uid, outcome: 'reported', at };
+          }
+          // Right before the deletion: observe mode records it, the pause holds it.
+          const hold = writeHold(gates, 'weeder');
+          if (hold?.kind === 'observe') {
+            const note = `would delete pod ${namespace}/${c.name}: CrashLoopBackOff (${decision.containers.join(', ')}) while ${namespace}/${service} became ready`;
+            if (!observedBefore.has(c.uid)) {
+              await recordWould(kube, {
+                capability: 'weeder', action: 'delete', note, dedupKey: `${workflowId}/${c.uid}`,
+                regarding: { apiVersion: 'v1', kind: 'Pod', namespace, name: c.name, uid: c.uid },
+                related: { apiVersion: 'v1', kind: 'Service', namespace, name: service },
+              });
+            }
+            return { uid: c.uid, outcome: 'observed', at, note };
+          }
+          if (hold) return { uid: c.uid, outcome: 'held', reason: hold.message };
+          try {
+            const deleted = await weed(kube, target, pod, decision.containers);
+            if (deleted) return { uid: c.uid, outcome: 'deleted', at };
+            if (retried) return { uid: c.uid, outcome: 'deleted', at, earlier: true };
+            return { uid: c.uid, outcome: 'skipped', reason: 'gone (or replaced) when deleted' };
+          } catch (err) {
+            // Refused for good (forbidden, invalid, a webhook's no): recorded, not retried.
+            const code = statusOf(err);
+            if (code !== undefined && code >= 400 && code < 500 && code !== 429) {
+              return { uid: c.uid, outcome: 'failed', reason: `delete refused (${code}): ${errorMessage(err)}`, at };
+            }
+            throw err;
+          }
+        }));
+        weederOutcomes(namespace, service, outcomes);
+        return outcomes;
+      };
+      if (holdMs === 0) return judgeAndWeed();
+      // Asked again with a hold: heartbeating throughout (a stop reaches it; a dead worker is noticed).
+      const beat = setInterval(() => ctx.heartbeat(), 1000);
+      try {
+        await waitForGate(ctx, Date.now() + holdMs, log.child({ workflowId }));
+        return await judgeAndWeed();
+      } finally {
+        clearInterval(beat);
+      }
     },
 
     /** What became of pods whose deletion's answer was lost: gone, being deleted, or still there. Reads only. */

@@ -3,6 +3,21 @@
 // activity and signal.
 
 /**
+ * A dependant whose deletion the pause (`tend pause weeder`, or a pause state
+ * that cannot be confirmed) holds: its deleting activity is asked again, and
+ * waits in place for the resume. Kept while the window closes held: then it
+ * was not deleted.
+ */
+export interface HeldPod {
+  name: string;
+  uid: string;
+  /** When the pause first held it, ISO 8601. */
+  since: string;
+  /** The pause as the activity saw it: `weeder: paused since ... by ...: REASON`. */
+  reason: string;
+}
+
+/**
  * What a weeder workflow is started with: the Service's name, nothing else.
  * Its dependants' selectors and the window's length come from the worker's
  * configuration (src/weeder/target.ts), looked up when the workflow starts and
@@ -68,7 +83,19 @@ export type WeedOutcome =
   | { uid: string; outcome: 'deleted'; at: string; earlier?: boolean }
   | { uid: string; outcome: 'reported'; at: string }
   | { uid: string; outcome: 'skipped'; reason: string }
-  | { uid: string; outcome: 'failed'; reason: string; at: string };
+  | { uid: string; outcome: 'failed'; reason: string; at: string }
+  | GatedOutcome;
+
+/**
+ * With the safety gates (docs/safety.md), a candidate judged for deletion may
+ * also be:
+ * - `observed`: observe mode recorded the deletion (`note`), did not make it;
+ * - `held`: the pause holds it (`reason`: the pause as seen), nothing was done.
+ * Both are asked again by the workflow, with a hold, while the window is open.
+ */
+export type GatedOutcome =
+  | { uid: string; outcome: 'observed'; at: string; note: string }
+  | { uid: string; outcome: 'held'; reason: string };
 
 /** What a later look at a pod whose deletion's outcome was lost saw. */
 export type PodSeen = { uid: string; seen: 'gone' | 'deleting' | 'present' };
@@ -101,6 +128,10 @@ export interface WindowSnapshot {
   pending?: Candidate[];
   /** Dependants whose deletion the API refused, or whose outcome could not be learnt. */
   failed?: FailedPod[];
+  /** What observe mode recorded instead of deleting (`note`: what and why), once per pod. */
+  observed?: WeededPod[];
+  /** Deletions the pause holds now (asked again, waiting in place for the resume). */
+  held?: HeldPod[];
   stopped?: { at: number; reason: string };
   /** The window could not go on (its watching activity gave up): why. */
   failure?: { at: number; reason: string };
@@ -120,6 +151,13 @@ export interface WeederResult {
   reported: WeededPod[];
   /** Dependants whose deletion the API refused (or whose outcome could not be learnt), with why. */
   failed: FailedPod[];
+  /**
+   * Observe mode: the deletions it recorded instead of making them (`note`). A
+   * pod deleted later in the window, once the weeder acted, is in `weeded` too.
+   */
+  observed: WeededPod[];
+  /** Deletions the pause still held when the window closed: they were not made. */
+  held: HeldPod[];
   stopped?: string;
   /** Why the window could not go on, when it could not (the workflow then fails with this reason and this result). */
   failure?: string;
@@ -142,6 +180,8 @@ export class WindowState {
   reported: WeededPod[] = [];
   pending: Candidate[] = [];
   failed: FailedPod[] = [];
+  observed: WeededPod[] = [];
+  held: HeldPod[] = [];
   stopped?: { at: number; reason: string };
   failure?: { at: number; reason: string };
 
@@ -156,6 +196,8 @@ export class WindowState {
       this.reported = [...carried.reported];
       this.pending = [...(carried.pending ?? [])];
       this.failed = [...(carried.failed ?? [])];
+      this.observed = [...(carried.observed ?? [])];
+      this.held = [...(carried.held ?? [])];
       this.stopped = carried.stopped;
       this.failure = carried.failure;
     }
@@ -205,10 +247,19 @@ export class WindowState {
 
   /**
    * UIDs the window has handled or is handling (weeded, reported, failed,
-   * pending), so that a watching activity does not propose them again.
+   * pending), so that a watching activity does not propose them again. An
+   * observed or held pod stays pending while the workflow asks it again; one
+   * released (a new run after continue-as-new) may be proposed again, and is
+   * then not recorded a second time (`observedOf`).
    */
   handledUids(): string[] {
     return [...this.weeded, ...this.reported, ...this.failed, ...this.pending].map((p) => p.uid);
+  }
+
+  /** Of these UIDs, those observe mode has recorded already (their deleting activity records them no more). */
+  observedOf(uids: readonly string[]): string[] {
+    const seen = new Set(this.observed.map((p) => p.uid));
+    return uids.filter((u) => seen.has(u));
   }
 
   /**
@@ -229,15 +280,39 @@ export class WindowState {
     return fresh;
   }
 
-  /** The deleting activity's outcomes for pending candidates. A skipped one may be proposed again. */
-  settle(outcomes: readonly WeedOutcome[]): void {
+  /**
+   * The deleting activity's outcomes for pending candidates. A skipped one may
+   * be proposed again. An observed or held one stays pending: the workflow asks
+   * again (with a hold) while the window is open, and `release`s it otherwise.
+   * Observed: recorded once per pod. Held: listed with the pause, since the
+   * first time, until another outcome comes.
+   */
+  settle(outcomes: readonly WeedOutcome[], now = Date.now()): void {
     for (const o of outcomes) {
+      if (o.outcome === 'observed' || o.outcome === 'held') {
+        const c = this.pending.find((p) => p.uid === o.uid);
+        if (!c) continue;
+        if (o.outcome === 'observed') {
+          this.unhold(o.uid);
+          if (!this.observed.some((p) => p.uid === o.uid)) {
+            this.observed.push({ name: c.name, uid: c.uid, containers: c.containers, owner: c.owner, at: o.at, note: o.note });
+          }
+        } else {
+          const h = this.held.find((p) => p.uid === o.uid);
+          if (h) h.reason = o.reason;
+          else this.held.push({ name: c.name, uid: c.uid, since: new Date(now).toISOString(), reason: o.reason });
+        }
+        continue;
+      }
       const c = this.takePending(o.uid);
       if (!c) continue;
+      this.unhold(o.uid);
       const pod = { name: c.name, uid: c.uid, containers: c.containers };
       if (o.outcome === 'deleted') {
-        this.weeded.push({ ...pod, owner: c.owner, at: o.at,
-          ...(o.earlier ? { note: 'deleted by an earlier attempt whose answer was lost (the pod was gone or being deleted when the next attempt looked)' } : {}) });
+        const observed = this.observed.find((p) => p.uid === o.uid);
+        const note = o.earlier ? 'deleted by an earlier attempt whose answer was lost (the pod was gone or being deleted when the next attempt looked)'
+          : observed ? `recorded in observe mode at ${observed.at}; deleted once the weeder acted` : undefined;
+        this.weeded.push({ ...pod, owner: c.owner, at: o.at, ...(note ? { note } : {}) });
       } else if (o.outcome === 'reported') {
         this.reported.push({ ...pod, at: o.at });
       } else if (o.outcome === 'failed') {
@@ -257,6 +332,8 @@ export class WindowState {
     for (const c of candidates) {
       if (!this.takePending(c.uid)) continue;
       const s = seen.find((p) => p.uid === c.uid)?.seen;
+      // Held and not deleted (a stop cancelled the wait): it stays held, its deletion was not made.
+      if (s !== 'present' || reason !== undefined) this.unhold(c.uid);
       if (s === 'gone' || s === 'deleting') {
         this.weeded.push({ name: c.name, uid: c.uid, containers: c.containers, owner: c.owner, at,
           note: `the deleting activity's answer was lost (${reason ?? 'cancelled'}); the pod was ${s === 'gone' ? 'gone' : 'being deleted'} when looked at again` });
@@ -268,6 +345,20 @@ export class WindowState {
     }
   }
 
+  /**
+   * Observed or held candidates the workflow does not ask again (the window
+   * closed, or was stopped): no longer pending. Observed ones stay recorded as
+   * observed; held ones stay held: their deletion was not made.
+   */
+  release(uids: readonly string[]): void {
+    for (const uid of uids) this.takePending(uid);
+  }
+
+  private unhold(uid: string): void {
+    const i = this.held.findIndex((p) => p.uid === uid);
+    if (i >= 0) this.held.splice(i, 1);
+  }
+
   private takePending(uid: string): Candidate | undefined {
     const i = this.pending.findIndex((p) => p.uid === uid);
     return i < 0 ? undefined : this.pending.splice(i, 1)[0];
@@ -277,7 +368,7 @@ export class WindowState {
     return {
       openedAt: this.openedAt, deadline: this.deadline, armed: this.armed, firstArmedAt: this.firstArmedAt,
       transitions: this.transitions, weeded: this.weeded, reported: this.reported, pending: this.pending,
-      failed: this.failed, stopped: this.stopped, failure: this.failure,
+      failed: this.failed, observed: this.observed, held: this.held, stopped: this.stopped, failure: this.failure,
     };
   }
 
@@ -292,6 +383,8 @@ export class WindowState {
       weeded: this.weeded,
       reported: this.reported,
       failed: this.failed,
+      observed: this.observed,
+      held: this.held,
       stopped: this.stopped?.reason,
       failure: this.failure?.reason,
     };
@@ -359,6 +452,7 @@ export function carriedWindow(carried: unknown, now: number): { window?: WindowS
     (c.armed === undefined || (typeof c.armed === 'object' && c.armed !== null && time(c.armed.since) && time(c.armed.until))) &&
     typeof c.transitions === 'number' && pods(c.weeded) && pods(c.reported) &&
     (c.pending === undefined || pods(c.pending)) && (c.failed === undefined || pods(c.failed)) &&
+    (c.observed === undefined || pods(c.observed)) && (c.held === undefined || pods(c.held)) &&
     (c.stopped === undefined || (typeof c.stopped === 'object' && c.stopped !== null && typeof c.stopped.reason === 'string')) &&
     (c.failure === undefined || (typeof c.failure === 'object' && c.failure !== null && typeof c.failure.reason === 'string'));
   if (!ok) return { refused: 'carried is not a window this workflow could have carried over (its shape, or a deadline more than a day ahead)' };

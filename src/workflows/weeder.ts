@@ -19,14 +19,24 @@
 // lost activity never holds up the other. Watching activities delete nothing,
 // so one is cancelled without waiting (stop, continue-as-new): nothing it
 // might still see can act. Deleting activities are waited for.
+//
+// The safety gates (docs/safety.md, docs/weeder.md): a deletion observe mode
+// recorded (`observed`) or the pause held (`held`) is asked again, while the
+// window is open, by the same deleting activity with a hold: it waits in place
+// until the weeder may delete (tend resume weeder, or the configuration's
+// mode: act), then judges the pods afresh. One activity per batch and hold
+// (at most WEED_HOLD_MS), not a timer per pod: a long pause costs little
+// history. The window closing while held: those deletions are not made, and
+// the result lists them as held.
 import {
   allHandlersFinished, ActivityCancellationType, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log,
-  proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo,
+  patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { armSignal, extendSignal, stopSignal, stopUpdate, windowQuery, type StopAnswer } from '../weeder/messages.ts';
 import {
-  ARM_LIMIT_MS, carriedWindow, heartbeatTimeoutMs, lanesWanted, WindowState, type Candidate, type Lane, type WeederInput, type WeederResult,
+  ARM_LIMIT_MS, carriedWindow, heartbeatTimeoutMs, lanesWanted, windowOpen, WindowState, type Candidate, type Lane, type WeedOutcome, type WeederInput,
+  type WeederResult,
 } from '../weeder/window.ts';
 
 // The Service must be one the worker is configured for: asked once per run,
@@ -45,6 +55,23 @@ const { weedPods } = proxyActivities<Activities>({
   retry: { initialInterval: '1s', maximumInterval: '5s', maximumAttempts: 5, nonRetryableErrorTypes: ['WeederRefused'] },
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
+/**
+ * A deletion observe mode recorded or the pause held is asked again with a
+ * hold of at most this long (and no longer than the window): the activity
+ * waits in place for the weeder to be let act, heartbeating.
+ */
+export const WEED_HOLD_MS = 10 * 60_000;
+/** How soon a dead worker (or a stop) reaches a waiting deleting activity: it heartbeats; the SDK sends one per 0.8 x this. */
+const WEED_HOLD_HEARTBEAT_MS = 10_000;
+/** Marks histories whose deleting activities may be asked again with a hold (observe mode, the pause). */
+export const WEEDER_SAFETY_HOLD_PATCH = 'weeder-safety-hold';
+// Asked again with a hold: waits in place up to holdMs, heartbeating.
+const weedPodsHeld = (holdMs: number) => proxyActivities<Activities>({
+  startToCloseTimeout: holdMs + 30_000,
+  heartbeatTimeout: WEED_HOLD_HEARTBEAT_MS,
+  retry: { initialInterval: '1s', maximumInterval: '5s', maximumAttempts: 5, nonRetryableErrorTypes: ['WeederRefused'] },
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+}).weedPods;
 // Reads only: what became of pods whose deletion's answer was lost.
 const { checkPods } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
@@ -73,7 +100,7 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
   const lanes = new Map<Lane, CancellationScope>();
   const deleting = new Map<Promise<void>, CancellationScope>();
   let refused: { err: unknown } | undefined;
-  const show = () => setCurrentDetails(details(state));
+  const show = () => setCurrentDetails(details(state, target.namespace));
 
   /** Ends the window now: no watching, no deletion started from here on; deletions under way are waited for. */
   const halt = () => {
@@ -126,12 +153,40 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
   } });
   show();
 
+  /**
+   * Hands candidates to a deleting activity; what observe mode recorded or the
+   * pause held is asked again, with a hold, while the window is open.
+   */
+  const weedAndAskAgain = async (asking: { pods: Candidate[] }) => {
+    for (let holdMs = 0; ;) {
+      const observed = state.observedOf(asking.pods.map((p) => p.uid));
+      const ask = { ...target, pods: asking.pods, ...(observed.length > 0 ? { observed } : {}) };
+      const outcomes: WeedOutcome[] = holdMs > 0 ? await weedPodsHeld(holdMs)({ ...ask, holdMs }) : await weedPods(ask);
+      state.settle(outcomes, Date.now());
+      const gated = new Set(outcomes.filter((o) => o.outcome === 'observed' || o.outcome === 'held').map((o) => o.uid));
+      if (gated.size === 0) return;
+      const again = asking.pods.filter((p) => gated.has(p.uid));
+      // The window closed or stopped (or a new run takes over): not asked again; held ones stay held, not deleted.
+      const now = Date.now();
+      if (!state.acting || !windowOpen(state, now) || workflowInfo().continueAsNewSuggested || !patched(WEEDER_SAFETY_HOLD_PATCH)) {
+        state.release(again.map((p) => p.uid));
+        return;
+      }
+      show();
+      asking.pods = again;
+      holdMs = Math.min(WEED_HOLD_MS, state.deadline - now);
+    }
+  };
+
   const weed = (pods: Candidate[]) => {
     const scope = new CancellationScope();
-    const done: Promise<void> = scope.run(() => weedPods({ ...target, pods })).then(
-      (outcomes) => state.settle(outcomes),
+    // The pods of the latest ask: those a lost answer leaves in doubt.
+    const asking = { pods };
+    const done: Promise<void> = scope.run(() => weedAndAskAgain(asking)).then(
+      () => undefined,
       // No answer: cancelled (a stop) or given up. An attempt may have deleted: look.
       async (err: unknown) => {
+        const pods = asking.pods;
         const reason = isCancellation(err) ? undefined : `deleting failed: ${failureMessage(err)}`;
         try {
           const seen = await CancellationScope.nonCancellable(() => checkPods({ ...target, pods }));
@@ -213,6 +268,9 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
     throw err;
   }
   await condition(allHandlersFinished);
+  if (state.held.length > 0) {
+    log.warn(`window closed while the weeder was paused: ${state.held.length} deletion(s) held were not made`, { held: state.held.map((p) => p.name) });
+  }
   const result = state.result(target, Date.now());
   if (state.failure) {
     throw ApplicationFailure.nonRetryable(`weeder window failed: ${state.failure.reason}`, 'WeederFailed', result);
@@ -221,14 +279,25 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
 }
 
 /** What the Web UI shows as the workflow's current details. */
-function details(state: WindowState): string {
+function details(state: WindowState, namespace: string): string {
   const iso = (ms: number) => new Date(ms).toISOString();
+  const names = (pods: readonly { name: string }[]) => pods.map((p) => `${namespace}/${p.name}`).join(', ');
   const lines = [];
+  const weeded = new Set(state.weeded.map((p) => p.uid));
+  const wouldHave = state.observed.filter((p) => !weeded.has(p.uid));
+  const gated = new Set([...wouldHave, ...state.held].map((p) => p.uid));
   if (state.deadline > Date.now()) lines.push(`Window open until ${iso(state.deadline)}.`);
   if (state.armed) lines.push(`Service not ready since ${iso(state.armed.since)}: weeds the moment it is ready (armed until ${iso(state.armed.until)}).`);
   if (state.stopped) lines.push(`Stopped: ${state.stopped.reason}.`);
   if (state.failure) lines.push(`Failed: ${state.failure.reason}.`);
-  if (state.pending.length) lines.push(`Deleting: ${state.pending.map((p) => p.name).join(', ')}.`);
+  const deleting = state.pending.filter((p) => !gated.has(p.uid));
+  if (deleting.length) lines.push(`Deleting: ${deleting.map((p) => p.name).join(', ')}.`);
+  if (wouldHave.length) lines.push(`Observe mode, nothing deleted; would have deleted: ${names(wouldHave)}.`);
+  if (state.held.length && state.acting && windowOpen(state, Date.now())) {
+    lines.push(`Paused: ${state.held.length} deletion(s) held (${state.held[0]!.reason}); they go out within a second of tend resume weeder: ${names(state.held)}.`);
+  } else if (state.held.length) {
+    lines.push(`Closed while paused: ${state.held.length} deletion(s) held were not made: ${names(state.held)}.`);
+  }
   if (state.failed.length) lines.push(`Not deleted: ${state.failed.map((p) => `${p.name} (${p.reason})`).join('; ')}.`);
   lines.push(`Weeded: ${state.weeded.map((p) => p.name).join(', ') || 'none'}. Reported (no controller): ${state.reported.map((p) => p.name).join(', ') || 'none'}.`);
   return lines.join('\n\n');

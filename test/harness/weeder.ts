@@ -79,8 +79,9 @@ export interface StubCall<I = unknown, O = unknown> {
 
 /**
  * Stub weeder activities for workflow tests: every call waits until the test
- * settles it. Watching calls heartbeat, so a cancellation reaches them (and
- * ends them); deleting and checking calls do not, as the real ones do not.
+ * settles it. Watching calls, and deleting calls asked again with a hold
+ * (`holdMs`), heartbeat, so a cancellation reaches them (and ends them); other
+ * deleting calls and checking calls do not, as the real ones do not.
  */
 export class WeederStubs {
   readonly calls: StubCall[] = [];
@@ -102,7 +103,8 @@ export class WeederStubs {
   private async call(kind: StubCall['kind'], input: unknown): Promise<unknown> {
     const { Context } = await import('@temporalio/activity');
     const ctx = Context.current();
-    const beat = kind === 'watch' ? setInterval(() => ctx.heartbeat(), 300) : undefined;
+    const beats = kind === 'watch' || (kind === 'weed' && ((input as { holdMs?: number } | undefined)?.holdMs ?? 0) > 0);
+    const beat = beats ? setInterval(() => ctx.heartbeat(), 300) : undefined;
     try {
       return await new Promise((resolve, reject) => {
         const call: StubCall = {
@@ -114,7 +116,7 @@ export class WeederStubs {
         this.calls.push(call);
         ctx.cancelled.catch((err: unknown) => {
           call.cancelled = true;
-          if (kind === 'watch' && !call.settled) {
+          if (beats && !call.settled) {
             call.settled = true;
             reject(err as Error);
           }
