@@ -9,7 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { KubeClients } from '../kube/client.ts';
 import { log } from '../log.ts';
 import { mergePatch } from '../kube/api.ts';
-import { deleteDeploymentIfSameUid, errorMessage, isConflict, isNotFound } from '../kube/writes.ts';
+import { deleteDeploymentIfSameUid, errorMessage, isConflict } from '../kube/writes.ts';
 import { statusOf } from '../kube/client.ts';
 import { recordEvent } from '../kube/events.ts';
 import type { ReconcileResult, WaitOutcome } from '../apps/entity.ts';
@@ -20,10 +20,13 @@ import {
 } from '../apps/revisions.ts';
 import { computeStatus } from '../apps/status.ts';
 import {
-  APP_API_VERSION, APP_GROUP, APP_KIND, APP_PLURAL, APP_REV, APP_VERSION, LAST_STOP_APP_REV, parseAppKey, type App,
+  APP_API_VERSION, APP_KIND, APP_REV, LAST_STOP_APP_REV, type App,
 } from '../apps/types.ts';
 import { appSelector, desiredDeployments, ownedBy, planWorkloads } from '../apps/workloads.ts';
+import { appRef, appScopeProblem, readApp } from '../apps/read.ts';
 import { recordWould, writeHold, type SafetyGates, type WriteHold } from './safety-gate.ts';
+
+export { appScopeProblem, readApp };
 
 export interface ReconcileAppInput {
   namespace: string;
@@ -45,17 +48,6 @@ export interface WaitForAppInput {
   pollMs?: number;
 }
 
-const appRef = (namespace: string, name: string) => ({ group: APP_GROUP, version: APP_VERSION, plural: APP_PLURAL, namespace, name });
-
-export async function readApp(kube: KubeClients, namespace: string, name: string): Promise<App | undefined> {
-  try {
-    return (await kube.custom.getNamespacedCustomObject(appRef(namespace, name))) as App;
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
-
 async function listWorkloads(kube: KubeClients, namespace: string, name: string): Promise<k8s.V1Deployment[]> {
   return (await kube.apps.listNamespacedDeployment({ namespace, labelSelector: appSelector(name) })).items;
 }
@@ -71,22 +63,6 @@ function invalid(err: unknown): boolean {
 
 /** The failure type of an App outside the worker's configuration. */
 export const APPS_REFUSED = 'AppsRefused';
-
-/**
- * Why an App may not be acted on by a worker configured with `apps`, or
- * undefined when it may: the apps section must be there, and the App's
- * namespace within its namespaces (all when absent).
- */
-export function appScopeProblem(apps: AppsConfig | undefined, namespace: unknown, name: unknown): string | undefined {
-  if (typeof namespace !== 'string' || typeof name !== 'string' || !parseAppKey(`${namespace}/${name}`)) {
-    return `an App is named by namespace and name; got ${String(JSON.stringify(namespace)).slice(0, 80)}/${String(JSON.stringify(name)).slice(0, 80)}`;
-  }
-  if (!apps) return `App ${namespace}/${name}: this worker has no apps section, so it acts on no App`;
-  if (apps.namespaces && !apps.namespaces.includes(namespace)) {
-    return `App ${namespace}/${name}: namespace ${namespace} is outside apps.namespaces (${apps.namespaces.join(', ')})`;
-  }
-  return undefined;
-}
 
 export function createAppActivities(kube: KubeClients, apps?: AppsConfig, gates?: SafetyGates) {
   const inScope = (namespace: unknown, name: unknown) => {

@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument, type Document } from 'yaml';
-import { expandHome } from '../kube/client.ts';
+import { expandHome } from '../kube/basics.ts';
 
 interface FromFileKind {
   /** Where in that file the section's content is. */

@@ -5,7 +5,8 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { z } from 'zod';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
-import { expandHome, KubeUnreachableError, kubeClients, loadKubeConfig, serverOf, statusOf, type KubeOptions } from '../kube/client.ts';
+import { expandHome, KubeUnreachableError, statusOf } from '../kube/basics.ts';
+import type { KubeOptions } from '../kube/client.ts';
 import { registerSecret } from '../log.ts';
 import { ConfigError, type ConfigProblem } from './errors.ts';
 import { dns1123LabelProblem, dns1123SubdomainProblem } from './kube-names.ts';
@@ -171,6 +172,8 @@ export function parseConfigMapRef(ref: string): ConfigMapRef {
 async function readConfigMap(source: { configMap: string } & KubeOptions): Promise<string> {
   const { namespace, name, key } = parseConfigMapRef(source.configMap);
   const origin = `configmap ${source.configMap}`;
+  // The client library is loaded only to read a ConfigMap: a file needs none of it.
+  const { kubeClients, loadKubeConfig, serverOf } = await import('../kube/client.ts');
   const { kc, core } = kubeClients(loadKubeConfig({ kubeconfig: source.kubeconfig, context: source.context }));
   let configMap;
   try {

@@ -3,18 +3,16 @@
 // kubeconfig file and in-cluster credentials is made once.
 import * as k8s from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
-import { homedir } from 'node:os';
 import { ConfigError } from '../config/errors.ts';
+import { expandHome, KubeUnreachableError, statusOf } from './basics.ts';
+
+export { expandHome, KubeUnreachableError, statusOf } from './basics.ts';
 
 export interface KubeOptions {
   /** Path to a kubeconfig file; `~` is expanded. In-cluster credentials when absent. */
   kubeconfig?: string;
   /** Context to use from the kubeconfig; its current context when absent. */
   context?: string;
-}
-
-export function expandHome(path: string): string {
-  return path === '~' || path.startsWith('~/') ? homedir() + path.slice(1) : path;
 }
 
 /** A kubeconfig that cannot be used: a configuration error (exit 2) naming the setting, the file and why. */
@@ -113,13 +111,6 @@ export function kubeClients(kc: k8s.KubeConfig): KubeClients {
   };
 }
 
-/** The HTTP status of an error thrown by the generated client, if it has one. */
-export function statusOf(err: unknown): number | undefined {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'number' ? code : undefined;
-}
-
-export class KubeUnreachableError extends Error {}
 
 /**
  * A call that never reached the API server (refused, no route, name not found, TLS failure: undici's

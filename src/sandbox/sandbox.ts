@@ -20,6 +20,9 @@ import {
 } from './temporal-cluster.ts';
 import { ensurePki, pkiPaths, type Pki } from './certs.ts';
 import { isRunning, logTail, readRecord, startDetached, stopProcess, type ProcessRecord } from './process.ts';
+import { SandboxError } from './errors.ts';
+
+export { SandboxError };
 
 export interface SandboxSettings {
   nodes: number;
@@ -114,7 +117,6 @@ interface Component {
   user?: { uid: number; gid: number };
 }
 
-export class SandboxError extends Error {}
 
 /** The cluster sandbox's Temporal: PostgreSQL, then one process per service of Temporal's server. */
 function clusterComponents(info: SandboxInfo, server: ServerBinaries): Component[] {

@@ -3,17 +3,17 @@
 // update, starting the workflow when none runs), so that they are applied in
 // order, whatever else happens to the App; status reads the App itself.
 import { Option, type Command } from 'commander';
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Config } from '../config/load.ts';
-import { kubeClients, loadKubeConfig, unreachableError, type KubeClients } from '../kube/client.ts';
+import type { KubeClients } from '../kube/client.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { appScopeProblem, readApp } from '../activities/apps.ts';
-import { restartUpdate, startUpdate, stopUpdate, type AppCommandResult, type RestartRequest, type RestartStrategy } from '../apps/messages.ts';
+import type { AppCommandResult, RestartRequest, RestartStrategy } from '../apps/messages.ts';
 import { parseAppKey, type App } from '../apps/types.ts';
 import type { appWorkflow } from '../workflows/apps.ts';
-import { connectClient } from '../temporal/connection.ts';
 import { configOrSandbox, EXIT_FAILURE, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
-import { appWorkflowStartOptions } from './apps-watch.ts';
+
+// Each command loads what it uses when it runs (the Temporal client, the Kubernetes client): `tend app --help` loads neither.
+const reading = () => import('../apps/read.ts');
 
 type Verb = 'start' | 'stop' | 'restart';
 
@@ -24,12 +24,15 @@ function target(text: string): { namespace: string; name: string } {
 }
 
 /** The cluster the command talks to: one KubeConfig and its clients, for the App's check and its progress. */
-function clusterOf(config: Config): { kc: KubeConfig; kube: KubeClients } {
+async function clusterOf(config: Config): Promise<{ kc: KubeConfig; kube: KubeClients }> {
+  const { kubeClients, loadKubeConfig } = await import('../kube/client.ts');
   const kc = loadKubeConfig(config.kubernetes);
   return { kc, kube: kubeClients(kc) };
 }
 
-async function existingApp({ kc, kube }: ReturnType<typeof clusterOf>, namespace: string, name: string): Promise<App> {
+async function existingApp({ kc, kube }: Awaited<ReturnType<typeof clusterOf>>, namespace: string, name: string): Promise<App> {
+  const { readApp } = await reading();
+  const { unreachableError } = await import('../kube/client.ts');
   const app = await readApp(kube, namespace, name).catch((err: unknown) => {
     throw unreachableError(kc, err) ?? err;
   });
@@ -46,6 +49,9 @@ class AppCommandError extends UsageError {}
 export async function sendAppCommand(
   client: Client, taskQueue: string, namespace: string, name: string, verb: Verb, req: RestartRequest | undefined, timeoutMs: number,
 ): Promise<AppCommandResult> {
+  const { WithStartWorkflowOperation, WorkflowUpdateFailedError } = await import('@temporalio/client');
+  const { restartUpdate, startUpdate, stopUpdate } = await import('../apps/messages.ts');
+  const { appWorkflowStartOptions } = await import('./apps-watch.ts');
   const startWorkflowOperation = new WithStartWorkflowOperation<typeof appWorkflow>('appWorkflow', {
     ...appWorkflowStartOptions(namespace, name, taskQueue),
     workflowIdConflictPolicy: 'USE_EXISTING',
@@ -108,6 +114,7 @@ export function progressLine(app: App): string {
 async function withProgress<T>(kube: KubeClients, namespace: string, name: string, until: Promise<T>): Promise<T> {
   const t0 = Date.now();
   const say = (line: string) => console.error(`${namespace}/${name} (${Math.round((Date.now() - t0) / 1000)}s): ${line}`);
+  const { readApp } = await reading();
   let last = '';
   let done = false;
   const loop = (async () => {
@@ -151,10 +158,12 @@ export function registerAppCommands(program: Command): void {
       const { namespace, name } = target(key);
       const config = await configOrSandbox(flags);
       // The worker would refuse it too; refused here first, before anything is sent.
+      const { appScopeProblem } = await reading();
       const problem = appScopeProblem(config.apps, namespace, name);
       if (problem) throw new UsageError(`refused: ${problem}`);
-      const cluster = clusterOf(config);
+      const cluster = await clusterOf(config);
       await existingApp(cluster, namespace, name);
+      const { connectClient } = await import('../temporal/connection.ts');
       const client = await connectClient(config.temporal);
       try {
         const req = verb === 'restart' ? { strategy: flags.strategy, timeoutSeconds: flags.timeout } : undefined;
@@ -174,9 +183,10 @@ export function registerAppCommands(program: Command): void {
     .action(async (key: string, flags: ConfigFlags & { json?: boolean }) => {
       const { namespace, name } = target(key);
       const config = await configOrSandbox(flags);
+      const { appScopeProblem } = await reading();
       const problem = appScopeProblem(config.apps, namespace, name);
       if (problem) throw new UsageError(`refused: ${problem}`);
-      const found = await existingApp(clusterOf(config), namespace, name);
+      const found = await existingApp(await clusterOf(config), namespace, name);
       console.log(flags.json ? JSON.stringify({ metadata: { annotations: found.metadata.annotations, generation: found.metadata.generation }, spec: found.spec, status: found.status ?? {} }, null, 2) : formatStatus(found));
     });
 }

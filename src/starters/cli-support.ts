@@ -1,7 +1,7 @@
 // What every tend subcommand shares: exit codes, configuration options,
 // argument parsers, and the shutdown signal.
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { loadConfig, parseConfig, type Config } from '../config/load.ts';
+import type { Config } from '../config/load.ts';
 import { log } from '../log.ts';
 
 export const EXIT_FAILURE = 1;
@@ -56,8 +56,12 @@ export const configOption = () => new Option('-c, --config <file>', 'configurati
 export const configMapOption = () =>
   new Option('--config-map <namespace/name:key>', 'read the configuration from a ConfigMap key instead of a file');
 
+/** The configuration's reader (zod, yaml), loaded by the commands that read one: `--help` needs none of it. */
+const loader = () => import('../config/load.ts');
+
 export async function configFrom(flags: ConfigFlags): Promise<Config> {
   if (flags.config && flags.configMap) throw new UsageError('give either --config or --config-map, not both');
+  const { loadConfig } = await loader();
   if (flags.configMap) {
     return withCluster(await loadConfig({
       configMap: flags.configMap, ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}), ...(flags.context ? { context: flags.context } : {}),
@@ -80,7 +84,6 @@ export function shutdownSignal(): AbortSignal {
   return ac.signal;
 }
 
-
 /**
  * The configuration given, or else the local sandbox's: for commands an operator runs by hand.
  * With `orEnvironment`, a command that needs only Temporal goes on without either: no file at
@@ -90,6 +93,7 @@ export async function configOrSandbox(flags: ConfigFlags, opts: { orEnvironment?
   if (flags.config || flags.configMap) return configFrom(flags);
   const { currentSandbox } = await import('../sandbox/sandbox.ts');
   const info = await currentSandbox();
+  const { loadConfig, parseConfig } = await loader();
   if (info) return withCluster(await loadConfig({ file: info.config }), flags);
   if (opts.orEnvironment) return withCluster(parseConfig('', 'the environment (no --config)'), flags);
   throw new UsageError('no configuration given and no sandbox set up: give --config FILE, or run `tend sandbox up`');

@@ -1,23 +1,21 @@
 #!/usr/bin/env node
 // The `tend` command: the operator's tool, and the process that runs the
 // worker and the watcher. Exit codes: 0 ok, 1 failure, 2 usage or configuration.
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Help, InvalidArgumentError, Option } from 'commander';
 import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/errors.ts';
-import { describeConfig, loadConfig, type Config } from '../config/load.ts';
-import { KubeUnreachableError } from '../kube/client.ts';
+import type { Config } from '../config/load.ts';
+import { KubeUnreachableError } from '../kube/basics.ts';
 import { log, redact } from '../log.ts';
 import { workerCheckOf } from '../http/worker-state.ts';
-import { UnreachableError } from '../temporal/connection.ts';
-import { SandboxError } from '../sandbox/sandbox.ts';
+import { UnreachableError } from '../temporal/errors.ts';
+import { SandboxError } from '../sandbox/errors.ts';
 import {
   configFrom, configOrSandbox, EXIT_FAILURE, EXIT_USAGE, OperatorError, positiveInt, positiveNumber, shutdownSignal, UsageError,
   withConfigOptions, type ConfigFlags,
 } from './cli-support.ts';
-import { registerCapabilityCommands } from './capability-commands.ts';
-import { registerSetupCommands } from './setup-commands.ts';
-import { registerSafetyCommands } from './safety-commands.ts';
+import { COMMAND_GROUPS, groupOf } from './command-groups.ts';
 import { registerCompletionCommand } from './completion.ts';
 import { parseListenAddress, type ListenAddress } from '../http/address.ts';
 import type { Capability } from '../activities/index.ts';
@@ -126,8 +124,19 @@ export function versionLine(): string {
   return `tend ${read('../../package.json').version} (Temporal SDK ${sdk.version}, Node.js ${process.version})`;
 }
 
-export function buildProgram(): Command {
+/**
+ * The command tree. `argv` (the words after `tend`) chooses what is loaded: the module of the
+ * command it names (`tend help X`: X's), every module for `completion` (or `all`), none for `tend --help`;
+ * the others appear in `tend --help` as command-groups.ts describes them.
+ */
+export async function buildProgram(argv: readonly string[] = [], opts: { all?: boolean } = {}): Promise<Command> {
+  const words = argv.filter((a) => !a.startsWith('-'));
+  const all = opts.all === true || words[0] === 'completion';
+  // `tend help X` is `tend X --help`.
+  const wanted = groupOf(words[0] === 'help' ? words[1] : words[0]);
+  const terms = new Map<Command, string>();
   const program = new Command('tend')
+    .configureHelp({ subcommandTerm: (cmd) => terms.get(cmd) ?? new Help().subcommandTerm(cmd) })
     .description('durable Kubernetes remediation on Temporal')
     .version(versionLine(), '-V, --version', 'print the version of tend, its Temporal SDK and Node.js')
     .showHelpAfterError('(run with --help for usage)')
@@ -176,6 +185,7 @@ export function buildProgram(): Command {
     .description('check a configuration file; prints every problem by its path')
     .argument('<file>', 'configuration file')
     .action(async (file: string) => {
+      const { describeConfig, loadConfig } = await import('../config/load.ts');
       const config = await loadConfig({ file });
       console.log(`config OK: ${file}\n${describeConfig(config)}`);
     });
@@ -246,9 +256,13 @@ export function buildProgram(): Command {
         console.log(`node ${name}: heartbeats ${verb === 'stop' ? 'stopped' : 'resumed'}`);
       });
   }
-  registerCapabilityCommands(program);
-  registerSafetyCommands(program);
-  registerSetupCommands(program);
+  for (const group of COMMAND_GROUPS) {
+    if (all || group === wanted) {
+      (await group.load())(program);
+      continue;
+    }
+    for (const name of group.names) terms.set(program.command(name).description(group.help[name]!.description), group.help[name]!.term);
+  }
   registerCompletionCommand(program);
   return program;
 }
@@ -276,7 +290,7 @@ export function exitFor(err: unknown): { code: number; message?: string } {
 
 export async function main(argv: string[]): Promise<number> {
   try {
-    await buildProgram().parseAsync(argv, { from: 'user' });
+    await (await buildProgram(argv)).parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     const { code, message } = exitFor(err);

@@ -172,6 +172,15 @@ export async function listEntries(client: Client): Promise<RepairQueueEntry[]> {
     return await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).query(listQuery);
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return [];
+    // A closed queue answers through a worker that replays it, on the task queue it ran on.
+    if (err instanceof Error && /failed to query/i.test(err.message)) {
+      const d = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).describe().catch(() => undefined);
+      const closed = d !== undefined && d.status.name !== 'RUNNING';
+      throw new OperatorError(`the repair queue (workflow ${REPAIR_QUEUE_WORKFLOW_ID}${d ? `, ${d.status.name.toLowerCase()}, task queue "${d.taskQueue}"` : ''}) ` +
+        `did not answer the query for its entries: ${err.message}; ` +
+        (closed ? `a closed queue answers only through a worker polling the task queue it ran on; \`tend repair-queue add\` starts a new queue`
+          : 'is a tend worker polling its task queue?'));
+    }
     throw err;
   }
 }

@@ -60,7 +60,7 @@ export function formatTaintStatus(status: TaintStatus): string {
 export async function taintStatus(temporal: TemporalSettings): Promise<TaintStatus> {
   const { connectClient } = await import('../temporal/connection.ts');
   const { nodeStatusQuery, slotsStatusQuery, SLOTS_WORKFLOW_ID } = await import('../taint/messages.ts');
-  const { runningTaintWorkflows } = await import('./taint-watch.ts');
+  const { runningTaintWorkflows } = await import('../taint/running.ts');
   const client = await connectClient(temporal);
   try {
     const status: TaintStatus = { pods: [], nodes: [] };

@@ -14,6 +14,7 @@ import { log as rootLog } from '../log.ts';
 import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { matchingTaints, sameTaints, taintId, type MatchedTaint } from '../taint/match.ts';
+import { runningTaintExecutions, runningTaintWorkflows } from '../taint/running.ts';
 import {
   announceSlotsSignal, nodeCountsSignal, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal,
   TAINT_CAPABILITY, type SlotSettings,
@@ -21,7 +22,6 @@ import {
 import type { CapabilityWatch, WatchContext } from './watcher.ts';
 
 const DETECTED = 'NodeTaintDetected';
-const RUNNING_QUERY = `TendCapability="${TAINT_CAPABILITY}" AND ExecutionStatus="Running"`;
 const CONCURRENCY = 16;
 /**
  * How often the Node informer relists, and the running taint workflows are
@@ -32,18 +32,6 @@ const CONCURRENCY = 16;
 export const RESYNC_MS = 30_000;
 /** How long after a failed signal it is tried again (for every node that failed, each with its latest state). */
 const RETRY_MS = 2000;
-
-/** Running taint workflows (node workflows and the coordinator), with the task queue each runs on. */
-async function runningTaintExecutions(client: Client): Promise<{ id: string; taskQueue: string }[]> {
-  const runs: { id: string; taskQueue: string }[] = [];
-  for await (const wf of client.workflow.list({ query: RUNNING_QUERY })) runs.push({ id: wf.workflowId, taskQueue: wf.taskQueue });
-  return runs;
-}
-
-/** The ids of running taint workflows (node workflows and the coordinator). */
-export async function runningTaintWorkflows(client: Client): Promise<string[]> {
-  return (await runningTaintExecutions(client)).map((r) => r.id);
-}
 
 export function taintWatch(config: TaintReplacementConfig): CapabilityWatch {
   return async (ctx) => {

@@ -1,12 +1,15 @@
 // Connections to Temporal, shared by the worker, the watcher and the CLI, with
 // errors that name the address and say what to do.
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
 import { readFile } from 'node:fs/promises';
-import { expandHome } from '../kube/client.ts';
+import { expandHome } from '../kube/basics.ts';
 import { log, redact, registerSecret } from '../log.ts';
 import { temporalOrigins } from '../config/schema.ts';
 import type { DeploymentSettings } from '../workers/versioning.ts';
+import { UnreachableError } from './errors.ts';
+
+export { UnreachableError };
 
 export interface TemporalTls {
   serverName?: string;
@@ -30,7 +33,6 @@ export interface TemporalSettings {
   deployment?: DeploymentSettings;
 }
 
-export class UnreachableError extends Error {}
 
 /**
  * The SDK's TLS setting. Absent: the SDK's default, which is TLS when an API key is set (Temporal
@@ -126,6 +128,8 @@ export async function connectNative(s: TemporalSettings): Promise<NativeConnecti
   try {
     const apiKey = apiKeyOf(s);
     warnPlainKey(s, apiKey);
+    // The worker's library, loaded by the worker alone (a CLI command needs only the client).
+    const { NativeConnection } = await import('@temporalio/worker');
     const conn = await NativeConnection.connect({ address: s.address, tls: await tlsOptions(s), apiKey });
     await conn.workflowService.describeNamespace({ namespace: s.namespace });
     return conn;
