@@ -11,6 +11,7 @@ import type { AppCommandResult, RestartRequest, RestartStrategy } from '../apps/
 import { parseAppKey, type App } from '../apps/types.ts';
 import type { appWorkflow } from '../workflows/apps.ts';
 import { configOrSandbox, EXIT_FAILURE, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { columns, formatOf, jsonAliasOption, outputOption, printOutput, type OutputFormat } from './output.ts';
 
 // Each command loads what it uses when it runs (the Temporal client, the Kubernetes client): `tend app --help` loads neither.
 const reading = () => import('../apps/read.ts');
@@ -80,7 +81,8 @@ function describeResult(key: string, r: AppCommandResult): string {
   return `${key}: ${r.message}; desired ${r.desiredState ?? '?'}, actual ${r.actualState ?? '?'},${rev}, workloads ${r.workloads.join(', ') || 'none'}`;
 }
 
-export function formatStatus(app: App): string {
+/** `tend app status`: desired and actual state, revisions, processes; wide adds every condition. */
+export function formatStatus(app: App, wide = false): string {
   const s = app.status ?? {};
   const ready = s.conditions?.find((c) => c.type === 'Ready');
   const lines = [
@@ -93,6 +95,14 @@ export function formatStatus(app: App): string {
     lines.push(`  process ${p.type}: ${p.readyInstances}/${p.instances} ready${p.workload ? ` on ${p.workload}` : ''}`);
     for (const r of p.revisions) {
       lines.push(`    ${r.current ? 'current' : 'old    '} ${r.workload} app-rev ${r.appRev}: ${r.readyReplicas}/${r.replicas} ready, ${r.updatedReplicas} updated`);
+    }
+  }
+  if (wide) {
+    const conditions = s.conditions ?? [];
+    if (conditions.length > 0) {
+      lines.push('  conditions:');
+      lines.push(...columns(['TYPE', 'STATUS', 'REASON', 'SINCE', 'MESSAGE'],
+        conditions.map((c) => [c.type, c.status, c.reason ?? '-', c.lastTransitionTime ?? '-', c.message ?? ''])).split('\n').map((l) => `    ${l}`));
     }
   }
   return lines.join('\n');
@@ -179,14 +189,16 @@ export function registerAppCommands(program: Command): void {
   }
   withConfigOptions(app.command('status').description("show an App's desired and actual state, revisions and workloads"))
     .argument('<app>', 'NAMESPACE/NAME')
-    .option('--json', 'print the App\'s status as JSON')
-    .action(async (key: string, flags: ConfigFlags & { json?: boolean }) => {
+    .addOption(outputOption())
+    .addOption(jsonAliasOption())
+    .action(async (key: string, flags: ConfigFlags & { output: OutputFormat; json?: boolean }) => {
       const { namespace, name } = target(key);
       const config = await configOrSandbox(flags);
       const { appScopeProblem } = await reading();
       const problem = appScopeProblem(config.apps, namespace, name);
       if (problem) throw new UsageError(`refused: ${problem}`);
       const found = await existingApp(await clusterOf(config), namespace, name);
-      console.log(flags.json ? JSON.stringify({ metadata: { annotations: found.metadata.annotations, generation: found.metadata.generation }, spec: found.spec, status: found.status ?? {} }, null, 2) : formatStatus(found));
+      const data = { metadata: { annotations: found.metadata.annotations, generation: found.metadata.generation }, spec: found.spec, status: found.status ?? {} };
+      await printOutput(formatOf(flags), data, (wide) => formatStatus(found, wide));
     });
 }

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
 import type { Config } from '../config/load.ts';
-import { ckeListJson, isFinished, type RepairQueueEntry, type RepairRequest } from '../repair/entry.ts';
+import { ckeEntryJson, ckeListJson, isFinished, ZERO_TIME, type RepairQueueEntry, type RepairRequest } from '../repair/entry.ts';
 import {
   addUpdate, deleteFinishedUpdate, deleteUnfinishedUpdate, deleteUpdate, disableUpdate, enableUpdate, isEnabledQuery, listQuery,
   REPAIR_QUEUE_WORKFLOW_ID, resetBackoffUpdate,
@@ -20,6 +20,7 @@ import { indexSchema } from '../repair/validate.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { connectClient } from '../temporal/connection.ts';
 import { configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { columns, OUTPUT_FORMATS, outputOption, printOutput, type OutputFormat } from './output.ts';
 
 /** The queue refused a request (its validator said why): exit 1 with that message. */
 class RefusedError extends Error {}
@@ -185,6 +186,17 @@ export async function listEntries(client: Client): Promise<RepairQueueEntry[]> {
   }
 }
 
+/** `list -o table|wide`: one line per entry; wide adds the serial, the back-off and the last transition. */
+export function formatEntries(entries: readonly RepairQueueEntry[], wide: boolean): string {
+  if (entries.length === 0) return 'no entries';
+  const header = ['INDEX', 'ADDRESS', 'NODE', 'MACHINE TYPE', 'OPERATION', 'STATUS', 'STEP', 'STEP STATUS',
+    ...(wide ? ['SERIAL', 'BACKOFF', 'BACKOFF EXPIRE', 'LAST TRANSITION'] : [])];
+  return columns(header, entries.map((e) => [
+    e.index, e.address, e.nodename || '-', e.machine_type, e.operation, e.deleted ? `${e.status} (deleted)` : e.status, String(e.step), e.step_status,
+    ...(wide ? [e.serial || '-', String(e.drain_backoff_count), e.drain_backoff_expire === ZERO_TIME ? '-' : e.drain_backoff_expire, e.last_transition_time ?? '-'] : []),
+  ]));
+}
+
 function parseRequest(words: string[], where: string): RepairRequest {
   if (words.length < 3 || words.length > 4) throw new UsageError(`${where}: expected OPERATION MACHINE_TYPE ADDRESS [SERIAL], got ${words.length} word(s)`);
   const [operation, machine_type, address, serial] = words as [string, string, string, string?];
@@ -218,7 +230,7 @@ export function index(v: string): string {
   return digits;
 }
 
-type Flags = ConfigFlags;
+type Flags = ConfigFlags & { output?: string };
 
 /** A whole number of seconds, 0 or more (ckecli's --timeout-seconds: 0 checks once). */
 function nonNegativeInt(name: string) {
@@ -277,6 +289,8 @@ export function registerRepairCommands(program: Command): void {
   // Every verb: resolve the configuration, check its own input (exit 2, before connecting), connect,
   // act; a refusal is exit 1 with the queue's reason.
   // Excess arguments are let through to act, which names them (and says where options go).
+  /** The running verb's options, for its `prepare` (which checks them before connecting). */
+  let flagsNow: Flags = {};
   const verb = (name: string, description: string) => withConfigOptions(rq.command(name).description(description)).allowExcessArguments();
   const act = <A extends unknown[], P = undefined>(
     fn: (client: Client, config: Config, prepared: P, ...args: A) => Promise<void>,
@@ -286,6 +300,7 @@ export function registerRepairCommands(program: Command): void {
       const cmd = args[args.length - 1] as Command;
       const typed = argumentsAndOptions(cmd);
       const flags = { ...(args[args.length - 2] as Flags), ...typed.options } as Flags;
+      flagsNow = flags;
       const config = await configOrSandbox(flags);
       // Each argument through its own parser (INDEX), as commander does.
       const own = cmd.registeredArguments.map((a, i) => {
@@ -339,11 +354,22 @@ export function registerRepairCommands(program: Command): void {
       },
     }));
 
-  verb('list', 'print the queue entries as JSON (and, on stderr, a warning when no worker polls repair.taskQueue)')
-    .action(act(async (client, config) => {
-      console.log(ckeListJson(await listEntries(client)));
+  verb('list', "print the queue entries: as ckecli does (CKE's JSON, null when empty) unless -o says otherwise; on stderr, a warning when no worker polls repair.taskQueue")
+    .addOption(outputOption('json'))
+    .action(act(async (client, config, format: OutputFormat) => {
+      const entries = await listEntries(client);
+      if (format === 'json') console.log(ckeListJson(entries));
+      else await printOutput(format, entries.length === 0 ? null : entries.map(ckeEntryJson), (wide) => formatEntries(entries, wide));
       await warnWithoutCommandWorker(client, config);
-    }, { needsWorker: 'when-started' }));
+    }, {
+      needsWorker: 'when-started',
+      // Checked before connecting (an -o after "--" is not seen by the option parser).
+      prepare: () => {
+        const format = String(flagsNow.output ?? 'json');
+        if (!(OUTPUT_FORMATS as readonly string[]).includes(format)) throw new UsageError(`list: -o/--output must be one of ${OUTPUT_FORMATS.join(', ')} (got "${format}")`);
+        return format as OutputFormat;
+      },
+    }));
 
   verb('delete', 'delete an entry; a running one is cancelled (its node uncordoned)')
     .argument('<INDEX>', 'entry index', index)

@@ -18,6 +18,7 @@ import {
 import { FRESH_MS, stateOfDescription } from '../safety/pause.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { configOrSandbox, OperatorError, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { columns, outputOption, printOutput, type OutputFormat } from './output.ts';
 
 /** Capability names as typed, checked before connecting: an unknown one exits 2 naming it and the known ones. */
 export function parseCapabilityArgs(names: string[]): PausableCapability[] {
@@ -70,8 +71,7 @@ export function formatPauseStatus(st: PauseStatus): string {
     const p = st.capabilities[c];
     return p.paused ? [c, 'paused', p.since ?? '-', p.by ?? '-', p.reason ?? ''] : [c, 'acting', '-', '-', '-'];
   }));
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  const lines = rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd());
+  const lines = [columns(rows[0]!, rows.slice(1))];
   lines.push(st.running
     ? `revision ${st.revision}${st.changedAt ? `, last change ${st.changedAt}` : ''} (workflow ${SAFETY_WORKFLOW_ID}, run ${st.runId})`
     : `workflow ${SAFETY_WORKFLOW_ID} is not running: nothing is paused`);
@@ -179,14 +179,14 @@ export function registerSafetyCommands(program: Command): void {
   withConfigOptions(pauseCmd
     .command('status')
     .description('each capability: paused or acting, since when, by whom, why'))
-    .option('-o, --output <format>', 'table or json', 'table')
-    .action(async (own: ConfigFlags & { output: string }, cmd: Command) => {
+    .addOption(outputOption())
+    .action(async (own: ConfigFlags & { output: OutputFormat }, cmd: Command) => {
       // --config before `status` is the parent's (tend pause --config F status): both count.
-      const flags = { ...cmd.parent?.opts(), ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) } as ConfigFlags & { output: string };
-      if (flags.output !== 'table' && flags.output !== 'json') throw new UsageError(`--output must be table or json (got "${flags.output}")`);
+      const flags = { ...cmd.parent?.opts(), ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) } as ConfigFlags & { output: OutputFormat };
       const config = await configOrSandbox(flags, { orEnvironment: true });
       const st = await withClient(config, pauseStatus);
-      console.log(flags.output === 'json' ? JSON.stringify(st, null, 2) : formatPauseStatus(st));
+      // wide: the same columns (a pause has no more to show).
+      await printOutput(flags.output, st, () => formatPauseStatus(st));
     });
 
   withConfigOptions(program

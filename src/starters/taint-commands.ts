@@ -2,7 +2,8 @@
 // condition, since when, when it will be replaced, and its state; plus the
 // cluster-wide slots and breaker. Asked of the taint workflows (queries).
 import type { Command } from 'commander';
-import { configOrSandbox, withConfigOptions, UsageError, type ConfigFlags } from './cli-support.ts';
+import { configOrSandbox, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { columns, outputOption, printOutput, type OutputFormat } from './output.ts';
 import type { PodStatusRow } from '../taint/node.ts';
 import type { SlotsStatus } from '../taint/messages.ts';
 import type { TemporalSettings } from '../temporal/connection.ts';
@@ -19,22 +20,15 @@ export function registerTaintCommands(program: Command): void {
   withConfigOptions(taint
     .command('status')
     .description('every managed pod on a tainted node: node, taint, condition, since, replacement time, state'))
-    .option('-o, --output <format>', 'table or json', 'table')
-    .action(async (flags: ConfigFlags & { output: string }) => {
-      if (flags.output !== 'table' && flags.output !== 'json') {
-        throw new UsageError(`--output must be table or json (got "${flags.output}")`);
-      }
+    .addOption(outputOption())
+    .action(async (flags: ConfigFlags & { output: OutputFormat }) => {
       const config = await configOrSandbox(flags);
       const status = await taintStatus(config.temporal);
-      if (flags.output === 'json') {
-        console.log(JSON.stringify(status, null, 2));
-        return;
-      }
-      console.log(formatTaintStatus(status));
+      await printOutput(flags.output, status, (wide) => formatTaintStatus(status, wide));
     });
 }
 
-export function formatTaintStatus(status: TaintStatus): string {
+export function formatTaintStatus(status: TaintStatus, wide = false): string {
   const lines: string[] = [];
   const s = status.slots;
   if (s) {
@@ -48,12 +42,12 @@ export function formatTaintStatus(status: TaintStatus): string {
     lines.push(status.nodes.length ? `no managed pods on tainted nodes (${status.nodes.join(', ')})` : 'no tainted nodes');
     return lines.join('\n');
   }
-  const table = [['NODE', 'POD', 'TAINT', 'CONDITION', 'SINCE', 'REPLACE AT', 'STATE']].concat(status.pods.map((p) => [
+  // wide: the attempts and the last error in columns of their own.
+  const header = ['NODE', 'POD', 'TAINT', 'CONDITION', 'SINCE', 'REPLACE AT', 'STATE', ...(wide ? ['ATTEMPTS', 'LAST ERROR'] : [])];
+  lines.push(columns(header, status.pods.map((p) => [
     p.node, `${p.namespace}/${p.pod}`, p.taint || '-', p.condition || '-', p.since, p.replaceAt || '-',
-    p.state + (p.lastError ? ` (${p.attempts} attempts: ${p.lastError})` : ''),
-  ]));
-  const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-  for (const row of table) lines.push(row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+    ...(wide ? [p.state, String(p.attempts), p.lastError ?? '-'] : [p.state + (p.lastError ? ` (${p.attempts} attempts: ${p.lastError})` : '')]),
+  ])));
   return lines.join('\n');
 }
 

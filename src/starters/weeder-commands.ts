@@ -3,6 +3,7 @@
 // ones, whose Service is not ready (they weed the moment it is ready again).
 import type { Command } from 'commander';
 import { configOrSandbox, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { columns, formatOf, jsonAliasOption, outputOption, printOutput, type OutputFormat } from './output.ts';
 
 export interface WindowRow {
   workflowId: string;
@@ -22,24 +23,21 @@ export function registerWeederCommands(program: Command): void {
   withConfigOptions(weeder
     .command('list')
     .description('open windows (and armed ones, whose Service is not ready): their Service, until when, and the pods weeded so far'))
-    .option('--json', 'print JSON')
-    .action(async (flags: ConfigFlags & { json?: boolean }) => {
+    .addOption(outputOption())
+    .addOption(jsonAliasOption())
+    .action(async (flags: ConfigFlags & { output: OutputFormat; json?: boolean }) => {
       const config = await configOrSandbox(flags);
       const rows = await listWindows(config.temporal);
-      if (flags.json) {
-        console.log(JSON.stringify(rows, null, 2));
-        return;
-      }
-      if (rows.length === 0) {
-        console.log('no weeder windows open or armed');
-        return;
-      }
-      const table = [['SERVICE', 'STATE', 'UNTIL', 'NOT READY SINCE', 'TRANSITIONS', 'WEEDED', 'REPORTED (no controller)']]
-        .concat(rows.map((r) => [r.service, r.state, r.until, r.notReadySince ?? '-', String(r.transitions),
-          r.weeded.join(',') || '-', r.reported.join(',') || '-']));
-      const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-      for (const row of table) console.log(row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+      await printOutput(formatOf(flags), rows, (wide) => formatWindows(rows, wide));
     });
+}
+
+/** `weeder list`: a line per window; wide adds its workflow id. */
+export function formatWindows(rows: readonly WindowRow[], wide: boolean): string {
+  if (rows.length === 0) return 'no weeder windows open or armed';
+  const header = ['SERVICE', 'STATE', 'UNTIL', 'NOT READY SINCE', 'TRANSITIONS', 'WEEDED', 'REPORTED (no controller)', ...(wide ? ['WORKFLOW'] : [])];
+  return columns(header, rows.map((r) => [r.service, r.state, r.until, r.notReadySince ?? '-', String(r.transitions),
+    r.weeded.join(',') || '-', r.reported.join(',') || '-', ...(wide ? [r.workflowId] : [])]));
 }
 
 async function listWindows(temporal: Parameters<typeof import('../temporal/connection.ts').connectClient>[0]): Promise<WindowRow[]> {
