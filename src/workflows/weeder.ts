@@ -163,6 +163,10 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
       const ask = { ...target, pods: asking.pods, ...(observed.length > 0 ? { observed } : {}) };
       const outcomes: WeedOutcome[] = holdMs > 0 ? await weedPodsHeld(holdMs)({ ...ask, holdMs }) : await weedPods(ask);
       state.settle(outcomes, Date.now());
+      // Asked again after a hold and found not deletable now (a crash-looping pod between two
+      // crashes, say): it may be proposed again, as in act mode, but the window's watch under way
+      // was told it is handled. That watch starts again, knowing, and proposes it if it crash-loops.
+      if (holdMs > 0 && outcomes.some((o) => o.outcome === 'skipped')) lanes.get('window')?.cancel();
       const gated = new Set(outcomes.filter((o) => o.outcome === 'observed' || o.outcome === 'held').map((o) => o.uid));
       if (gated.size === 0) return;
       const again = asking.pods.filter((p) => gated.has(p.uid));

@@ -95,6 +95,10 @@ describe('weeder workflow: observe mode and the pause (deletions recorded, or he
       assert.deepEqual(state.weeded.map((p) => p.name), ['a']);
       assert.match(state.weeded[0]!.note ?? '', /recorded in observe mode at .*; deleted once the weeder acted/);
       assert.equal(stubs.of(h.workflowId, 'weed').length, 3, 'not asked again after an answer that is not gated');
+      // b may crash again: the window's watch, told b was handled, starts again without it.
+      const rewatch = await next('watch', (c) => c !== watch);
+      await waitFor('the watch that knew b as handled cancelled', () => watch.cancelled);
+      assert.deepEqual((rewatch.input as WatchInput).handled, ['uid-a']);
       assert.match(await detailsOf(h), /would have deleted: ns\/b\./);
       await h.signal(stopSignal, { reason: 'done' });
       const result = await h.result() as WeederResult;
