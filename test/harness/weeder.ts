@@ -6,7 +6,11 @@ import { join } from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import { stringify as toYaml } from 'yaml';
 import { sandbox } from './hooks.ts';
-import { grantConfiguredRights } from './kube.ts';
+import { deployment, grantConfiguredRights, isReady, podsOf, service } from './kube.ts';
+import { waitFor } from './wait.ts';
+import { mergePatch } from '../../src/kube/api.ts';
+import type { KubeClients } from '../../src/kube/client.ts';
+import { FAIL_ANNOTATION } from '../../src/sandbox/kubelet/annotations.ts';
 import { temporalCli } from './temporal.ts';
 import { parseGoDuration } from '../../src/config/duration.ts';
 import type { SandboxInfo } from '../../src/sandbox/sandbox.ts';
@@ -131,4 +135,48 @@ export class WeederStubs {
   of(workflowId: string, kind: StubCall['kind']): StubCall[] {
     return this.calls.filter((c) => c.workflowId === workflowId && c.kind === kind);
   }
+}
+
+/**
+ * A Service `db` (one pod) and `replicas` dependants `api` (label role=api,
+ * sim.tend.dev/depends-on db), all ready; the weeder section that watches them.
+ */
+export async function dbWithDependants(kube: KubeClients, ns: string, replicas: number): Promise<Record<string, unknown>> {
+  await kube.apps.createNamespacedDeployment({ namespace: ns, body: deployment({ namespace: ns, name: 'db', replicas: 1 }) });
+  await kube.core.createNamespacedService({ namespace: ns, body: service(ns, 'db', { app: 'db' }) });
+  await kube.apps.createNamespacedDeployment({ namespace: ns, body: deployment({
+    namespace: ns, name: 'api', replicas, labels: { role: 'api' }, annotations: { 'sim.tend.dev/depends-on': 'db' },
+  }) });
+  await waitFor('db and every api pod ready', async () => {
+    const [db, api] = await Promise.all([podsOf(kube, ns, 'app=db'), podsOf(kube, ns, 'app=api')]);
+    return db.some(isReady) && api.length === replicas && api.every(isReady);
+  }, { timeoutMs: 90_000 });
+  return { namespaces: [ns], servicesAndDependantSelectors: { db: { podSelectors: [{ matchLabels: { role: 'api' } }] } } };
+}
+
+/**
+ * db down and every api pod crash-looping, made to crash until it is deleted
+ * (sim.tend.dev/fail: a pod the weeder leaves alone keeps crash-looping after db
+ * is back, its replacement does not). Answers the crash-looping pods.
+ */
+export async function dependantsCrashLooping(kube: KubeClients, ns: string, replicas: number): Promise<k8s.V1Pod[]> {
+  await kube.apps.patchNamespacedDeploymentScale({ namespace: ns, name: 'db', body: { spec: { replicas: 0 } } }, mergePatch);
+  for (const p of await podsOf(kube, ns, 'app=api')) {
+    await kube.core.patchNamespacedPod({ namespace: ns, name: p.metadata!.name!, body: { metadata: { annotations: { [FAIL_ANNOTATION]: 'true' } } } }, mergePatch);
+  }
+  return waitFor(`db down and ${replicas} api pods crash-looping`, async () => {
+    const [db, api] = await Promise.all([podsOf(kube, ns, 'app=db'), podsOf(kube, ns, 'app=api')]);
+    return db.length === 0 && api.length === replicas && api.every(crashLooping) && api;
+  }, { timeoutMs: 120_000 });
+}
+
+/** db back (one pod): the Service turns ready. */
+export async function dbBack(kube: KubeClients, ns: string): Promise<void> {
+  await kube.apps.patchNamespacedDeploymentScale({ namespace: ns, name: 'db', body: { spec: { replicas: 1 } } }, mergePatch);
+}
+
+/** The pods of `before` that are gone, replaced or being deleted now. */
+export async function deletedOf(kube: KubeClients, ns: string, before: readonly k8s.V1Pod[]): Promise<k8s.V1Pod[]> {
+  const now = new Map((await podsOf(kube, ns, 'app=api')).map((p) => [p.metadata!.uid!, p]));
+  return before.filter((p) => !now.has(p.metadata!.uid!) || !!now.get(p.metadata!.uid!)!.metadata?.deletionTimestamp);
 }
