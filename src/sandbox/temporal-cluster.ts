@@ -8,10 +8,13 @@
 // state folder (which only root may enter).
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { stringify as toYaml } from 'yaml';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import type { SearchAttributeType } from '@temporalio/common';
+import * as tendSearchAttributeKeys from '../search-attributes.ts';
 import type { ServerBinaries } from './binaries.ts';
 
 const run = promisify(execFile);
@@ -67,6 +70,14 @@ function asPostgresUser(argv: string[]): { command: string; args: string[]; user
 /** Creates PostgreSQL's data folder the first time (initdb): user `temporal`, password authentication. */
 export async function initPostgres(stateDir: string): Promise<void> {
   const data = postgresDataDir(stateDir);
+  if (asRoot()) {
+    // `nobody` must pass through the folder that holds the data folder (and initdb's password
+    // file). A folder made for state folders is often 0700 (mkdir's mode applies to every folder
+    // it creates): it gets the search bit for others, which lists nothing and opens no file.
+    const parent = join(data, '..');
+    const { mode } = await stat(parent);
+    if ((mode & 0o001) === 0) await chmod(parent, (mode & 0o7777) | 0o001);
+  }
   if (existsSync(join(data, 'PG_VERSION'))) return;
   await rm(data, { recursive: true, force: true });
   await mkdir(data, { recursive: true, mode: 0o700 });
@@ -158,21 +169,42 @@ export function serverConfig(stateDir: string, ports: ClusterPorts): object {
   };
 }
 
-/** Dynamic configuration: what tend's workflows need beyond the defaults (docs/upgrading.md, the repair updates). */
-export const DYNAMIC_CONFIG: Record<string, { value: unknown }[]> = {
-  'frontend.enableUpdateWorkflowExecution': [{ value: true }],
-  'frontend.enableUpdateWorkflowExecutionAsyncAccepted': [{ value: true }],
-  'system.enableDeploymentVersions': [{ value: true }],
-  'frontend.workerVersioningWorkflowAPIs': [{ value: true }],
+/**
+ * Dynamic configuration: what tend's workflows need beyond the defaults. One committed file, the
+ * same that docker-compose.yml mounts into its server (test/unit/compose-parity.test.ts).
+ */
+export const DYNAMIC_CONFIG_FILE = fileURLToPath(new URL('../../deploy/temporal/dynamicconfig.yaml', import.meta.url));
+
+/** Reads the dynamic configuration file: a map of keys to lists of `{ value, constraints? }`. */
+export async function readDynamicConfig(file = DYNAMIC_CONFIG_FILE): Promise<{ text: string; config: Record<string, { value: unknown }[]> }> {
+  const text = await readFile(file, 'utf8');
+  const config = parseYaml(text) as unknown;
+  const entries = config && typeof config === 'object' && !Array.isArray(config) ? Object.entries(config) : undefined;
+  if (!entries?.length || entries.some(([, v]) => !Array.isArray(v) || v.some((e) => !e || typeof e !== 'object' || !('value' in e)))) {
+    throw new Error(`${file}: not a dynamic configuration (a map of keys to lists of { value, constraints })`);
+  }
+  return { text, config: config as Record<string, { value: unknown }[]> };
+}
+
+/** The namespace's retention, here and in docker-compose.yml. */
+export const NAMESPACE_RETENTION = '72h';
+
+/** The temporal CLI's name for each search attribute type (`--type`). */
+const CLI_TYPES: Record<SearchAttributeType, string> = {
+  TEXT: 'Text', KEYWORD: 'Keyword', INT: 'Int', DOUBLE: 'Double', BOOL: 'Bool', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList',
 };
 
-/** Writes the server's configuration and dynamic configuration (the folder temporal-config of the state folder). */
+/** tend's search attributes (every key src/search-attributes.ts defines) with the temporal CLI's type names. */
+export const TEND_SEARCH_ATTRIBUTES: readonly { name: string; type: string }[] = Object.values(tendSearchAttributeKeys)
+  .map((key) => ({ name: key.name, type: CLI_TYPES[key.type] }));
+
+/** Writes the server's configuration and copies the dynamic configuration (the folder temporal-config of the state folder). */
 export async function writeServerConfig(stateDir: string, ports: ClusterPorts): Promise<{ dir: string }> {
   const dir = join(stateDir, 'temporal-config');
   await mkdir(dir, { recursive: true, mode: 0o700 });
   // It holds the database password: owner only.
   await writeFile(join(dir, 'sandbox.yaml'), toYaml(serverConfig(stateDir, ports)), { mode: 0o600 });
-  await writeFile(join(dir, 'dynamicconfig.yaml'), toYaml(DYNAMIC_CONFIG), { mode: 0o600 });
+  await writeFile(join(dir, 'dynamicconfig.yaml'), (await readDynamicConfig()).text, { mode: 0o600 });
   return { dir };
 }
 
@@ -199,21 +231,23 @@ export function serviceArgs(stateDir: string, service: TemporalService): string[
 }
 
 /**
- * Registers the `default` namespace (3 days' retention) and tend's search attributes, with the
- * temporal CLI against the frontend; both are left as they are when they exist already.
+ * Registers the `default` namespace (NAMESPACE_RETENTION) and search attributes, with the temporal
+ * CLI against the frontend; both are left as they are when they exist already. A name that is one
+ * of tend's (TEND_SEARCH_ATTRIBUTES) gets its type from there, any other is a Keyword.
  */
 export async function registerNamespace(temporalCli: string, address: string, searchAttributes: string[]): Promise<void> {
   const cli = (...args: string[]) => run(temporalCli, [...args, '--address', address], { maxBuffer: 16 << 20 });
   try {
-    await cli('operator', 'namespace', 'create', '--namespace', 'default', '--retention', '72h');
+    await cli('operator', 'namespace', 'create', '--namespace', 'default', '--retention', NAMESPACE_RETENTION);
   } catch (err) {
     if (!/already (exists|registered)/i.test(`${(err as { stderr?: string }).stderr}`)) throw err;
   }
   const existing = JSON.parse((await cli('operator', 'search-attribute', 'list', '--namespace', 'default', '-o', 'json')).stdout) as unknown;
   const known = new Set((Array.isArray(existing) ? existing : []).map((a: { name?: string }) => a.name));
   const missing = searchAttributes.filter((n) => !known.has(n));
+  const typeOf = (name: string) => TEND_SEARCH_ATTRIBUTES.find((a) => a.name === name)?.type ?? 'Keyword';
   if (missing.length) {
-    await cli('operator', 'search-attribute', 'create', '--namespace', 'default', ...missing.flatMap((n) => ['--name', n, '--type', 'Keyword']));
+    await cli('operator', 'search-attribute', 'create', '--namespace', 'default', ...missing.flatMap((n) => ['--name', n, '--type', typeOf(n)]));
   }
 }
 
