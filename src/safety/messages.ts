@@ -18,9 +18,6 @@ export const SAFETY_MEMO_KEY = 'tendSafety';
 export const PAUSABLE = ['weeder', 'taint', 'apps', 'repair'] as const;
 export type PausableCapability = (typeof PAUSABLE)[number];
 
-/** The capabilities whose activities ask the pause before a destructive write (docs/safety.md). */
-export const HONOURING: readonly PausableCapability[] = ['taint', 'apps', 'repair'];
-
 export const REASON_MAX = 500;
 export const BY_MAX = 200;
 

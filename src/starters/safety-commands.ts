@@ -12,7 +12,7 @@ import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } fr
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Config } from '../config/load.ts';
 import {
-  check, emptySafetyState, HONOURING, PAUSABLE, pauseInputSchema, pauseUpdate, resumeUpdate, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, targets,
+  check, emptySafetyState, PAUSABLE, pauseInputSchema, pauseUpdate, resumeUpdate, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, targets,
   type PausableCapability, type SafetyState,
 } from '../safety/messages.ts';
 import { FRESH_MS, stateOfDescription } from '../safety/pause.ts';
@@ -167,11 +167,6 @@ export function registerSafetyCommands(program: Command): void {
       const s = await withClient(config, (client) => pause(client, config, capabilities, flags.reason!));
       // Every reader's state is at most FRESH_MS old, or it refuses to act: after this, no worker acts on the old state.
       await sleep(FRESH_MS);
-      const unheeded = (capabilities.length ? capabilities : PAUSABLE).filter((c) => !HONOURING.includes(c));
-      if (unheeded.length) {
-        console.error(`tend: pause: warning: ${unheeded.join(', ')} ${unheeded.length === 1 ? 'does' : 'do'} not honour the pause yet (only ${HONOURING.join(', ')} ${HONOURING.length === 1 ? 'does' : 'do'}): ` +
-          'their destructive actions go on; see docs/safety.md');
-      }
       console.log(`paused: ${describeTarget(capabilities)} (reason ${flags.reason}), revision ${s.revision}; ` +
         'every worker stops destructive actions of these capabilities from now on');
     });

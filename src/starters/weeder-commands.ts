@@ -16,6 +16,10 @@ export interface WindowRow {
   transitions: number;
   weeded: string[];
   reported: string[];
+  /** Observe mode: the pods whose deletion was recorded, not made. */
+  observed: string[];
+  /** The pods whose deletion the pause holds now. */
+  held: string[];
 }
 
 export function registerWeederCommands(program: Command): void {
@@ -32,12 +36,16 @@ export function registerWeederCommands(program: Command): void {
     });
 }
 
-/** `weeder list`: a line per window; wide adds its workflow id. */
+/** `weeder list`: a line per window (observed and held pods when there are); wide adds its workflow id. */
 export function formatWindows(rows: readonly WindowRow[], wide: boolean): string {
   if (rows.length === 0) return 'no weeder windows open or armed';
-  const header = ['SERVICE', 'STATE', 'UNTIL', 'NOT READY SINCE', 'TRANSITIONS', 'WEEDED', 'REPORTED (no controller)', ...(wide ? ['WORKFLOW'] : [])];
+  // Observe mode and the pause: their columns only when some window has such pods.
+  const safety = rows.some((r) => r.observed.length > 0 || r.held.length > 0);
+  const header = ['SERVICE', 'STATE', 'UNTIL', 'NOT READY SINCE', 'TRANSITIONS', 'WEEDED', 'REPORTED (no controller)',
+    ...(safety ? ['OBSERVED (not deleted)', 'HELD (paused)'] : []), ...(wide ? ['WORKFLOW'] : [])];
   return columns(header, rows.map((r) => [r.service, r.state, r.until, r.notReadySince ?? '-', String(r.transitions),
-    r.weeded.join(',') || '-', r.reported.join(',') || '-', ...(wide ? [r.workflowId] : [])]));
+    r.weeded.join(',') || '-', r.reported.join(',') || '-',
+    ...(safety ? [r.observed.join(',') || '-', r.held.join(',') || '-'] : []), ...(wide ? [r.workflowId] : [])]));
 }
 
 async function listWindows(temporal: Parameters<typeof import('../temporal/connection.ts').connectClient>[0]): Promise<WindowRow[]> {
@@ -59,6 +67,8 @@ async function listWindows(temporal: Parameters<typeof import('../temporal/conne
           transitions: w.transitions,
           weeded: w.weeded.map((p) => p.name),
           reported: w.reported.map((p) => p.name),
+          observed: (w.observed ?? []).map((p) => p.name),
+          held: (w.held ?? []).map((p) => p.name),
         });
       } catch {
         // Closed between the list and the query: no longer open.

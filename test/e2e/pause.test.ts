@@ -98,8 +98,8 @@ describe('tend pause (e2e)', function () {
     const all = await runTend(['pause', '--reason', 'freeze', '--config', config()], { timeoutMs: 90_000 });
     assert.equal(all.code, 0, all.stderr);
     assert.match(all.stdout, /^paused: weeder, taint, apps, repair \(reason freeze\), revision 4;/m);
-    // Said plainly: the capabilities whose activities do not ask the pause yet.
-    assert.match(all.stderr, /warning: weeder does not honour the pause yet \(only taint, apps, repair do\)/);
+    // Every capability honours it: nothing to warn about.
+    assert.doesNotMatch(all.stderr, /warning/);
     for (const c of ['weeder', 'taint', 'apps', 'repair'] as const) assert.notEqual(reader.check(c).state, 'acting', c);
 
     const one = await runTend(['resume', 'taint', '--config', config()], { timeoutMs: 90_000 });

@@ -94,11 +94,16 @@ describe('CLI: -o/--output on the read commands', function () {
   });
 
   it('weeder list -o table|wide', () => {
-    const rows: WindowRow[] = [{ workflowId: 'weeder/ns/db-1', service: 'ns/db', state: 'open', until: '2026-11-25T10:02:00Z', transitions: 1, weeded: ['a', 'b'], reported: [] }];
+    const rows: WindowRow[] = [{ workflowId: 'weeder/ns/db-1', service: 'ns/db', state: 'open', until: '2026-11-25T10:02:00Z', transitions: 1, weeded: ['a', 'b'], reported: [], observed: [], held: [] }];
     const table = formatWindows(rows, false).split('\n');
     assert.match(table[1]!, /^ns\/db\s+open\s+2026-11-25T10:02:00Z\s+-\s+1\s+a,b\s+-$/);
     assert.match(formatWindows(rows, true).split('\n')[1]!, /\s+-\s+weeder\/ns\/db-1$/);
     assert.equal(formatWindows([], true), 'no weeder windows open or armed');
+    // Observed or held pods: their columns appear.
+    const safety = formatWindows([{ ...rows[0]!, weeded: [], observed: ['c'], held: ['d', 'e'] }], false).split('\n');
+    assert.match(safety[0]!, /REPORTED \(no controller\)\s+OBSERVED \(not deleted\)\s+HELD \(paused\)$/);
+    assert.match(safety[1]!, /\s+-\s+-\s+c\s+d,e$/);
+    assert.doesNotMatch(table[0]!, /OBSERVED/);
   });
 
   it('taint status -o wide: the attempts and the last error in columns of their own', () => {
