@@ -3,7 +3,8 @@
 // Reaction time: an armed window's watch returns the moment it sees its Service
 // ready (readyAt); the first deletions of that Service's dependants after it,
 // in this worker process, observe now - readyAt once. Deletions later in the
-// window are not reactions to the Service turning ready and are not observed.
+// window are not reactions to the Service turning ready and are not observed, nor are deletions the
+// pause held or observe mode recorded first (their time is the operator's).
 // A watch and its deletions run on one worker unless that worker dies between
 // them: then the new worker has no readyAt and observes nothing (an honest gap,
 // never a made-up value).
@@ -30,15 +31,17 @@ export function noteReadyAt(namespace: string, service: string, at: number): voi
  */
 export function weederOutcomes(namespace: string, service: string, outcomes: readonly WeedOutcome[], now = Date.now()): void {
   const labels = { namespace, service };
+  const k = key(namespace, service);
   let deleted = 0;
   for (const o of outcomes) {
     if (o.outcome === 'deleted' && !o.earlier) deleted++;
     else if (o.outcome === 'reported') weederPodsReported.inc(labels);
     else if (o.outcome === 'failed') weederDeletesRefused.inc(labels);
+    // Held by the pause or recorded by observe mode: the deletions that follow wait on an operator, not on tend.
+    else if (o.outcome === 'held' || o.outcome === 'observed') readySince.delete(k);
   }
   if (deleted === 0) return;
   weederPodsWeeded.inc(labels, deleted);
-  const k = key(namespace, service);
   const since = readySince.get(k);
   if (since !== undefined) {
     readySince.delete(k);

@@ -94,6 +94,19 @@ describe('metrics: weeder counters and reaction time', () => {
     assert.equal(await value('tend_weeder_pods_weeded_total', labels), 2);
     assert.equal(await value('tend_weeder_reaction_seconds_count', labels), 1);
   });
+
+  it('a deletion the pause held, or observe mode recorded, first is no reaction time', async () => {
+    for (const [service, first] of [['held-db', { uid: 'h', outcome: 'held', reason: 'weeder: paused' }], ['observed-db', { uid: 'o', outcome: 'observed', at: '', note: 'would delete' }]] as const) {
+      const labels = { namespace: 'm-ns', service };
+      const t0 = Date.now();
+      noteReadyAt('m-ns', service, t0);
+      weederOutcomes('m-ns', service, [first], t0 + 100);
+      // Resumed (or switched to act) five minutes later: the deletion is counted, its wait is not tend's reaction.
+      weederOutcomes('m-ns', service, [{ uid: first.uid, outcome: 'deleted', at: '' }], t0 + 300_000);
+      assert.equal(await value('tend_weeder_pods_weeded_total', labels), 1);
+      assert.equal(await value('tend_weeder_reaction_seconds_count', labels), undefined, service);
+    }
+  });
 });
 
 describe('metrics: apps reconciles', () => {
