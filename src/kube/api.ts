@@ -45,6 +45,27 @@ export function isForbidden(err: unknown): boolean {
 }
 
 /**
+ * 403 from the NamespaceLifecycle admission: the namespace is being deleted, and nothing new
+ * (an eviction among them) may be created in it; the namespace controller deletes its pods.
+ * Its status names the cause `NamespaceTerminating`.
+ */
+export function isNamespaceTerminating(err: unknown): boolean {
+  if (!isForbidden(err)) return false;
+  const body = (err as { body?: unknown })?.body;
+  let status: unknown = body;
+  if (typeof body === 'string') {
+    try {
+      status = JSON.parse(body);
+    } catch {
+      status = undefined;
+    }
+  }
+  // A StatusCause's type is serialized as `reason`.
+  const causes = (status as { details?: { causes?: { reason?: unknown }[] } } | undefined)?.details?.causes;
+  return Array.isArray(causes) && causes.some((c) => c?.reason === 'NamespaceTerminating');
+}
+
+/**
  * The eviction API's 500 for a pod covered by more than one
  * PodDisruptionBudget: it refuses rather than choose, and will refuse again
  * until the budgets change.

@@ -22,7 +22,7 @@
 // re-exported from api.ts, so a capability imports its writes from one place.
 import type * as k8s from '@kubernetes/client-node';
 import type { KubeClients } from './client.ts';
-import { errorMessage, isConflict, isMultiplePodDisruptionBudgets, isNotFound, isTooManyRequests } from './api.ts';
+import { errorMessage, isConflict, isMultiplePodDisruptionBudgets, isNamespaceTerminating, isNotFound, isTooManyRequests } from './api.ts';
 
 export {
   errorMessage, isConflict, isForbidden, isMultiplePodDisruptionBudgets, isNotFound, isPreconditionFailed, isTooManyRequests,
@@ -55,7 +55,8 @@ function checkGrace(what: string, seconds: number | undefined): void {
 
 /** What an eviction's error means; undefined when it is none of the expected answers. */
 export function evictionOutcome(err: unknown): EvictOutcome | undefined {
-  if (isNotFound(err) || isConflict(err)) return { outcome: 'gone' };
+  // A pod whose namespace is being deleted goes with it: the namespace controller deletes it.
+  if (isNotFound(err) || isConflict(err) || isNamespaceTerminating(err)) return { outcome: 'gone' };
   if (isTooManyRequests(err) || isMultiplePodDisruptionBudgets(err)) return { outcome: 'blocked', message: errorMessage(err) };
   return undefined;
 }

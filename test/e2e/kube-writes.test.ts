@@ -1,7 +1,8 @@
 // The write helpers against the real API server: evictions a
 // PodDisruptionBudget holds are blocked (one budget: 429; two: the 500 the
-// eviction API answers), a stale UID is gone, and a delete touches only the
-// pod it names.
+// eviction API answers), a stale UID is gone, an eviction in a namespace being
+// deleted is gone (the namespace controller deletes the pod), and a delete
+// touches only the pod it names.
 import assert from 'node:assert/strict';
 import type * as k8s from '@kubernetes/client-node';
 import type { KubeClients } from '../../src/kube/client.ts';
@@ -88,6 +89,19 @@ describe('kube writes against the API server', function () {
     }, { timeoutMs: 60_000 });
     assert.deepEqual(await evictPod(kube, free), { outcome: 'gone' });
     assert.deepEqual(await deletePodIfSameUid(kube, free), { outcome: 'gone' });
+  });
+
+  it('an eviction in a namespace being deleted is gone: the namespace controller deletes the pod', async () => {
+    // A pod held by a finalizer keeps its namespace Terminating while the eviction is asked.
+    const doomedNs = await tempNamespace(kube, 'writes-terminating');
+    const held = await kube.core.createNamespacedPod({ namespace: doomedNs, body: { ...pod(doomedNs, 'held', { app: 'held' }), metadata: { namespace: doomedNs, name: 'held', finalizers: ['test.tend.dev/hold'] } } });
+    try {
+      await kube.core.deleteNamespace({ name: doomedNs });
+      await waitFor('the namespace Terminating', async () => (await kube.core.readNamespace({ name: doomedNs })).status?.phase === 'Terminating', { timeoutMs: 30_000 });
+      assert.deepEqual(await evictPod(kube, { namespace: doomedNs, name: 'held', uid: held.metadata!.uid! }), { outcome: 'gone' });
+    } finally {
+      await kube.core.patchNamespacedPod({ namespace: doomedNs, name: 'held', body: [{ op: 'remove', path: '/metadata/finalizers' }] }).catch(() => undefined);
+    }
   });
 
   it('deletes the pod it names', async () => {

@@ -18,6 +18,14 @@ const NOT_FOUND = apiError(404, 'pods "p" not found');
 const UID_MISMATCH = apiError(409, 'Operation cannot be fulfilled on Pod "p": Precondition failed: UID in precondition: a, UID in object meta: b');
 const WEBHOOK_403 = apiError(403, 'admission webhook "deny.example" denied the request: no');
 const OTHER_500 = apiError(500, 'etcdserver: request timed out');
+/** The NamespaceLifecycle admission's answer, with its cause, as kube-apiserver sends it. */
+const TERMINATING_403 = new ApiException(403, 'request failed', JSON.stringify({
+  kind: 'Status', status: 'Failure', code: 403, reason: 'Forbidden',
+  message: 'pods "p" is forbidden: unable to create new content in namespace shop because it is being terminated',
+  details: { name: 'p', kind: 'pods', causes: [{ reason: 'NamespaceTerminating', message: 'namespace shop is being terminated', field: 'metadata.namespace' }] },
+}), {});
+/** The same words from a webhook, without the cause: a refusal like any other. */
+const LOOKALIKE_403 = apiError(403, 'pods "p" is forbidden: unable to create new content in namespace shop because it is being terminated');
 
 describe('kube writes: what an eviction\'s answer means', () => {
   const cases: [string, unknown, ReturnType<typeof evictionOutcome>][] = [
@@ -28,6 +36,8 @@ describe('kube writes: what an eviction\'s answer means', () => {
     ['404 is gone', NOT_FOUND, { outcome: 'gone' }],
     ['409 on the UID precondition (a namesake) is gone', UID_MISMATCH, { outcome: 'gone' }],
     ['403 (a webhook) is not an outcome: the caller sees the error', WEBHOOK_403, undefined],
+    ['403 because the namespace is being deleted (cause NamespaceTerminating) is gone: the namespace controller deletes the pod', TERMINATING_403, { outcome: 'gone' }],
+    ['a 403 with the same words but no such cause is not an outcome', LOOKALIKE_403, undefined],
     ['another 500 is not an outcome', OTHER_500, undefined],
     ['an error without a status is not an outcome', new Error('socket hang up'), undefined],
   ];
