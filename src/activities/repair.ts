@@ -26,7 +26,7 @@ import { addInputSchema, check, entryKeySchema, indexSchema, MAX_REQUESTS_PER_AD
 import { recordEvent } from '../kube/events.ts';
 import { log } from '../log.ts';
 import { repairCommands } from '../metrics/registry.ts';
-import { recordWould, writeHold, type SafetyGates, type WriteHold } from './safety-gate.ts';
+import { recordWould, waitForGates, writeHold, type SafetyGates, type WriteHold } from './safety-gate.ts';
 
 /** One run of argv + address in its own process group (no entry lock): for benchmarks and tools. */
 export function runOnce(command: string[], address: string, timeoutSeconds: number, signal?: AbortSignal): Promise<RunResult> {
@@ -108,9 +108,6 @@ class HeldOut extends Error {
     this.what = what;
   }
 }
-
-/** While paused, a write waiting in place asks again this often (the pause is honoured within a second). */
-const PAUSE_POLL_MS = 250;
 
 /** Refuses an input, non-retryably, with the reason: nothing has run. */
 function parsed<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
@@ -218,18 +215,18 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
    * that once `tend resume repair` is acknowledged.
    */
   async function gate(until: number, signal?: AbortSignal): Promise<WriteHold | undefined> {
-    for (let logged = false; ;) {
-      const hold = writeHold(gates, 'repair');
-      if (hold?.kind !== 'paused' || Date.now() >= until) return hold;
-      if (!logged) log.info({ reason: hold.message }, 'repair: paused: the next write waits for tend resume');
-      logged = true;
-      try {
-        await sleep(Math.min(PAUSE_POLL_MS, until - Date.now()), undefined, signal ? { signal } : undefined);
-      } catch (err) {
-        if (signal?.aborted) stopped(signal);
-        throw err;
-      }
-    }
+    return waitForGates(gates, 'repair', until, {
+      waitsFor: (hold) => hold.kind === 'paused',
+      sleep: async (ms) => {
+        try {
+          await sleep(ms, undefined, signal ? { signal } : undefined);
+        } catch (err) {
+          if (signal?.aborted) stopped(signal);
+          throw err;
+        }
+      },
+      onWait: (hold) => log.info({ reason: hold.message }, 'repair: paused: the next write waits for tend resume'),
+    });
   }
 
   const nodeTarget = (node: k8s.V1Node) => ({ apiVersion: 'v1', kind: 'Node', name: node.metadata!.name!, uid: node.metadata?.uid });

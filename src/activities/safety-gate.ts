@@ -38,6 +38,28 @@ export function writeHold(gates: SafetyGates | undefined, capability: PausableCa
   return held === undefined ? undefined : { kind: 'paused', message: held };
 }
 
+/** While a write waits in place for the gates, they are asked again this often: the pause is honoured within a second. */
+export const GATE_POLL_MS = 250;
+
+/**
+ * Waits in place while `waitsFor` says a hold of `capability` is worth waiting out (the pause;
+ * for a weeder deletion observe mode too), asking again every GATE_POLL_MS, until `until`
+ * (epoch ms) at the latest. `sleep` is the caller's (cancellable) sleep; `onWait` is told the
+ * first hold waited for, once. Returns the gates' answer at the end: undefined when the write may go.
+ */
+export async function waitForGates(
+  gates: SafetyGates | undefined, capability: PausableCapability, until: number,
+  opts: { waitsFor: (hold: WriteHold) => boolean; sleep: (ms: number) => Promise<unknown>; onWait?: (hold: WriteHold) => void },
+): Promise<WriteHold | undefined> {
+  for (let told = false; ;) {
+    const hold = writeHold(gates, capability);
+    if (!hold || !opts.waitsFor(hold) || Date.now() >= until) return hold;
+    if (!told) opts.onWait?.(hold);
+    told = true;
+    await opts.sleep(Math.max(1, Math.min(GATE_POLL_MS, until - Date.now())));
+  }
+}
+
 /** Why `capability` must not write now (paused, or the pause state unknown), or undefined when it may. */
 export function pauseHold(gate: PauseGate | undefined, capability: PausableCapability): string | undefined {
   if (!gate) return undefined;

@@ -41,7 +41,7 @@ import { controllerOf, decidePod, isDependant } from '../weeder/crashloop.ts';
 import { SERVICE_NAME_LABEL, serviceReady } from '../weeder/readiness.ts';
 import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
 import type { Candidate, PodSeen, WatchOutput, WeedOutcome } from '../weeder/window.ts';
-import { recordWould, writeHold, type SafetyGates } from './safety-gate.ts';
+import { recordWould, waitForGates, writeHold, type SafetyGates } from './safety-gate.ts';
 
 /** The failure type of every weeder refusal (a Service or namespace outside the configuration). */
 export const WEEDER_REFUSED = 'WeederRefused';
@@ -79,8 +79,6 @@ export interface WeedPodsInput {
 
 /** The longest a deleting activity waits in place for the weeder to be let act. */
 export const WEED_HOLD_MAX_MS = 15 * 60_000;
-/** How often a waiting deleting activity asks the gates again. */
-const GATE_POLL_MS = 250;
 
 /**
  * How long after a pod's own event made it a candidate the watch gathers more
@@ -105,14 +103,11 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
    * cancellation (the window stopped) ends it with a CancelledFailure.
    */
   async function waitForGate(ctx: Context, until: number, wlog: typeof log): Promise<void> {
-    let logged = false;
-    for (;;) {
-      const hold = writeHold(gates, 'weeder');
-      if (!hold || Date.now() >= until) return;
-      if (!logged) wlog.info({ reason: hold.message }, 'weeder: deletions wait in place for the weeder to act (tend resume weeder, or mode: act)');
-      logged = true;
-      await ctx.sleep(Math.max(1, Math.min(GATE_POLL_MS, until - Date.now())));
-    }
+    await waitForGates(gates, 'weeder', until, {
+      waitsFor: () => true,
+      sleep: (ms) => ctx.sleep(ms),
+      onWait: (hold) => wlog.info({ reason: hold.message }, 'weeder: deletions wait in place for the weeder to act (tend resume weeder, or mode: act)'),
+    });
   }
 
   return {

@@ -289,18 +289,16 @@ export function registerRepairCommands(program: Command): void {
   // Every verb: resolve the configuration, check its own input (exit 2, before connecting), connect,
   // act; a refusal is exit 1 with the queue's reason.
   // Excess arguments are let through to act, which names them (and says where options go).
-  /** The running verb's options, for its `prepare` (which checks them before connecting). */
-  let flagsNow: Flags = {};
   const verb = (name: string, description: string) => withConfigOptions(rq.command(name).description(description)).allowExcessArguments();
   const act = <A extends unknown[], P = undefined>(
     fn: (client: Client, config: Config, prepared: P, ...args: A) => Promise<void>,
-    opts: { needsWorker?: 'always' | 'when-started'; prepare?: (config: Config, ...args: A) => P | Promise<P> } = {},
+    // `prepare` checks the verb's own input (its options too) before anything connects.
+    opts: { needsWorker?: 'always' | 'when-started'; prepare?: (config: Config, flags: Flags, ...args: A) => P | Promise<P> } = {},
   ) =>
     async (...args: unknown[]) => {
       const cmd = args[args.length - 1] as Command;
       const typed = argumentsAndOptions(cmd);
       const flags = { ...(args[args.length - 2] as Flags), ...typed.options } as Flags;
-      flagsNow = flags;
       const config = await configOrSandbox(flags);
       // Each argument through its own parser (INDEX), as commander does.
       const own = cmd.registeredArguments.map((a, i) => {
@@ -311,7 +309,7 @@ export function registerRepairCommands(program: Command): void {
           throw new UsageError(`${cmd.name()}: ${(err as Error).message}`);
         }
       }) as A;
-      const prepared = (await opts.prepare?.(config, ...own)) as P;
+      const prepared = (await opts.prepare?.(config, flags, ...own)) as P;
       const client = await connect(config, opts.needsWorker ?? 'always');
       try {
         await fn(client, config, prepared, ...own);
@@ -330,7 +328,7 @@ export function registerRepairCommands(program: Command): void {
       const [entry] = await queueUpdate(client, config, addUpdate, { requests: [r] });
       console.log(JSON.stringify(entry, null, 2));
     }, {
-      prepare: (config, operation, machineType, address, serial) => {
+      prepare: (config, _flags, operation, machineType, address, serial) => {
         const r = parseRequest([operation, machineType, address, ...(serial !== undefined ? [serial] : [])], 'add');
         checkRequests(config, [{ r, where: 'add' }]);
         return r;
@@ -343,7 +341,7 @@ export function registerRepairCommands(program: Command): void {
       const added = await queueUpdate(client, config, addUpdate, { requests });
       console.log(`added ${added.length} entr${added.length === 1 ? 'y' : 'ies'}: ${added[0]!.index}..${added[added.length - 1]!.index}`);
     }, {
-      prepare: async (config, file) => {
+      prepare: async (config, _flags, file) => {
         const text = await readFile(file, 'utf8').catch((err: Error) => {
           throw new UsageError(`cannot read ${file}: ${err.message}`);
         });
@@ -364,8 +362,8 @@ export function registerRepairCommands(program: Command): void {
     }, {
       needsWorker: 'when-started',
       // Checked before connecting (an -o after "--" is not seen by the option parser).
-      prepare: () => {
-        const format = String(flagsNow.output ?? 'json');
+      prepare: (_config, flags) => {
+        const format = String(flags.output ?? 'json');
         if (!(OUTPUT_FORMATS as readonly string[]).includes(format)) throw new UsageError(`list: -o/--output must be one of ${OUTPUT_FORMATS.join(', ')} (got "${format}")`);
         return format as OutputFormat;
       },

@@ -494,29 +494,28 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
     ? { startToCloseTimeout: holdMs + 30_000, heartbeatTimeout: heartbeatTimeout(), retry: retry() }
     : { startToCloseTimeout: '30s', retry: retry() })
     .repairUncordon({ index: r.entry.index, address: r.entry.address, ...(holdMs > 0 ? { holdMs } : {}) });
-  /** Lifts this entry's cordon; while repair is paused it waits for the resume (the pause holds every write, this one too). */
-  const uncordon = async () => {
+  /** Asks `ask` until the pause no longer holds it: at once, then waiting in place (PAUSE_HOLD_MS at a time) for the resume. */
+  const unpaused = async <T>(what: string, ask: (holdMs: number) => Promise<T>, paused: (out: T) => boolean): Promise<T> => {
     for (let holdMs = 0; ; holdMs = PAUSE_HOLD_MS) {
-      const out = await uncordonOnce(holdMs);
-      if (out === 'observed') observe(`uncordon node ${r.entry.nodename}`);
-      if (out !== 'paused') {
+      const out = await ask(holdMs);
+      if (!paused(out)) {
         holding(undefined);
         return out;
       }
-      holding(`lifting the cordon on node ${r.entry.nodename}`);
+      holding(what);
     }
+  };
+  /** Lifts this entry's cordon; while repair is paused it waits for the resume (the pause holds every write, this one too). */
+  const uncordon = async () => {
+    const out = await unpaused(`lifting the cordon on node ${r.entry.nodename}`, uncordonOnce, (o) => o === 'paused');
+    if (out === 'observed') observe(`uncordon node ${r.entry.nodename}`);
+    return out;
   };
   /** A success command, held while repair is paused. */
   const successCommand = async (timeoutSeconds: number) => {
-    for (let holdMs = 0; ; holdMs = PAUSE_HOLD_MS) {
-      const result = await command('success_command', timeoutSeconds, 0, 0, { holdMs });
-      if (!result.paused) {
-        holding(undefined);
-        if (result.observed) observe('run the success_command');
-        return result;
-      }
-      holding('the success_command');
-    }
+    const result = await unpaused('the success_command', (holdMs) => command('success_command', timeoutSeconds, 0, 0, { holdMs }), (o) => !!o.paused);
+    if (result.observed) observe('run the success_command');
+    return result;
   };
   /** Lifts a cordon this entry set, whatever happens; a failure to do so is logged (the entry still ends). */
   const lift = async () => {

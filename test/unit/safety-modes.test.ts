@@ -12,7 +12,7 @@ import { ConfigError } from '../../src/config/errors.ts';
 import { loadConfig, parseConfig } from '../../src/config/load.ts';
 import { modesOf } from '../../src/config/mode.ts';
 import { ModeState } from '../../src/safety/modes.ts';
-import { writeHold, type PauseGate } from '../../src/activities/safety-gate.ts';
+import { GATE_POLL_MS, waitForGates, writeHold, type PauseGate } from '../../src/activities/safety-gate.ts';
 
 const cli = fileURLToPath(new URL('../../src/starters/cli.ts', import.meta.url));
 
@@ -122,5 +122,34 @@ describe('observe mode: writeHold', () => {
     assert.equal(writeHold({ pause: pause('unknown'), modes: modes('act') }, 'repair')?.kind, 'paused');
     assert.equal(writeHold({ pause: pause('paused'), modes: modes('observe') }, 'repair')?.kind, 'observe');
     assert.equal(writeHold({ modes: modes('observe') }, 'apps')?.kind, 'observe');
+  });
+
+  describe('waitForGates: a write waiting in place', () => {
+    /** A pause that lifts after `paused` reads; the sleeps asked for are recorded, not slept. */
+    const lifting = (paused: number) => {
+      let reads = 0;
+      return { pause: { check: () => (reads++ < paused ? pause('paused').check('repair') : pause('acting').check('repair')) } };
+    };
+    const noSleep = (slept: number[]) => async (ms: number) => void slept.push(ms);
+
+    it('waits while paused, told once, asking every 250 ms at most, and answers undefined once resumed', async () => {
+      const slept: number[] = [];
+      const told: string[] = [];
+      const out = await waitForGates(lifting(3), 'repair', Date.now() + 60_000,
+        { waitsFor: (h) => h.kind === 'paused', sleep: noSleep(slept), onWait: (h) => told.push(h.kind) });
+      assert.equal(out, undefined);
+      assert.equal(slept.length, 3);
+      assert.ok(slept.every((ms) => ms > 0 && ms <= GATE_POLL_MS), String(slept));
+      assert.deepEqual(told, ['paused']);
+    });
+
+    it('answers at once a hold it does not wait for, and the hold itself at the deadline', async () => {
+      const slept: number[] = [];
+      const observe = await waitForGates({ modes: modes('observe') }, 'repair', Date.now() + 60_000, { waitsFor: (h) => h.kind === 'paused', sleep: noSleep(slept) });
+      assert.equal(observe?.kind, 'observe');
+      const late = await waitForGates({ pause: pause('paused') }, 'repair', Date.now() - 1, { waitsFor: () => true, sleep: noSleep(slept) });
+      assert.equal(late?.kind, 'paused');
+      assert.deepEqual(slept, []);
+    });
   });
 });
