@@ -27,6 +27,8 @@ import { startInformer } from '../src/kube/informer.ts';
 import { log } from '../src/log.ts';
 import { currentSandbox } from '../src/sandbox/sandbox.ts';
 import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
+import { freeLoopbackPort } from '../src/workers/runtime.ts';
+import { pgCounters, pgCountersSettled, persistenceRates } from './lib/persistence.ts';
 import { ReadinessStore } from '../src/weeder/record.ts';
 import { tendNamespace } from '../src/config/weeder.ts';
 
@@ -154,6 +156,10 @@ let dwdCrashes = 0;
 async function main() {
   const dwdBin = execFileSync('bash', [join(repo, 'scripts/dependency-watchdog.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   const dir = await mkdtemp(join(tmpdir(), 'tend-bench-'));
+  // On the cluster sandbox: what PostgreSQL does for an idle Temporal, then for the whole run.
+  const idleBefore = await pgCounters(info!);
+  if (idleBefore) await sleep(20_000);
+  const idleAfter = await pgCounters(info!);
   say(`sandbox ${info!.stateDir}: creating ${arms.map((a) => a.ns).join(', ')}`);
   for (const a of arms) await createArm(a);
 
@@ -170,7 +176,8 @@ async function main() {
   const dwdConfig = join(dir, 'dwd-weeder.yaml');
   await writeFile(dwdConfig, toYaml({ watchDuration: WATCH, servicesAndDependantSelectors: seedSelectors('etcd-main-client', 'kube-apiserver') }));
   const node = process.execPath;
-  const tend = spawn(node, [join(repo, 'src/starters/cli.ts'), 'run', '--config', tendConfig], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: 'warn' } });
+  // Its own HTTP port, so that the benchmark runs beside a tend already serving the default one.
+  const tend = spawn(node, [join(repo, 'src/starters/cli.ts'), 'run', '--config', tendConfig, '--http-address', `127.0.0.1:${await freeLoopbackPort()}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: 'warn' } });
   children.push(tend);
   let tendErr = ''; let dwdErr = '';
   tend.stderr!.on('data', (d) => (tendErr = (tendErr + d).slice(-4000)));
@@ -266,6 +273,9 @@ async function main() {
     }
   }));
 
+  // Before the histories are read, so that their reads are not counted.
+  const pgAfter = await pgCountersSettled(info!);
+
   // ---- Temporal actions per window ----
   const windows: { id: string; events: number; starts: number; signals: number; activities: number; timers: number; heartbeats: number }[] = [];
   for await (const wf of temporal.workflow.list({ query: `TendCapability="weeder" AND TaskQueue="${taskQueue}"` })) {
@@ -292,6 +302,8 @@ async function main() {
   }
   const avg = (f: (w: (typeof windows)[number]) => number) => windows.reduce((s, w) => s + f(w), 0) / Math.max(1, windows.length);
   const heartbeats = avg((w) => w.heartbeats);
+  const actions = windows.reduce((s, w) => s + w.starts + w.signals + w.activities + w.timers + w.heartbeats, 0);
+  const persistence = persistenceRates(idleAfter, pgAfter, actions, idleBefore && idleAfter && { before: idleBefore, after: idleAfter });
 
   stopping = true;
   await obs.stop();
@@ -300,7 +312,7 @@ async function main() {
   console.log(JSON.stringify({ sandbox: info!.stateDir, timeScale: JSON.parse(await readFile(join(info!.stateDir, 'sandbox.json'), 'utf8')).timeScale, watchDuration: WATCH, cascade, latency: {
     tend: latency.tend.length ? { p50: quantile(latency.tend, 0.5), p99: quantile(latency.tend, 0.99), n: latency.tend.length, samples: latency.tend.map(Math.round) } : null,
     dwd: latency.dwd.length ? { p50: quantile(latency.dwd, 0.5), p99: quantile(latency.dwd, 0.99), n: latency.dwd.length, samples: latency.dwd.map(Math.round) } : null,
-  }, whileDown, recoveredAlone, dwdCrashes, temporalPerWindow: { windows: windows.length, starts: 1, signals: avg((w) => w.signals), activities: avg((w) => w.activities), timers: avg((w) => w.timers), heartbeatsEstimated: heartbeats } }, null, 2));
+  }, whileDown, recoveredAlone, dwdCrashes, temporalPerWindow: { windows: windows.length, starts: 1, signals: avg((w) => w.signals), activities: avg((w) => w.activities), timers: avg((w) => w.timers), heartbeatsEstimated: heartbeats }, persistence }, null, 2));
   console.log('');
   console.log(`cascade recovery after etcd returns (kube-apiserver / whole chain):`);
   for (const a of arms) console.log(`  ${a.name.padEnd(5)} ${(cascade[a.name]!.apiserver / 1000).toFixed(1)} s / ${(cascade[a.name]!.chain / 1000).toFixed(1)} s`);
@@ -313,6 +325,10 @@ async function main() {
   console.log(`  dependency-watchdog crashed ${dwdCrashes} times (restarted at once each time)`);
   console.log(`Temporal actions per tend window (${windows.length} windows): 1 start + ${avg((w) => w.signals).toFixed(2)} signals + ` +
     `${avg((w) => w.activities).toFixed(2)} activities + ${avg((w) => w.timers).toFixed(2)} timers + ~${heartbeats.toFixed(2)} heartbeats`);
+  if (persistence) {
+    console.log(`PostgreSQL under Temporal, whole run (${persistence.seconds} s): ${persistence.transactionsPerSecond} transactions/s ` +
+      `(idle: ${persistence.idleTransactionsPerSecond}/s), ${persistence.transactionsPerAction} transactions and ${persistence.rowsWrittenPerAction} rows written per action (${actions} actions)`);
+  }
   for (const c of children) c.kill('SIGTERM');
   for (const a of arms) await kube.core.deleteNamespace({ name: a.ns }).catch(() => undefined);
 }

@@ -26,8 +26,8 @@ export type TemporalService = (typeof SERVICES)[number];
 /** The component names the sandbox records (pid and log files), PostgreSQL first. */
 export const CLUSTER_COMPONENTS = ['postgres', ...SERVICES.map((s) => `temporal-${s}` as const), 'temporal-ui'] as const;
 
-const DB_USER = 'temporal';
-const DB_PASSWORD = 'temporal';
+export const DB_USER = 'temporal';
+export const DB_PASSWORD = 'temporal';
 export const DEFAULT_DB = 'temporal';
 export const VISIBILITY_DB = 'temporal_visibility';
 /** History shards: fixed for the life of a cluster. Four is the development configs' number. */
@@ -53,7 +53,7 @@ export function postgresDataDir(stateDir: string): string {
 }
 
 /** The folder of PostgreSQL's programs: Debian's newest /usr/lib/postgresql/N/bin, else PATH. */
-export function postgresBin(name: 'postgres' | 'initdb'): string {
+export function postgresBin(name: 'postgres' | 'initdb' | 'psql'): string {
   const root = '/usr/lib/postgresql';
   if (existsSync(root)) {
     const versions = readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a));
