@@ -11,6 +11,7 @@ import { log, redact } from '../log.ts';
 import { workerCheckOf } from '../http/worker-state.ts';
 import { UnreachableError } from '../temporal/errors.ts';
 import { SandboxError } from '../sandbox/errors.ts';
+import { MAX_NODES } from '../sandbox/kubelet/ipam.ts';
 import {
   configFrom, configOrSandbox, EXIT_FAILURE, EXIT_USAGE, OperatorError, positiveInt, positiveNumber, shutdownSignal, UsageError,
   withConfigOptions, type ConfigFlags,
@@ -19,6 +20,13 @@ import { COMMAND_GROUPS, groupOf } from './command-groups.ts';
 import { registerCompletionCommand } from './completion.ts';
 import { parseListenAddress, type ListenAddress } from '../http/address.ts';
 import type { Capability } from '../activities/index.ts';
+
+/** --nodes: the simulated kubelet gives each node a pod range of its own, and has MAX_NODES of them. */
+function nodeCount(v: string): number {
+  const n = positiveInt('--nodes')(v);
+  if (n > MAX_NODES) throw new InvalidArgumentError(`--nodes must be at most ${MAX_NODES}, a /26 of the pod network each (got "${v}")`);
+  return n;
+}
 
 interface RunFlags extends ConfigFlags {
   httpAddress?: ListenAddress;
@@ -196,7 +204,7 @@ export async function buildProgram(argv: readonly string[] = [], opts: { all?: b
     .command('up')
     .description('start whatever part of the sandbox is not running')
     .addOption(stateDirOption())
-    .option('--nodes <n>', 'simulated nodes', positiveInt('--nodes'))
+    .option('--nodes <n>', `simulated nodes (at most ${MAX_NODES}: a pod range each)`, nodeCount)
     .option('--time-scale <x>', 'simulated kubelet time scale (0.1: ten times faster back-off)', positiveNumber('--time-scale'))
     .option('--min-request-timeout <seconds>', 'kube-apiserver --min-request-timeout (watches end after 1-2x this)', positiveInt('--min-request-timeout'))
     .addOption(new Option('--temporal <kind>', "dev: the temporal CLI's dev server (SQLite); cluster: Temporal's own server, a process per service, on PostgreSQL")

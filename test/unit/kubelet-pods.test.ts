@@ -61,7 +61,7 @@ describe('simulated kubelet: pods being deleted', () => {
     readiness.ready.set('ns/upstream', true);
     runner = new PodRunner({
       clients: api.clients,
-      node: { name: 'sim-1', index: 1, zone: 'z', internalIP: '10.0.0.1' },
+      node: { name: 'sim-1', index: 1, zone: 'z', internalIP: '10.0.0.1', podCIDR: '10.244.0.0/26' },
       timing: kubeletTiming(0.01),
       readiness: readiness as unknown as ServiceReadiness,
       log,

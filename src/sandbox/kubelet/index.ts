@@ -3,17 +3,23 @@
 // "The real parts, and the sandbox".
 //
 // Each node is two halves, as in a real kubelet: NodeAgent keeps the Node and
-// its Lease alive, PodRunner plays the pods bound to it. One EndpointSlice
-// watch, shared, tells pods whether the Services they depend on are ready.
+// its Lease alive, PodRunner plays the pods bound to it. The watches are shared
+// by all nodes, unlike a real kubelet's: one of the simulated Nodes, one of the
+// pods bound to nodes, and one of EndpointSlices, which tells pods whether the
+// Services they depend on are ready. At 1,000 nodes that is three watches
+// instead of 2,001 for kube-apiserver to feed.
 import * as k8s from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { kubeClients, loadKubeConfig } from '../../kube/client.ts';
 import { log } from '../../log.ts';
 import { errorMessage } from '../../kube/api.ts';
 import { ServiceReadiness } from './endpoints.ts';
 import { kubeletTiming } from './lifecycle.ts';
+import { MAX_NODES } from './ipam.ts';
 import { simNode } from './node-status.ts';
-import { NodeAgent } from './nodes.ts';
-import { PodRunner } from './pods.ts';
+import { NodeAgent, watchNodes } from './nodes.ts';
+import { PodRunner, watchPods } from './pods.ts';
+import type { RunningInformer } from '../../kube/informer.ts';
 
 export { startHeartbeats, stopHeartbeats } from './heartbeat.ts';
 export {
@@ -52,7 +58,7 @@ export async function startKubelet(opts: KubeletOptions): Promise<Kubelet> {
   const namePrefix = opts.namePrefix ?? 'sim-';
   const timeScale = opts.timeScale ?? 1;
   const heartbeatSeconds = opts.heartbeatSeconds ?? 10;
-  if (!Number.isInteger(count) || count < 1 || count > 254) throw new RangeError(`nodes must be 1..254, not ${count}`);
+  if (!Number.isInteger(count) || count < 1 || count > MAX_NODES) throw new RangeError(`nodes must be 1..${MAX_NODES}, not ${count}`);
   if (!(timeScale > 0)) throw new RangeError(`timeScale must be positive, not ${timeScale}`);
   if (!(heartbeatSeconds > 0)) throw new RangeError(`heartbeatSeconds must be positive, not ${heartbeatSeconds}`);
 
@@ -62,10 +68,12 @@ export async function startKubelet(opts: KubeletOptions): Promise<Kubelet> {
   const timing = kubeletTiming(timeScale);
 
   const readiness = new ServiceReadiness(clients, klog);
-  const agents: NodeAgent[] = [];
-  const runners: PodRunner[] = [];
+  const agents = new Map<string, NodeAgent>();
+  const runners = new Map<string, PodRunner>();
+  const watches: RunningInformer<KubernetesObject>[] = [];
   const stop = async () => {
-    await Promise.allSettled([...runners.map((r) => r.stop()), ...agents.map((a) => a.stop()), readiness.stop()]);
+    await Promise.allSettled(watches.map((w) => w.stop()));
+    await Promise.allSettled([...[...runners.values()].map((r) => r.stop()), ...[...agents.values()].map((a) => a.stop()), readiness.stop()]);
   };
 
   try {
@@ -74,45 +82,42 @@ export async function startKubelet(opts: KubeletOptions): Promise<Kubelet> {
     // nothing.
     const readinessSynced = readiness.start();
     const nodes = Array.from({ length: count }, (_, i) => simNode(namePrefix, i + 1));
-    await Promise.all(
-      nodes.map(async (node) => {
-        const nlog = klog.child({ node: node.name });
-        const agent = new NodeAgent({
-          clients,
-          node,
-          kubeletVersion,
-          heartbeatMs: heartbeatSeconds * 1000,
-          log: nlog,
-          onHeartbeatChange: (stopped) => {
-            const runner = runners.find((r) => r.node === node);
-            if (stopped) runner?.freeze();
-            else runner?.thaw();
-          },
-        });
-        agents.push(agent);
-        await agent.start();
-      }),
-    );
-    await readinessSynced;
-    await Promise.all(
-      agents.map(async (agent) => {
-        const runner = new PodRunner({
-          clients,
-          node: agent.node,
-          timing,
-          readiness,
-          log: klog.child({ node: agent.node.name }),
-          frozen: agent.heartbeatsStopped,
-        });
-        runners.push(runner);
-        await runner.start();
-      }),
-    );
+    for (const node of nodes) {
+      agents.set(node.name, new NodeAgent({
+        clients,
+        node,
+        kubeletVersion,
+        heartbeatMs: heartbeatSeconds * 1000,
+        log: klog.child({ node: node.name }),
+        onHeartbeatChange: (stopped) => {
+          const runner = runners.get(node.name);
+          if (stopped) runner?.freeze();
+          else runner?.thaw();
+        },
+      }));
+    }
+    await inBatches([...agents.values()], START_CONCURRENCY, (agent) => agent.start());
+    const nodeWatch = watchNodes(clients, agents, klog);
+    watches.push(nodeWatch);
+    await Promise.all([nodeWatch.synced, readinessSynced]);
+    for (const agent of agents.values()) {
+      runners.set(agent.node.name, new PodRunner({
+        clients,
+        node: agent.node,
+        timing,
+        readiness,
+        log: klog.child({ node: agent.node.name }),
+        frozen: agent.heartbeatsStopped,
+      }));
+    }
+    const podWatch = watchPods(clients, runners, klog);
+    watches.push(podWatch);
+    await podWatch.synced;
   } catch (err) {
     await stop();
     throw err;
   }
-  return { nodes: agents.map((a) => a.node.name).sort(byNumber), stop };
+  return { nodes: [...agents.keys()].sort(byNumber), stop };
 }
 
 /** The API server's version, reported as the nodes' kubelet version so that nothing sees skew. */
@@ -123,6 +128,21 @@ async function serverVersion(kc: k8s.KubeConfig): Promise<string> {
     log.warn({ err: errorMessage(err) }, 'cannot read the API server version');
     return 'v0.0.0-sim';
   }
+}
+
+/**
+ * Nodes registering at once: enough to keep kube-apiserver busy, few enough
+ * that 1,000 registrations do not queue thousands of requests (and their
+ * timeouts) on a small machine.
+ */
+const START_CONCURRENCY = 50;
+
+async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(size, items.length) }, lane));
 }
 
 function byNumber(a: string, b: string): number {

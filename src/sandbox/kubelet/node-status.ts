@@ -2,6 +2,7 @@
 // kubelet reports for it, and its heartbeat Lease. Pure.
 import { createHash } from 'node:crypto';
 import { SIM_NODE_LABEL } from './annotations.ts';
+import { nodeIP, podCapacity, podCIDR } from './ipam.ts';
 import { microTime, rfc3339 } from './time.ts';
 
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
@@ -16,6 +17,8 @@ export interface SimNode {
   index: number;
   zone: string;
   internalIP: string;
+  /** The range its pods' addresses come from, as spec.podCIDR says (ipam.ts). */
+  podCIDR: string;
 }
 
 export function simNode(namePrefix: string, index: number): SimNode {
@@ -23,7 +26,8 @@ export function simNode(namePrefix: string, index: number): SimNode {
     name: `${namePrefix}${index}`,
     index,
     zone: ZONES[(index - 1) % ZONES.length],
-    internalIP: `10.88.0.${index}`,
+    internalIP: nodeIP(index),
+    podCIDR: podCIDR(index),
   };
 }
 
@@ -54,7 +58,10 @@ export interface ObservedCondition {
   lastTransitionTime?: unknown;
 }
 
-const RESOURCES = { cpu: '8', memory: '32Gi', pods: '110', 'ephemeral-storage': '100Gi' };
+/** What a node offers; `pods` is the kubelet's default of 110, or fewer when the node's pod range holds fewer addresses. */
+export function nodeResources(n: SimNode) {
+  return { cpu: '8', memory: '32Gi', pods: String(Math.min(110, podCapacity(n.podCIDR))), 'ephemeral-storage': '100Gi' };
+}
 
 /**
  * The full status a healthy kubelet posts. `observed` are the Node's current
@@ -68,9 +75,10 @@ export function nodeStatus(n: SimNode, kubeletVersion: string, now: number, obse
     const kept = before?.status === status ? asTimeString(before.lastTransitionTime) : undefined;
     return { type, status, reason, message, lastHeartbeatTime: rfc3339(now), lastTransitionTime: kept ?? rfc3339(now) };
   };
+  const resources = nodeResources(n);
   return {
-    capacity: RESOURCES,
-    allocatable: RESOURCES,
+    capacity: resources,
+    allocatable: resources,
     addresses: [
       { type: 'InternalIP', address: n.internalIP },
       { type: 'Hostname', address: n.name },
@@ -84,6 +92,40 @@ export function nodeStatus(n: SimNode, kubeletVersion: string, now: number, obse
     daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
     nodeInfo: nodeInfo(n, kubeletVersion),
   };
+}
+
+/** The kubelet's nodeStatusReportFrequency: an unchanged status is posted again this often; the Lease is the heartbeat meanwhile. */
+export const STATUS_REPORT_MS = 5 * 60_000;
+
+/** What a Node's status shows, as far as statusDue is concerned. */
+export interface ObservedStatus {
+  conditions?: readonly ObservedCondition[];
+  addresses?: readonly { type?: string; address?: string }[];
+  capacity?: Record<string, unknown>;
+  allocatable?: Record<string, unknown>;
+  nodeInfo?: { kubeletVersion?: string };
+}
+
+/**
+ * Whether a heartbeat posts the Node's status, as a kubelet decides it: when
+ * it was never posted, when the Node shows something other than this kubelet
+ * reports (a condition's status, such as the lifecycle controller's
+ * Ready=Unknown, an address, capacity or version), or when the last post is
+ * `reportMs` old. Otherwise the Lease alone says the node is alive, which is
+ * what the node lifecycle controller reads; at 1,000 nodes this halves the
+ * heartbeat writes.
+ */
+export function statusDue(n: SimNode, kubeletVersion: string, observed: ObservedStatus | undefined, lastPostedAt: number | undefined, now: number, reportMs = STATUS_REPORT_MS): boolean {
+  if (!observed || lastPostedAt === undefined || now - lastPostedAt >= reportMs) return true;
+  const want = nodeStatus(n, kubeletVersion, now, observed.conditions ?? []);
+  const statusOf = (type: string) => observed.conditions?.find((c) => c.type === type)?.status;
+  if (want.conditions.some((c) => statusOf(c.type) !== c.status)) return true;
+  const address = (type: string) => observed.addresses?.find((a) => a.type === type)?.address;
+  if (want.addresses.some((a) => address(a.type) !== a.address)) return true;
+  const sameResources = (seen: Record<string, unknown> | undefined) =>
+    Object.entries(want.capacity).every(([k, v]) => String(seen?.[k] ?? '') === v);
+  if (!sameResources(observed.capacity) || !sameResources(observed.allocatable)) return true;
+  return observed.nodeInfo?.kubeletVersion !== kubeletVersion;
 }
 
 function nodeInfo(n: SimNode, kubeletVersion: string) {

@@ -6,8 +6,9 @@
 // real: with the Lease and Ready heartbeat stale for node-monitor-grace-period
 // it marks Ready=Unknown and taints the node node.kubernetes.io/unreachable;
 // once heartbeats come back it clears both. Taints are the controller's
-// business: this code never writes spec, only metadata.labels at registration
-// and status.
+// business: this code writes spec only for the node's podCIDR, once, at
+// registration (what the node IPAM controller would do; nothing else in the
+// sandbox allocates node ranges), then only metadata.labels and status.
 import * as k8s from '@kubernetes/client-node';
 import type { V1Node } from '@kubernetes/client-node';
 import type { KubeClients } from '../../kube/client.ts';
@@ -15,10 +16,11 @@ import type { Logger } from '../../log.ts';
 import { heartbeatStopped } from './annotations.ts';
 import { errorMessage, isConflict, isNotFound, mergePatch, olderVersion, strategicMergePatch } from '../../kube/api.ts';
 import { FIELD_MANAGER } from './annotations.ts';
-import { leaseSpec, NODE_LEASE_NAMESPACE, nodeLabels, nodeStatus } from './node-status.ts';
+import { leaseSpec, NODE_LEASE_NAMESPACE, nodeLabels, nodeStatus, STATUS_REPORT_MS, statusDue } from './node-status.ts';
 import type { SimNode } from './node-status.ts';
 import { startInformer } from '../../kube/informer.ts';
 import type { RunningInformer } from '../../kube/informer.ts';
+import { SIM_NODE_LABEL } from './annotations.ts';
 
 export interface NodeAgentOptions {
   clients: KubeClients;
@@ -26,21 +28,25 @@ export interface NodeAgentOptions {
   /** Reported as nodeInfo.kubeletVersion. */
   kubeletVersion: string;
   heartbeatMs: number;
+  /** An unchanged status is posted again this often (default STATUS_REPORT_MS); the Lease is renewed every heartbeat. */
+  statusReportMs?: number;
   log: Logger;
   /** Heartbeats were stopped (true) or resumed (false) through the Node's annotation. */
   onHeartbeatChange(stopped: boolean): void;
 }
 
 export class NodeAgent {
-  readonly node: SimNode;
+  /** The node, with the podCIDR its Node carries once registered. */
+  node: SimNode;
   private readonly opts: NodeAgentOptions;
   private readonly log: Logger;
   private stopped = false;
   private shutdown = false;
   private observed?: V1Node;
+  /** When the status was last accepted by the API server. */
+  private statusPostedAt?: number;
   private timer?: NodeJS.Timeout;
   private beating?: Promise<void>;
-  private informer?: RunningInformer<V1Node>;
 
   constructor(opts: NodeAgentOptions) {
     this.opts = opts;
@@ -53,41 +59,58 @@ export class NodeAgent {
     return this.stopped;
   }
 
-  /** Registers (or adopts) the Node, posts the first heartbeat and starts watching the Node. */
+  /**
+   * Registers (or adopts) the Node and posts the first heartbeat. The Node's
+   * later changes come from the kubelet's one watch of every simulated Node
+   * (watchNodes), through nodeChanged and nodeDeleted.
+   */
   async start(): Promise<void> {
     await this.register();
     await this.beat();
-    this.informer = startInformer<V1Node>({
-      kc: this.opts.clients.kc,
-      path: '/api/v1/nodes',
-      fieldSelector: `metadata.name=${this.node.name}`,
-      list: () => this.opts.clients.core.listNode({ fieldSelector: `metadata.name=${this.node.name}` }),
-      log: this.log,
-      onUpsert: (node) => this.observe(node),
-      onDelete: () => this.log.warn('node was deleted; it is registered again at the next heartbeat'),
-    });
-    await this.informer.synced;
   }
 
   async stop(): Promise<void> {
     this.shutdown = true;
     clearTimeout(this.timer);
-    await this.informer?.stop();
     await this.beating;
+  }
+
+  /** The Node as the watch delivers it. */
+  nodeChanged(node: V1Node): void {
+    this.observe(node);
+  }
+
+  nodeDeleted(): void {
+    // Forgetting it makes the next heartbeat post the status, whose 404 registers the node again.
+    this.observed = undefined;
+    this.log.warn('node was deleted; it is registered again at the next heartbeat');
   }
 
   private async register(): Promise<void> {
     const { core } = this.opts.clients;
     const labels = nodeLabels(this.node);
+    const { podCIDR } = this.node;
     let node: V1Node;
     try {
-      node = await core.createNode({ body: { apiVersion: 'v1', kind: 'Node', metadata: { name: this.node.name, labels } }, fieldManager: FIELD_MANAGER });
-      this.log.info('node registered');
+      node = await core.createNode({
+        body: { apiVersion: 'v1', kind: 'Node', metadata: { name: this.node.name, labels }, spec: { podCIDR, podCIDRs: [podCIDR] } },
+        fieldManager: FIELD_MANAGER,
+      });
+      this.log.info({ podCIDR }, 'node registered');
     } catch (err) {
       if (!isConflict(err)) throw err;
-      // Already there from an earlier run: adopt it, making sure of our labels.
-      node = await core.patchNode({ name: this.node.name, body: { metadata: { labels } }, fieldManager: FIELD_MANAGER }, mergePatch);
-      this.log.info('node adopted');
+      // Already there from an earlier run: adopt it, making sure of our labels,
+      // and giving it a pod range if it has none yet (a Node's podCIDR cannot
+      // change once set: one it already has is the one its pods get).
+      const existing = await core.readNode({ name: this.node.name });
+      const spec = existing.spec?.podCIDR ? {} : { spec: { podCIDR, podCIDRs: [podCIDR] } };
+      node = await core.patchNode({ name: this.node.name, body: { metadata: { labels }, ...spec }, fieldManager: FIELD_MANAGER }, mergePatch);
+      this.log.info({ podCIDR: node.spec?.podCIDR }, 'node adopted');
+    }
+    const actual = node.spec?.podCIDR;
+    if (actual && actual !== podCIDR) {
+      this.log.warn({ podCIDR: actual, expected: podCIDR }, "the Node already has another podCIDR; its pods get addresses from that one");
+      this.node = { ...this.node, podCIDR: actual };
     }
     this.observe(node);
   }
@@ -120,7 +143,8 @@ export class NodeAgent {
     clearTimeout(this.timer);
     this.beating = (async () => {
       try {
-        await this.postStatus();
+        const reportMs = this.opts.statusReportMs ?? STATUS_REPORT_MS;
+        if (statusDue(this.node, this.opts.kubeletVersion, this.observed?.status, this.statusPostedAt, Date.now(), reportMs)) await this.postStatus();
         await this.renewLease();
       } catch (err) {
         this.log.warn({ err: errorMessage(err) }, 'heartbeat failed');
@@ -152,6 +176,7 @@ export class NodeAgent {
       await this.register();
       this.observe(await patch());
     }
+    this.statusPostedAt = Date.now();
   }
 
   private async renewLease(): Promise<void> {
@@ -178,4 +203,23 @@ export class NodeAgent {
       });
     }
   }
+}
+
+/**
+ * One watch of every simulated Node for all the agents, rather than one per
+ * node: at 1,000 nodes that is 1,000 fewer watches for kube-apiserver to feed
+ * and 1,000 fewer lists at start. Each Node goes to its agent by name; Nodes
+ * of no agent here (left from a bigger sandbox) are ignored.
+ */
+export function watchNodes(clients: KubeClients, agents: ReadonlyMap<string, NodeAgent>, log: Logger): RunningInformer<V1Node> {
+  const labelSelector = `${SIM_NODE_LABEL}=true`;
+  return startInformer<V1Node>({
+    kc: clients.kc,
+    path: '/api/v1/nodes',
+    labelSelector,
+    list: () => clients.core.listNode({ labelSelector }),
+    log,
+    onUpsert: (node) => agents.get(node.metadata?.name ?? '')?.nodeChanged(node),
+    onDelete: (node) => agents.get(node.metadata?.name ?? '')?.nodeDeleted(),
+  });
 }

@@ -78,34 +78,18 @@ export class PodRunner {
   private readonly pods = new Map<string, Tracked>();
   private frozen: boolean;
   private stopped = false;
-  private informer?: RunningInformer<V1Pod>;
 
   constructor(opts: PodRunnerOptions) {
     this.opts = opts;
     this.node = opts.node;
     this.log = opts.log;
     this.frozen = opts.frozen;
-    this.ips = new PodIPAllocator(opts.node.index);
+    this.ips = new PodIPAllocator(opts.node.podCIDR);
     opts.readiness.onChange((service) => this.serviceChanged(service));
-  }
-
-  async start(): Promise<void> {
-    const fieldSelector = `spec.nodeName=${this.opts.node.name}`;
-    this.informer = startInformer<V1Pod>({
-      kc: this.opts.clients.kc,
-      path: '/api/v1/pods',
-      fieldSelector,
-      list: () => this.opts.clients.core.listPodForAllNamespaces({ fieldSelector }),
-      log: this.log,
-      onUpsert: (pod) => this.upsert(pod),
-      onDelete: (pod) => this.removed(pod),
-    });
-    await this.informer.synced;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.informer?.stop();
     for (const t of this.pods.values()) clearTimers(t);
     await Promise.allSettled([...this.pods.values()].map((t) => t.writing));
   }
@@ -125,7 +109,8 @@ export class PodRunner {
     for (const t of this.pods.values()) this.reconcile(t);
   }
 
-  private upsert(pod: V1Pod): void {
+  /** A pod bound to this node, as the watch delivers it (watchPods). */
+  upsert(pod: V1Pod): void {
     const key = keyOf(pod);
     const uid = pod.metadata?.uid ?? '';
     let t = this.pods.get(key);
@@ -143,7 +128,7 @@ export class PodRunner {
     this.reconcile(t);
   }
 
-  private removed(pod: V1Pod): void {
+  removed(pod: V1Pod): void {
     const t = this.pods.get(keyOf(pod));
     if (t && t.uid === pod.metadata?.uid) this.forget(t);
   }
@@ -378,4 +363,23 @@ function kubeletConditionsOf(pod: V1Pod): PodCondition[] {
       status: c.status as ConditionStatus,
       lastTransitionTime: rfc3339(toMs(c.lastTransitionTime) ?? Date.now()),
     }));
+}
+
+/**
+ * One watch of every pod bound to a node for all the runners, rather than one
+ * per node (see watchNodes): each pod goes to its node's runner; pods on nodes
+ * of no runner here are ignored. A pod's nodeName never changes once set.
+ */
+export function watchPods(clients: KubeClients, runners: ReadonlyMap<string, PodRunner>, log: Logger): RunningInformer<V1Pod> {
+  const fieldSelector = 'spec.nodeName!=';
+  const runnerOf = (pod: V1Pod) => runners.get(pod.spec?.nodeName ?? '');
+  return startInformer<V1Pod>({
+    kc: clients.kc,
+    path: '/api/v1/pods',
+    fieldSelector,
+    list: () => clients.core.listPodForAllNamespaces({ fieldSelector }),
+    log,
+    onUpsert: (pod) => runnerOf(pod)?.upsert(pod),
+    onDelete: (pod) => runnerOf(pod)?.removed(pod),
+  });
 }
