@@ -6,15 +6,12 @@
 // its commands, so the next run for that entry first waits until the recorded
 // group is gone (or kills it once the killed run's own timeout has passed).
 // Node-only: never imported by workflow code.
-import { spawn } from 'node:child_process';
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { log } from '../log.ts';
-
-/** Output kept per stream; the rest is dropped (the command is not killed for talking). */
-const OUTPUT_LIMIT = 1 << 20;
+import { launch } from './launcher.ts';
 
 export interface RunResult {
   ok: boolean;
@@ -213,53 +210,42 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
   const shown = [file, ...args, o.address].join(' ');
   if (o.lock) await waitForPrevious(o.lock.dir, o.lock.index, o.signal, o.onWait);
   if (o.signal?.aborted) return { ok: false, output: '', error: `${shown}: cancelled` };
-  return new Promise((resolve) => {
-    const child = spawn(file!, [...args, o.address], {
-      detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: commandEnv(o.env), windowsHide: true,
-    });
-    const pgid = child.pid;
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { if (stdout.length < OUTPUT_LIMIT) stdout += String(d); });
-    child.stderr.on('data', (d: Buffer) => { if (stderr.length < OUTPUT_LIMIT) stderr += String(d); });
-    let why: string | undefined;
-    const stop = (reason: string) => {
-      why ??= reason;
-      if (pgid) killGroup(pgid);
-    };
-    if (pgid) {
-      live.add(pgid);
-      const st = procStat(pgid);
-      if (o.lock && st) {
-        writeRecord(o.lock.dir, o.lock.index, { pgid, starttime: st.starttime, deadline: o.timeoutSeconds > 0 ? Date.now() + o.timeoutSeconds * 1000 : NO_DEADLINE, what: shown, pid: process.pid });
-      }
+  // Forked by the launcher (src/repair/launcher.ts): the worker's threads never wait in fork().
+  const child = launch(file!, [...args, o.address], commandEnv(o.env));
+  let why: string | undefined;
+  /** Known once the launcher answers; a stop before that kills the group when it does. */
+  const group: { pgid?: number } = {};
+  const stop = (reason: string) => {
+    why ??= reason;
+    if (group.pgid) killGroup(group.pgid);
+  };
+  const timer = o.timeoutSeconds > 0 ? setTimeout(() => stop(`timed out after ${o.timeoutSeconds}s`), o.timeoutSeconds * 1000) : undefined;
+  const onAbort = () => stop('cancelled');
+  o.signal?.addEventListener('abort', onAbort, { once: true });
+  const pgid = group.pgid = await child.pid;
+  if (pgid) {
+    live.add(pgid);
+    const st = procStat(pgid);
+    if (o.lock && st) {
+      writeRecord(o.lock.dir, o.lock.index, { pgid, starttime: st.starttime, deadline: o.timeoutSeconds > 0 ? Date.now() + o.timeoutSeconds * 1000 : NO_DEADLINE, what: shown, pid: process.pid });
     }
-    const timer = o.timeoutSeconds > 0 ? setTimeout(() => stop(`timed out after ${o.timeoutSeconds}s`), o.timeoutSeconds * 1000) : undefined;
-    const onAbort = () => stop('cancelled');
-    o.signal?.addEventListener('abort', onAbort, { once: true });
-    let spawnError: NodeJS.ErrnoException | undefined;
-    child.once('error', (err: NodeJS.ErrnoException) => {
-      spawnError = err;
-    });
-    // The leader is done: whatever it left in its group goes with it.
-    child.once('exit', () => {
-      if (pgid) killGroup(pgid);
-    });
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      o.signal?.removeEventListener('abort', onAbort);
-      if (pgid) {
-        live.delete(pgid);
-        if (o.lock) removeRecord(o.lock.dir, o.lock.index, pgid);
-      }
-      const err = stderr.trim() ? `: ${stderr.trim().slice(0, 500)}` : '';
-      if (spawnError) {
-        const e = spawnError.code === 'ENOENT' ? `command not found: ${file}` : spawnError.message;
-        return resolve({ ok: false, output: stdout, error: `${shown}: ${e}` });
-      }
-      if (why) return resolve({ ok: false, output: stdout, error: `${shown}: ${why}${err}` });
-      if (code === 0) return resolve({ ok: true, output: stdout });
-      resolve({ ok: false, output: stdout, error: `${shown}: ${code !== null ? `exit status ${code}` : `killed by ${signal}`}${err}` });
-    });
-  });
+    // Timed out or cancelled before the group was known: it goes now.
+    if (why) killGroup(pgid);
+  }
+  const end = await child.done;
+  clearTimeout(timer);
+  o.signal?.removeEventListener('abort', onAbort);
+  if (pgid) {
+    live.delete(pgid);
+    if (o.lock) removeRecord(o.lock.dir, o.lock.index, pgid);
+  }
+  const stdout = end.stdout;
+  const err = end.stderr.trim() ? `: ${end.stderr.trim().slice(0, 500)}` : '';
+  if (end.error) {
+    const e = end.error.code === 'ENOENT' ? `command not found: ${file}` : end.error.message;
+    return { ok: false, output: stdout, error: `${shown}: ${e}` };
+  }
+  if (why) return { ok: false, output: stdout, error: `${shown}: ${why}${err}` };
+  if (end.code === 0) return { ok: true, output: stdout };
+  return { ok: false, output: stdout, error: `${shown}: ${end.code !== null ? `exit status ${end.code}` : `killed by ${end.signal}`}${err}` };
 }

@@ -1,0 +1,97 @@
+// The command launcher: a small Node process of its own, started by the
+// worker (src/repair/launcher.ts), that forks the operator's commands for it.
+//
+// Why: fork() copies the page tables of the process that calls it, and libuv
+// waits in the calling thread until the child has exec'd. In the worker (a few
+// hundred MiB, a workflow thread, the SDK's core) one spawn blocked the main
+// thread 30-50 ms under load (npm run bench -- repair: a quarter of the main
+// thread's time at 2 entries/s); in this process, which holds nothing else,
+// it takes a millisecond or two and blocks nobody else.
+//
+// It only spawns: each command without a shell, detached (a process group of
+// its own), its output collected up to a limit, and its group killed when its
+// leader exits (whatever the command left behind goes with it). Timeouts,
+// cancellations, the per-entry state file and every kill on the worker's
+// behalf stay in the worker, which knows the group id from the first answer.
+// It exits when the worker's IPC channel closes (the worker exited or was
+// killed); running commands are left to their groups, as a killed worker
+// would leave them. Imports nothing but Node's own modules.
+import { spawn } from 'node:child_process';
+
+/** Output kept per stream; the rest is dropped (the command is not killed for talking). */
+const OUTPUT_LIMIT = 1 << 20;
+
+export interface LaunchRequest {
+  id: number;
+  file: string;
+  args: string[];
+  env: Record<string, string | undefined>;
+}
+
+export type LaunchAnswer =
+  /** Spawned: the group id (its leader's pid). */
+  | { id: number; pid: number }
+  /** Ended (or never started: `error`, e.g. ENOENT). */
+  | { id: number; close: { code: number | null; signal: string | null; stdout: string; stderr: string; error?: { code?: string; message: string } } };
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, 'SIGKILL');
+  } catch {
+    // ESRCH: the group is gone already.
+  }
+}
+
+function launch(req: LaunchRequest, answer: (a: LaunchAnswer) => void): void {
+  let child;
+  try {
+    child = spawn(req.file, req.args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: req.env, windowsHide: true });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    answer({ id: req.id, close: { code: null, signal: null, stdout: '', stderr: '', error: { ...(e.code ? { code: e.code } : {}), message: e.message } } });
+    return;
+  }
+  const pgid = child.pid;
+  if (pgid) answer({ id: req.id, pid: pgid });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => { if (stdout.length < OUTPUT_LIMIT) stdout += String(d); });
+  child.stderr.on('data', (d: Buffer) => { if (stderr.length < OUTPUT_LIMIT) stderr += String(d); });
+  let spawnError: NodeJS.ErrnoException | undefined;
+  child.once('error', (err: NodeJS.ErrnoException) => {
+    spawnError = err;
+  });
+  // The leader is done: whatever it left in its group goes with it.
+  child.once('exit', () => {
+    if (pgid) killGroup(pgid);
+  });
+  child.once('close', (code, signal) => {
+    answer({
+      id: req.id,
+      close: {
+        code, signal, stdout, stderr,
+        ...(spawnError ? { error: { ...(spawnError.code ? { code: spawnError.code } : {}), message: spawnError.message } } : {}),
+      },
+    });
+  });
+}
+
+/** Serves the worker over the IPC channel it was started with. */
+function serve(): void {
+  const send = process.send?.bind(process);
+  if (!send) {
+    console.error('tend command launcher: start me through src/repair/launcher.ts (an IPC channel is needed)');
+    process.exit(2);
+  }
+  process.on('message', (req: LaunchRequest) => launch(req, (a) => {
+    if (process.connected) send(a);
+  }));
+  // The worker is gone: nothing is left to answer; its commands keep their groups (see above).
+  process.on('disconnect', () => process.exit(0));
+  // SIGTERM/SIGINT sent to the worker's process group reach this process too: it stays until the worker lets it go,
+  // so commands still running in the worker's shutdown grace time get their answers.
+  process.on('SIGTERM', () => undefined);
+  process.on('SIGINT', () => undefined);
+}
+
+serve();
