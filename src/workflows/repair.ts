@@ -39,6 +39,21 @@ export const REPAIR_CKE_BACKOFF_PATCH = 'repair-cke-backoff';
  * step `watching` (CKE marks the step watching before it runs the command).
  */
 export const REPAIR_CKE_FAILED_STEP_PATCH = 'repair-cke-failed-step';
+/**
+ * The queue starts entries without waiting for each start to be confirmed
+ * (the loop goes on filling slots as they free), and reads the worker's
+ * settings with a local activity (a marker in the same workflow task, no
+ * round trip through the task queue). Runs recorded before it keep awaiting
+ * every start and the settings activity.
+ */
+export const REPAIR_QUEUE_FAST_STARTS_PATCH = 'repair-queue-fast-starts';
+/**
+ * An entry reports `draining`, `watching` or its next step without waiting for
+ * the signal to reach the queue: the drain, the watch or the next step's work
+ * starts in the same workflow task. Its reports stay in order (each waits for
+ * the one before), and it waits for the last one before it continues as new.
+ */
+export const REPAIR_REPORT_AHEAD_PATCH = 'repair-report-ahead';
 
 /** An activity bound for a command without a timeout (CKE: 0 is none): its heartbeat timeout still notices a dead worker. */
 const UNBOUNDED_MS = 365 * 24 * 3600 * 1000;
@@ -81,6 +96,7 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
   }
   /** Ties entries and their reports to this chain of runs: a queue reset (a new chain) refuses the old entries' reports. */
   const chain = workflowInfo().firstExecutionRunId;
+  const fast = patched(REPAIR_QUEUE_FAST_STARTS_PATCH);
   let dirty = true;
   /** max_concurrent_repairs and time_scale as last read from the worker, in this run only. */
   let maxConcurrent: number | undefined;
@@ -93,6 +109,10 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
   const { repairCheckRequests, repairQueueSettings } = proxyActivities<Activities>({
     startToCloseTimeout: '10s', retry: { maximumInterval: '30s', nonRetryableErrorTypes: ['InvalidRepairInput'] },
   });
+  /** The same answer from the worker running this run: its own configuration, read in place. */
+  const localSettings = proxyLocalActivities<Activities>({
+    startToCloseTimeout: '10s', retry: { maximumInterval: '30s', nonRetryableErrorTypes: ['InvalidRepairInput'] },
+  }).repairQueueSettings;
 
   const apply = async <T>(step: Step<T>): Promise<T | undefined> => {
     s = step.state;
@@ -114,6 +134,8 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
         log[op.level](op.message, op.fields);
         return;
       case 'start':
+        // Not waited for: the loop goes on (startEntry records the start, or its failure, when it lands).
+        if (fast) return void startEntry(op.index);
         return startEntry(op.index);
       case 'cancel':
         // A start in flight: cancelled once started (see startEntry).
@@ -217,7 +239,7 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
   const orphans = () => liveIndexes(s).filter((i) => !watched.has(i) && !starting.has(i));
   const readSettings = async () => {
     const queued = s.entries.filter((e) => e.status === 'queued');
-    const settings = await repairQueueSettings({ entries: queued.map((e) => ({ index: e.index, machine_type: e.machine_type, operation: e.operation })) });
+    const settings = await (fast ? localSettings : repairQueueSettings)({ entries: queued.map((e) => ({ index: e.index, machine_type: e.machine_type, operation: e.operation })) });
     maxConcurrent = settings.max_concurrent_repairs;
     timeScale = settings.time_scale ?? 1;
     return settings;
@@ -239,6 +261,13 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
         dirty = false;
         // Read fresh from the worker when entries may start: an operator who removed an operation stops its entries.
         const settings = await readSettings();
+        if (fast) {
+          // The decision itself does not wake the loop again; what changes meanwhile (a slot freed) does.
+          const step = decideQueue(s, settings, Date.now());
+          s = step.state;
+          await Promise.all(step.ops.map(act));
+          continue;
+        }
         await apply(decideQueue(s, settings, Date.now()));
         dirty = false;
         continue;
@@ -253,7 +282,8 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
     if (!isCancellation(err)) throw err;
     log.warn('repair: the repair queue was cancelled; it keeps its entries and goes on (terminate repair-queue to reset it)', {});
   }
-  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+  // Starts in flight land first: the next run learns of a failed start from its state, not by a probe minutes later.
+  await CancellationScope.nonCancellable(() => condition(() => allHandlersFinished() && starting.size === 0));
   await continueAsNew<typeof repairQueueWorkflow>(s);
 }
 
@@ -423,14 +453,30 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
   });
 
   const queue = getExternalWorkflowHandle(REPAIR_QUEUE_WORKFLOW_ID);
+  const ahead = patched(REPAIR_REPORT_AHEAD_PATCH);
+  /** The last report sent (with `ahead`): the next one waits for it, so the queue sees them in order. */
+  let lastReport: Promise<void> = Promise.resolve();
   /** Reports are never cancelled: a cancellation lands at the next activity, timer or wait instead, so the queue always learns the end. */
-  const send = (report: EntryReport) => CancellationScope.nonCancellable(() => queue.signal(entryReportSignal, report))
+  const signalQueue = (report: EntryReport) => CancellationScope.nonCancellable(() => queue.signal(entryReportSignal, report))
     .catch((err: unknown) => log.warn('repair: could not report to the queue', { error: describe(err) }));
+  const send = (report: EntryReport) => {
+    if (!ahead) return signalQueue(report);
+    lastReport = lastReport.then(() => signalQueue(report));
+    return lastReport;
+  };
   const report = async (fields: Partial<RepairQueueEntry>) => {
     Object.assign(r.entry, fields);
     await send({ index: r.entry.index, queue: input.queue, fields: progress(r.entry) });
   };
   const transition = (fields: Partial<RepairQueueEntry>) => report({ ...fields, last_transition_time: iso(Date.now()) });
+  /**
+   * A progress report the entry's next work need not wait for (draining, watching, the next step): with
+   * `ahead` it goes out beside that work; its end is awaited by the next report, or before continuing as new.
+   */
+  const progressReport = async (fields: Partial<RepairQueueEntry>) => {
+    if (ahead) void transition(fields);
+    else await transition(fields);
+  };
 
   setHandler(setEnabledSignal, (enabled: unknown) => {
     if (typeof enabled !== 'boolean') {
@@ -566,6 +612,7 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
     const scale = scaleOf();
     for (;;) {
       if (historyTooLong()) {
+        await lastReport;
         await continueAsNew<typeof repairEntryWorkflow>({ ...input, enabled: r.enabled, resume: r.resume() });
       }
       const next = decideEntryOp({
@@ -586,7 +633,7 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
         }
         case 'drain': {
           // A run that continued-as-new during a drain goes on with it (same deadline, no new transition).
-          if (r.entry.step_status !== 'draining') await transition({ step_status: 'draining' });
+          if (r.entry.step_status !== 'draining') await progressReport({ step_status: 'draining' });
           r.cordoned = true;
           r.drainDeadline ??= Date.now() + r.plan.eviction_timeout_seconds * scale * 1000;
           const deadline = r.drainDeadline;
@@ -649,7 +696,7 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
           r.commandDone = true;
           r.drainDeadline = undefined;
           r.watchUntil = Date.now() + s.watch_seconds * scale * 1000;
-          await transition({ step_status: 'watching' });
+          await progressReport({ step_status: 'watching' });
           break;
         }
         case 'watch': {
@@ -663,7 +710,7 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
           r.drained = false;
           r.commandDone = false;
           r.healthy = undefined;
-          await transition({ step: r.entry.step + 1, step_status: 'waiting' });
+          await progressReport({ step: r.entry.step + 1, step_status: 'waiting' });
           break;
         case 'succeed': {
           if (r.cordoned) {
