@@ -177,10 +177,14 @@ export async function listEntries(client: Client): Promise<RepairQueueEntry[]> {
     if (err instanceof Error && /failed to query/i.test(err.message)) {
       const d = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).describe().catch(() => undefined);
       const closed = d !== undefined && d.status.name !== 'RUNNING';
+      const cause = (err.cause as Error | undefined)?.message;
+      // The server gives a query a deadline; a worker busy with other tasks can miss it.
+      const timedOut = cause !== undefined && /DEADLINE_EXCEEDED|timed out/i.test(cause);
       throw new OperatorError(`the repair queue (workflow ${REPAIR_QUEUE_WORKFLOW_ID}${d ? `, ${d.status.name.toLowerCase()}, task queue "${d.taskQueue}"` : ''}) ` +
-        `did not answer the query for its entries: ${err.message}; ` +
+        `did not answer the query for its entries: ${err.message}${cause ? ` (${cause})` : ''}; ` +
         (closed ? `a closed queue answers only through a worker polling the task queue it ran on; \`tend repair-queue add\` starts a new queue`
-          : 'is a tend worker polling its task queue?'));
+          : timedOut ? 'its worker did not answer in time (a busy worker can miss the deadline): ask again'
+            : 'is a tend worker polling its task queue?'));
     }
     throw err;
   }
