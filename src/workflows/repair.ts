@@ -40,13 +40,14 @@ export const REPAIR_CKE_BACKOFF_PATCH = 'repair-cke-backoff';
  */
 export const REPAIR_CKE_FAILED_STEP_PATCH = 'repair-cke-failed-step';
 /**
- * The queue starts entries without waiting for each start to be confirmed
- * (the loop goes on filling slots as they free), and reads the worker's
- * settings with a local activity (a marker in the same workflow task, no
- * round trip through the task queue). Runs recorded before it keep awaiting
- * every start and the settings activity.
+ * The queue starts entries without waiting for each start to be confirmed:
+ * the loop goes on, and a slot freed meanwhile wakes it. Runs recorded before
+ * it keep awaiting every start. (The worker's settings stay an activity: read
+ * by a local activity, whose result reached the workflow later than its
+ * marker's place in history when events arrived meanwhile, a replay decided
+ * on fewer freed slots and failed with a nondeterminism error.)
  */
-export const REPAIR_QUEUE_FAST_STARTS_PATCH = 'repair-queue-fast-starts';
+export const REPAIR_QUEUE_UNBLOCKED_STARTS_PATCH = 'repair-queue-unblocked-starts';
 /**
  * An entry reports `draining`, `watching` or its next step without waiting for
  * the signal to reach the queue: the drain, the watch or the next step's work
@@ -96,7 +97,7 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
   }
   /** Ties entries and their reports to this chain of runs: a queue reset (a new chain) refuses the old entries' reports. */
   const chain = workflowInfo().firstExecutionRunId;
-  const fast = patched(REPAIR_QUEUE_FAST_STARTS_PATCH);
+  const fast = patched(REPAIR_QUEUE_UNBLOCKED_STARTS_PATCH);
   let dirty = true;
   /** max_concurrent_repairs and time_scale as last read from the worker, in this run only. */
   let maxConcurrent: number | undefined;
@@ -109,10 +110,6 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
   const { repairCheckRequests, repairQueueSettings } = proxyActivities<Activities>({
     startToCloseTimeout: '10s', retry: { maximumInterval: '30s', nonRetryableErrorTypes: ['InvalidRepairInput'] },
   });
-  /** The same answer from the worker running this run: its own configuration, read in place. */
-  const localSettings = proxyLocalActivities<Activities>({
-    startToCloseTimeout: '10s', retry: { maximumInterval: '30s', nonRetryableErrorTypes: ['InvalidRepairInput'] },
-  }).repairQueueSettings;
 
   const apply = async <T>(step: Step<T>): Promise<T | undefined> => {
     s = step.state;
@@ -239,7 +236,7 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
   const orphans = () => liveIndexes(s).filter((i) => !watched.has(i) && !starting.has(i));
   const readSettings = async () => {
     const queued = s.entries.filter((e) => e.status === 'queued');
-    const settings = await (fast ? localSettings : repairQueueSettings)({ entries: queued.map((e) => ({ index: e.index, machine_type: e.machine_type, operation: e.operation })) });
+    const settings = await repairQueueSettings({ entries: queued.map((e) => ({ index: e.index, machine_type: e.machine_type, operation: e.operation })) });
     maxConcurrent = settings.max_concurrent_repairs;
     timeScale = settings.time_scale ?? 1;
     return settings;
