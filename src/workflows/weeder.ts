@@ -65,6 +65,8 @@ export const WEED_HOLD_MS = 10 * 60_000;
 const WEED_HOLD_HEARTBEAT_MS = 10_000;
 /** Marks histories whose deleting activities may be asked again with a hold (observe mode, the pause). */
 export const WEEDER_SAFETY_HOLD_PATCH = 'weeder-safety-hold';
+/** A pod the deleting activity skipped restarts the window's watch, which proposes it again if it crash-loops again. */
+export const WEEDER_REPROPOSE_SKIPPED_PATCH = 'weeder-repropose-skipped';
 // Asked again with a hold: waits in place up to holdMs, heartbeating.
 const weedPodsHeld = (holdMs: number) => proxyActivities<Activities>({
   startToCloseTimeout: holdMs + 30_000,
@@ -163,10 +165,12 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
       const ask = { ...target, pods: asking.pods, ...(observed.length > 0 ? { observed } : {}) };
       const outcomes: WeedOutcome[] = holdMs > 0 ? await weedPodsHeld(holdMs)({ ...ask, holdMs }) : await weedPods(ask);
       state.settle(outcomes, Date.now());
-      // Asked again after a hold and found not deletable now (a crash-looping pod between two
-      // crashes, say): it may be proposed again, as in act mode, but the window's watch under way
-      // was told it is handled. That watch starts again, knowing, and proposes it if it crash-loops.
-      if (holdMs > 0 && outcomes.some((o) => o.outcome === 'skipped')) lanes.get('window')?.cancel();
+      // Found not deletable now (a crash-looping pod between two crashes, say): it may be proposed
+      // again, but the window's watch under way was told it is handled (it was pending when that
+      // watch started). That watch starts again, knowing, and proposes it if it crash-loops again.
+      // Before the patch only a pod asked again after a hold was, and a pod skipped at its first ask
+      // was never proposed again in that window.
+      if (outcomes.some((o) => o.outcome === 'skipped') && (holdMs > 0 || patched(WEEDER_REPROPOSE_SKIPPED_PATCH))) lanes.get('window')?.cancel();
       const gated = new Set(outcomes.filter((o) => o.outcome === 'observed' || o.outcome === 'held').map((o) => o.uid));
       if (gated.size === 0) return;
       const again = asking.pods.filter((p) => gated.has(p.uid));

@@ -14,6 +14,7 @@ import { WeederStubs, type StubCall } from '../harness/weeder.ts';
 import type { WatchInput, WeedPodsInput } from '../../src/activities/weeder.ts';
 import { armSignal, extendSignal, stopSignal, stopUpdate, windowQuery } from '../../src/weeder/messages.ts';
 import type { Candidate, WatchOutput, WeedOutcome, WeederInput, WeederResult } from '../../src/weeder/window.ts';
+import { WEEDER_REPROPOSE_SKIPPED_PATCH } from '../../src/workflows/weeder.ts';
 
 describe('weeder workflow: watching lanes, deletions through their own activity, stop and cancellation', function () {
   this.timeout(180_000);
@@ -130,6 +131,33 @@ describe('weeder workflow: watching lanes, deletions through their own activity,
     assert.equal((await h.query(windowQuery)).stopped, undefined);
     await h.signal(stopSignal, {});
     await h.result();
+  }));
+
+  it('a pod skipped between two crashes is proposed again when it crash-loops again: the window\'s watch that knew it as handled starts again', () => run(async (client) => {
+    const h = await start(client, extendSignal);
+    const first = await next(h, 'watch', lane('window'));
+    first.reply({ candidates: [cand('a'), cand('b')] });
+    const weed = await next(h, 'weed');
+    assert.deepEqual(podsOf(weed), ['a', 'b']);
+    // The next watch starts while both are being deleted: told both are handled.
+    const watch = await next(h, 'watch', (c) => c !== first && lane('window')(c));
+    assert.deepEqual([...(watch.input as WatchInput).handled].sort(), ['uid-a', 'uid-b']);
+    // b's container was running again when the deleting activity looked (between two crashes).
+    weed.reply([deleted(cand('a')), { uid: 'uid-b', outcome: 'skipped', reason: 'not in CrashLoopBackOff' }]);
+    await waitFor('the watch that knew b as handled cancelled', () => watch.cancelled);
+    const rewatch = await next(h, 'watch', (c) => c !== first && c !== watch && lane('window')(c));
+    assert.deepEqual((rewatch.input as WatchInput).handled, ['uid-a']);
+    // b crash-loops again: proposed, and deleted.
+    rewatch.reply({ candidates: [cand('b')] });
+    const again = await next(h, 'weed', (c) => c !== weed);
+    assert.deepEqual(podsOf(again), ['b']);
+    again.reply([deleted(cand('b'))]);
+    await waitFor('both weeded', async () => (await h.query(windowQuery)).weeded.length === 2);
+    await h.signal(stopSignal, {});
+    const result = await h.result() as WeederResult;
+    assert.deepEqual(result.weeded.map((p) => p.name), ['a', 'b']);
+    const markers = ((await h.fetchHistory()).events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
+    assert.equal(markers, 1, `one ${WEEDER_REPROPOSE_SKIPPED_PATCH} marker`);
   }));
 
   it('a deletion whose answer is lost (worker gone) is retried, and a pod found gone then is recorded as weeded', () => run(async (client) => {
