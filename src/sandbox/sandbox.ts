@@ -229,7 +229,9 @@ function components(info: SandboxInfo, bin: Binaries, pki: Pki, server?: ServerB
         '--heartbeat-seconds', String(Math.max(1, Math.floor(s.nodeMonitorGraceSeconds / 4))),
       ],
       ready: () => nodesReady(info),
-      timeoutMs: 60_000,
+      // Each node registers, posts its status and creates its Lease: 1,000 of them take
+      // 10 to 60 s on a busy 2-core machine.
+      timeoutMs: 60_000 + s.nodes * 120,
     },
   ];
 }

@@ -43,6 +43,9 @@ export class NodeAgent {
   private stopped = false;
   private shutdown = false;
   private observed?: V1Node;
+  /** Whether this kubelet created the Node (rather than adopting it), and whether its Lease is known to exist. */
+  private registered = false;
+  private leaseSeen = false;
   /** When the status was last accepted by the API server. */
   private statusPostedAt?: number;
   private timer?: NodeJS.Timeout;
@@ -96,6 +99,8 @@ export class NodeAgent {
         body: { apiVersion: 'v1', kind: 'Node', metadata: { name: this.node.name, labels }, spec: { podCIDR, podCIDRs: [podCIDR] } },
         fieldManager: FIELD_MANAGER,
       });
+      this.registered = true;
+      this.leaseSeen = false;
       this.log.info({ podCIDR }, 'node registered');
     } catch (err) {
       if (!isConflict(err)) throw err;
@@ -183,25 +188,40 @@ export class NodeAgent {
     const { coordination } = this.opts.clients;
     const { name } = this.node;
     const spec = leaseSpec(this.node, Date.now());
+    // A node this kubelet just registered has no Lease yet: create it at once
+    // rather than learn that from a failed patch (a call less per node at start).
+    if (this.registered && !this.leaseSeen) {
+      this.leaseSeen = await this.createLease().then(() => true, (err: unknown) => {
+        if (isConflict(err)) return false;
+        throw err;
+      });
+      if (this.leaseSeen) return;
+    }
     try {
       await coordination.patchNamespacedLease({ name, namespace: NODE_LEASE_NAMESPACE, body: { spec }, fieldManager: FIELD_MANAGER }, mergePatch);
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      // Owned by the Node, as the kubelet does it, so deleting the Node deletes its Lease.
-      const uid = this.observed?.metadata?.uid;
-      await coordination.createNamespacedLease({
-        namespace: NODE_LEASE_NAMESPACE,
-        body: {
-          metadata: {
-            name,
-            namespace: NODE_LEASE_NAMESPACE,
-            ownerReferences: uid ? [{ apiVersion: 'v1', kind: 'Node', name, uid }] : undefined,
-          },
-          spec: { ...spec, renewTime: new k8s.V1MicroTime(Date.now()) },
-        },
-        fieldManager: FIELD_MANAGER,
-      });
+      await this.createLease();
     }
+    this.leaseSeen = true;
+  }
+
+  /** Owned by the Node, as the kubelet does it, so deleting the Node deletes its Lease. */
+  private async createLease(): Promise<void> {
+    const { name } = this.node;
+    const uid = this.observed?.metadata?.uid;
+    await this.opts.clients.coordination.createNamespacedLease({
+      namespace: NODE_LEASE_NAMESPACE,
+      body: {
+        metadata: {
+          name,
+          namespace: NODE_LEASE_NAMESPACE,
+          ownerReferences: uid ? [{ apiVersion: 'v1', kind: 'Node', name, uid }] : undefined,
+        },
+        spec: { ...leaseSpec(this.node, Date.now()), renewTime: new k8s.V1MicroTime(Date.now()) },
+      },
+      fieldManager: FIELD_MANAGER,
+    });
   }
 }
 
