@@ -11,7 +11,8 @@ import { matchingTaints, type MatchedTaint } from '../taint/match.ts';
 import type { SlotSettings } from '../taint/messages.ts';
 import { GRANT_CHECK_SECONDS } from '../taint/slots.ts';
 import type * as k8s from '@kubernetes/client-node';
-import type { KubeClients } from '../kube/client.ts';
+import { statusOf, type KubeClients } from '../kube/client.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isConflict, isNotFound, strategicMergePatch } from '../kube/api.ts';
 import { evictPod as evictPodOnce, type EvictOutcome } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
@@ -74,8 +75,20 @@ function live(pod: k8s.V1Pod): boolean {
   return !pod.metadata?.deletionTimestamp && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
 }
 
-async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
-  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
+/** Reads and writes one activity has in flight at once. */
+export const WRITES_AT_ONCE = 20;
+
+/** After a 429 (the API server's flow control has no room for the request): the wait before the write goes again, and the most tries. */
+const THROTTLED_WAIT_MS = 1000;
+const THROTTLED_TRIES = 20;
+
+/** Runs `fn` on every item, at most `size` at a time: a new one starts as soon as one ends. */
+async function pool<T>(items: readonly T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(size, items.length) }, lane));
 }
 
 export function createTaintActivities(kube: KubeClients, config?: TaintReplacementConfig, gates?: SafetyGates) {
@@ -267,13 +280,13 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       let taints: Promise<MatchedTaint[]> | undefined;
       const taintsOf = (n: string) => (taints ??= configuredTaints(c, n));
       const live: { w: ConditionWrite; pod: k8s.V1Pod }[] = [];
-      await inBatches(writes, 20, async (w) => {
+      await pool(writes, WRITES_AT_ONCE, async (w) => {
         const setting = !!(w?.detected || w?.replacing);
         const pod = await checkedPod(c, node, w ?? {}, setting, taintsOf);
         if (pod) live.push({ w, pod });
         else gone++;
       });
-      await inBatches(live, 20, async ({ w, pod }) => {
+      await pool(live, WRITES_AT_ONCE, async ({ w, pod }) => {
         // NodeTaintReplacing says since when the pod is visibly marked, and the
         // taintReplacementTimeSeconds count from then: a write that comes late
         // (the worker was down when it was due) is dated when it is written, never
@@ -291,7 +304,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
           metadata: { uid: w.uid },
           status: { conditions: [condition(DETECTED, w.detected), condition(REPLACING, w.replacing, replacingSince)] },
         };
-        for (let attempt = 1; ; attempt++) {
+        for (let attempt = 1, throttled = 0; ; attempt++) {
           try {
             await kube.core.patchNamespacedPodStatus({ namespace: w.namespace, name: w.name, body }, strategicMergePatch);
             written++;
@@ -304,6 +317,13 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
             if (isNotFound(err)) {
               gone++;
               return;
+            }
+            // Refused by flow control: this write waits and goes again, rather than the
+            // activity failing and every write of the node being made again.
+            if (statusOf(err) === 429 && ++throttled < THROTTLED_TRIES) {
+              attempt--;
+              await sleep(THROTTLED_WAIT_MS);
+              continue;
             }
             if (!isConflict(err)) throw err;
             // 409 is either the UID precondition (a namesake replaced the pod)

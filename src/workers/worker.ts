@@ -102,6 +102,16 @@ async function bundlingExplained<T>(code: Awaited<ReturnType<typeof workflowCode
 }
 
 /**
+ * Workflows the worker keeps in memory between their tasks (sticky execution); one pushed out
+ * replays its history at its next task. The SDK's default grows with the heap limit (about
+ * 2,400 on a machine with 24 GiB), which let the worker grow without bound in a storm. 500 holds
+ * a zone outage of a 1,000-node cluster (334 node workflows and the coordinator, all busy at
+ * once: npm run bench -- taint-storm) and the other capabilities' workflows beside it; past it,
+ * the least recently used replay. docs/taint.md gives the memory measured.
+ */
+export const WORKFLOW_CACHE_SIZE = 500;
+
+/**
  * On SIGTERM a worker that runs repair commands stops polling and gives
  * running activities this long to finish before it cancels them (a cancelled
  * repair command's process group is killed; the attempt is retried by the next
@@ -188,6 +198,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
       activities: workerActivities({ ...(kc ? { kube: kubeClients(kc) } : {}), config: opts, pause, modes },
         commandsOnly ? { repairCommandsOnly: true } : { ...(plan.capabilities ? { capabilities: plan.capabilities } : {}) }),
       shutdownGraceTime: opts.repair ? `${SHUTDOWN_GRACE_SECONDS}s` : 0,
+      maxCachedWorkflows: WORKFLOW_CACHE_SIZE,
       ...(deployment && buildId ? {
         workerDeploymentOptions: {
           useWorkerVersioning: true,

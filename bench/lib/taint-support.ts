@@ -1,0 +1,148 @@
+// What the taint benchmarks share: waiting for a condition, bounded
+// concurrency, the memory of a child process, and Temporal actions counted
+// from histories. Not a benchmark itself (bench/run.ts lists bench/*.ts only).
+import type { ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import type { Client } from '@temporalio/client';
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export const say = (m: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}`);
+
+/** Calls `probe` every `everyMs` until it returns something other than undefined or false; throws after `timeoutMs`. */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 500): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch((err: Error) => (say(`${what}: ${err.message}`), undefined));
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000}s: ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+/** Runs `fn` on every item, at most `size` at a time (a new one starts as soon as one ends). */
+export async function pool<T>(items: readonly T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(size, items.length)) }, lane));
+}
+
+/** A process's resident memory now (VmRSS) or at its peak (VmHWM), in MiB. */
+export async function memOf(pid: number, field: 'VmHWM' | 'VmRSS'): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)![1]) / 1024;
+}
+
+/** Samples the peak VmRSS of child processes every second, until stopped. */
+export function rssSampler(children: Record<string, ChildProcess>) {
+  const peak: Record<string, number> = Object.fromEntries(Object.keys(children).map((k) => [k, 0]));
+  const timer = setInterval(() => {
+    for (const [name, child] of Object.entries(children)) {
+      void memOf(child.pid!, 'VmRSS').then((m) => {
+        peak[name] = Math.max(peak[name]!, m);
+      }).catch(() => undefined);
+    }
+  }, 1000);
+  return {
+    peak,
+    reset: () => {
+      for (const k of Object.keys(peak)) peak[k] = 0;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
+
+/** History events Temporal bills as actions (starts, signals received and sent, timers, activities, continue-as-new). */
+const BILLED = ['workflowExecutionStarted', 'workflowExecutionSignaled', 'timerStarted', 'activityTaskScheduled',
+  'signalExternalWorkflowExecutionInitiated', 'workflowExecutionContinuedAsNew'];
+
+export interface HistoryCount {
+  /** Billed actions by `group.eventType`. */
+  actions: Record<string, number>;
+  /** Runs (a continue-as-new makes a new run) by group, and their history events. */
+  runs: Record<string, { runs: number; events: number; maxEvents: number }>;
+}
+
+/**
+ * Reads the history of every workflow `query` lists (each run of it) and
+ * counts its billed actions and events, grouped by `groupOf(workflowId)`.
+ */
+export async function countHistories(client: Client, query: string, groupOf: (workflowId: string) => string, concurrency = 8): Promise<HistoryCount> {
+  const listed: { workflowId: string; runId: string }[] = [];
+  for await (const wf of client.workflow.list({ query })) listed.push({ workflowId: wf.workflowId, runId: wf.runId });
+  const out: HistoryCount = { actions: {}, runs: {} };
+  await pool(listed, concurrency, async ({ workflowId, runId }) => {
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const group = groupOf(workflowId);
+    const events = history.events ?? [];
+    const r = (out.runs[group] ??= { runs: 0, events: 0, maxEvents: 0 });
+    r.runs++;
+    r.events += events.length;
+    r.maxEvents = Math.max(r.maxEvents, events.length);
+    for (const e of events) {
+      const type = Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]);
+      const name = type?.replace(/EventAttributes$/, '') ?? '';
+      if (BILLED.includes(name)) out.actions[`${group}.${name}`] = (out.actions[`${group}.${name}`] ?? 0) + 1;
+    }
+  });
+  return out;
+}
+
+/** The sum of the actions of one group. */
+export const actionsOf = (count: HistoryCount, group: string) =>
+  Object.entries(count.actions).filter(([k]) => k.startsWith(`${group}.`)).reduce((a, [, v]) => a + v, 0);
+
+/**
+ * What kube-apiserver's flow control (APF) did for one priority level, read
+ * from its /metrics: requests dispatched and refused, the seats they were
+ * estimated to take (a LIST of a resource with thousands of objects takes up to
+ * 10, a write 1) and their execution time. Two snapshots give a phase's share.
+ */
+export interface ApfSnapshot {
+  dispatched: number;
+  rejected: number;
+  seats: number;
+  executionSeconds: number;
+  waitSeconds: number;
+  /** Requests by verb and resource (every client: for the phases when tend alone is busy). */
+  requests: Record<string, number>;
+}
+
+export async function apfSnapshot(kubectl: string, kubeconfig: string, priorityLevel = 'workload-low'): Promise<ApfSnapshot> {
+  const { execFile } = await import('node:child_process');
+  const text = await new Promise<string>((resolve, reject) => execFile(kubectl, ['get', '--raw', '/metrics'], { env: { ...process.env, KUBECONFIG: kubeconfig }, maxBuffer: 256 << 20 },
+    (err, stdout) => (err ? reject(err) : resolve(stdout))));
+  const sum = (name: string, filter: (labels: string) => boolean = () => true) => text.split('\n')
+    .filter((l) => l.startsWith(`${name}{`) && l.includes(`priority_level="${priorityLevel}"`) && filter(l))
+    .reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  const requests: Record<string, number> = {};
+  for (const l of text.split('\n')) {
+    if (!l.startsWith('apiserver_request_total{')) continue;
+    const verb = /verb="([^"]+)"/.exec(l)?.[1];
+    const resource = /resource="([^"]*)"/.exec(l)?.[1];
+    const sub = /subresource="([^"]*)"/.exec(l)?.[1];
+    if (!verb || !resource || !['pods', 'nodes'].includes(resource)) continue;
+    const key = `${verb} ${resource}${sub ? `/${sub}` : ''}`;
+    requests[key] = (requests[key] ?? 0) + Number(l.slice(l.lastIndexOf(' ') + 1));
+  }
+  return {
+    dispatched: sum('apiserver_flowcontrol_dispatched_requests_total'),
+    rejected: sum('apiserver_flowcontrol_rejected_requests_total'),
+    seats: sum('apiserver_flowcontrol_work_estimated_seats_sum'),
+    executionSeconds: sum('apiserver_flowcontrol_request_execution_seconds_sum'),
+    waitSeconds: sum('apiserver_flowcontrol_request_wait_duration_seconds_sum', (l) => l.includes('execute="true"')),
+    requests,
+  };
+}
+
+/** What happened between two snapshots. */
+export function apfDelta(a: ApfSnapshot, b: ApfSnapshot) {
+  const round = (x: number) => Math.round(x * 10) / 10;
+  const requests = Object.fromEntries(Object.entries(b.requests).map(([k, v]) => [k, v - (a.requests[k] ?? 0)]).filter(([, v]) => (v as number) > 0));
+  return {
+    dispatched: b.dispatched - a.dispatched, rejected: b.rejected - a.rejected, seats: round(b.seats - a.seats),
+    executionSeconds: round(b.executionSeconds - a.executionSeconds), waitSeconds: round(b.waitSeconds - a.waitSeconds), requests,
+  };
+}

@@ -1,0 +1,387 @@
+// The zone-outage benchmark (not a test): 1,000 simulated nodes, 10,000 managed
+// pods in 100 Deployments, and every node of one zone (a third of them) tainted
+// at once. On its own sandbox (default ports +400, state .tend/h1-storm), with
+// tend's watcher and worker as separate processes, it measures in one run:
+//   - the time until every affected pod carries NodeTaintDetected;
+//   - the raw rate of the same writes (the same pods/status patch, the same
+//     identity, client library and concurrency) from a tight loop, before tend
+//     runs: the physical limit of this machine, and tend's rate as a share of it;
+//   - replacements in flight (from the coordinator and from the pods) against
+//     the limit, sampled every second through a replacement window;
+//   - grants per second through the coordinator, its history growth (events,
+//     runs: continued as new) and the node workflows' largest history;
+//   - Temporal actions per tainted node, from the histories;
+//   - the watcher's and the worker's peak memory.
+// JSON on stdout, a short table on stderr.
+//
+//   node bench/taint-storm.ts [--nodes 1000] [--pods 10000] [--apps 100] [--zone zone-a]
+//        [--max-concurrent 10] [--replace-window 120] [--raw-concurrency N] [--profile DIR] [--keep]
+// --profile DIR: the worker and the watcher write CPU profiles there (node --cpu-prof) when they stop.
+import type * as k8s from '@kubernetes/client-node';
+import { Client, Connection } from '@temporalio/client';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { stringify as toYaml } from 'yaml';
+import { kubeClients, loadKubeConfig, type KubeClients } from '../src/kube/client.ts';
+import { statusOf } from '../src/kube/client.ts';
+import { startInformer } from '../src/kube/informer.ts';
+import { strategicMergePatch } from '../src/kube/api.ts';
+import { down, up } from '../src/sandbox/sandbox.ts';
+import { log } from '../src/log.ts';
+import { writeWorkflowBundle } from '../src/workers/worker.ts';
+import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
+import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
+import { DETECTED, REPLACING, WRITES_AT_ONCE } from '../src/activities/taint.ts';
+import { actionsOf, apfDelta, apfSnapshot, countHistories, memOf, pool, rssSampler, say, sleep, waitFor } from './lib/taint-support.ts';
+import { ensureBinaries } from '../src/sandbox/binaries.ts';
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const { values: opts } = parseArgs({ options: {
+  nodes: { type: 'string', default: '1000' },
+  pods: { type: 'string', default: '10000' },
+  apps: { type: 'string', default: '100' },
+  zone: { type: 'string', default: 'zone-a' },
+  'max-concurrent': { type: 'string', default: '10' },
+  'replace-window': { type: 'string', default: '120' },
+  duration: { type: 'string', default: '60' },
+  'raw-concurrency': { type: 'string' },
+  'state-dir': { type: 'string', default: join(repo, '.tend', 'h1-storm') },
+  profile: { type: 'string' },
+  keep: { type: 'boolean', default: false },
+} });
+const NODES = Number(opts.nodes);
+const PODS = Number(opts.pods);
+const APPS = Number(opts.apps);
+const MAX = Number(opts['max-concurrent']);
+const WINDOW_S = Number(opts['replace-window']);
+const DURATION = Number(opts.duration);
+const KEY = 'bench.tend.dev/zone-outage';
+const OFFSET = 400;
+const NS = 'bench-storm';
+const ACTIVITY_SLOTS = 100;
+const MANAGED = 'bench.tend.dev/managed';
+
+say(`sandbox: ${NODES} nodes in ${opts['state-dir']}`);
+const p = (port: number) => port + OFFSET;
+const sandboxStart = Date.now();
+const info = await up({
+  stateDir: opts['state-dir'],
+  settings: {
+    nodes: NODES, timeScale: 0.1, nodeMonitorGraceSeconds: 40,
+    ports: { etcdClient: p(23790), etcdPeer: p(23800), apiserver: p(16443), controllerManager: p(10357), scheduler: p(10359), temporal: p(7233), temporalUi: p(8233) },
+  },
+  progress: (m) => say(m),
+});
+const sandboxUpMs = Date.now() - sandboxStart;
+const admin = kubeClients(loadKubeConfig({ kubeconfig: info.kubeconfig }));
+
+// --- the workload: APPS Deployments, PODS pods in all ------------------------------------------
+await admin.core.createNamespace({ body: { metadata: { name: NS } } }).catch(() => undefined);
+const apps = Array.from({ length: APPS }, (_, i) => `app-${String(i).padStart(3, '0')}`);
+const replicasOf = (i: number) => Math.floor(PODS / APPS) + (i < PODS % APPS ? 1 : 0);
+await pool(apps, 10, async (name) => {
+  const replicas = replicasOf(apps.indexOf(name));
+  const labels = { app: name, [MANAGED]: 'true' };
+  await admin.apps.createNamespacedDeployment({
+    namespace: NS,
+    body: {
+      metadata: { name, namespace: NS },
+      spec: {
+        replicas, selector: { matchLabels: { app: name } },
+        template: { metadata: { labels }, spec: { terminationGracePeriodSeconds: 0, containers: [{ name: 'c', image: 'registry.example/bench:1' }] } },
+      },
+    },
+  }).catch(async () => admin.apps.patchNamespacedDeploymentScale(
+    { namespace: NS, name, body: [{ op: 'replace', path: '/spec/replicas', value: replicas }] }));
+});
+
+// When each affected pod was first seen marked, from the storm on.
+const markedAt = new Map<string, number>();
+let stormAt = 0;
+let affectedUids = new Set<string>();
+const noticed = (pod: k8s.V1Pod) => {
+  const uid = pod.metadata?.uid ?? '';
+  if (stormAt && affectedUids.has(uid) && !markedAt.has(uid) && has(pod, DETECTED)) markedAt.set(uid, Date.now());
+};
+// Every pod of the namespace, kept current by a watch (a list of 10,000 pods a second would load the machine).
+const pods = startInformer<k8s.V1Pod>({
+  kc: admin.kc, path: '/api/v1/pods', namespaces: [NS],
+  list: () => admin.core.listNamespacedPod({ namespace: NS }),
+  log,
+  onUpsert: (pod) => noticed(pod),
+  onDelete: () => undefined,
+});
+await pods.synced;
+function ready(pod: k8s.V1Pod): boolean {
+  return !!pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+}
+function has(pod: k8s.V1Pod, type: string): boolean {
+  return !!pod.status?.conditions?.some((c) => c.type === type && c.status === 'True');
+}
+const livePods = () => pods.list(NS).filter((x) => !x.metadata?.deletionTimestamp);
+const t = Date.now();
+await waitFor(`${PODS} pods ready`, async () => {
+  const n = livePods().filter(ready).length;
+  say(`${n}/${PODS} pods ready`);
+  return n >= PODS && livePods().length === PODS;
+}, 60 * 60_000, 10_000);
+say(`pods ready in ${((Date.now() - t) / 1000).toFixed(0)} s`);
+
+// --- a clean start: no storm taint, no taint workflow, no condition left from an earlier run ---
+const bootstrap = new Client({ connection: await Connection.connect({ address: info.temporalAddress }) });
+for await (const wf of bootstrap.workflow.list({ query: 'TendCapability="taint" AND ExecutionStatus="Running"' })) {
+  await bootstrap.workflow.getHandle(wf.workflowId).terminate('benchmark restart').catch(() => undefined);
+}
+await bootstrap.connection.close();
+const editTaints = async (node: string, edit: (ts: k8s.V1Taint[]) => k8s.V1Taint[]) => {
+  for (let i = 0; ; i++) {
+    const n = await admin.core.readNode({ name: node });
+    n.spec = { ...n.spec, taints: edit(n.spec?.taints ?? []) };
+    try {
+      await admin.core.replaceNode({ name: node, body: n });
+      return;
+    } catch (err) {
+      if (i > 10) throw err;
+    }
+  }
+};
+{
+  const left = (await admin.core.listNode()).items.filter((n) => n.spec?.taints?.some((x) => x.key === KEY)).map((n) => n.metadata!.name!);
+  await pool(left, 25, (n) => editTaints(n, (ts) => ts.filter((x) => x.key !== KEY)));
+}
+
+// --- the zone, and the pods on it -----------------------------------------------------------------
+const allNodes = (await admin.core.listNode({ labelSelector: 'sim.tend.dev/node=true' })).items;
+const stormNodes = allNodes.filter((n) => n.metadata?.labels?.['topology.kubernetes.io/zone'] === opts.zone).map((n) => n.metadata!.name!);
+const stormSet = new Set(stormNodes);
+const affected = livePods().filter((x) => stormSet.has(x.spec?.nodeName ?? ''));
+affectedUids = new Set(affected.map((x) => x.metadata!.uid!));
+const perNode = Math.max(...stormNodes.map((n) => affected.filter((x) => x.spec?.nodeName === n).length));
+// tend's own concurrency for these writes: the worker's activity slots (the SDK's default, 100), each
+// node's activity writing its pods WRITES_AT_ONCE at a time.
+const RAW_C = Number(opts['raw-concurrency'] ?? Math.min(ACTIVITY_SLOTS, stormNodes.length) * Math.min(WRITES_AT_ONCE, perNode));
+say(`${opts.zone}: ${stormNodes.length} of ${allNodes.length} nodes, ${affected.length} managed pods (at most ${perNode} on a node)`);
+
+// tend's configuration (and the rights `tend rbac` generates for it, as an operator would apply them).
+const dir = join(opts['state-dir'], 'bench');
+await mkdir(dir, { recursive: true });
+const config = join(dir, 'tend.yaml');
+await writeFile(config, toYaml({
+  temporal: { address: info.temporalAddress, taskQueue: 'tend-bench-storm' },
+  kubernetes: { kubeconfig: info.tendKubeconfig },
+  taintReplacement: {
+    podSelector: { matchLabels: { [MANAGED]: 'true' } },
+    namespaces: [NS],
+    taintReplacementOptions: [{ key: KEY, durationInSeconds: DURATION }],
+    taintReplacementTimeSeconds: DURATION / 2,
+    maxConcurrentReplacements: MAX,
+    breaker: { maxTaintedNodes: '100%' },
+  },
+}));
+await grantRightsFor(info.kubeconfig, config, 'tend-bench');
+const tend = kubeClients(loadKubeConfig({ kubeconfig: info.tendKubeconfig }));
+
+/**
+ * The same writes tend makes (writeTaintConditions: a strategic merge patch of
+ * pods/status keyed by condition type, with a UID precondition), as tend's
+ * ServiceAccount, with the same client library, RAW_C at a time: set, then
+ * cleared. A refusal by the API server's flow control (429) waits a second
+ * before the write goes again, as tend's does; it and a conflict are counted.
+ */
+async function rawWrites(kube: KubeClients, set: boolean): Promise<{ ms: number; retries: number }> {
+  const cond = (type: string) => (set
+    ? { type, status: 'True', reason: 'NodeTainted', message: `the node carries ${KEY}=storm:NoSchedule`, lastTransitionTime: new Date().toISOString() }
+    : { type, $patch: 'delete' });
+  let retries = 0;
+  const start = Date.now();
+  await pool(affected, RAW_C, async (pod) => {
+    const body = { metadata: { uid: pod.metadata!.uid }, status: { conditions: [cond(DETECTED), set ? { type: REPLACING, $patch: 'delete' } : cond(REPLACING)] } };
+    for (;;) {
+      try {
+        await kube.core.patchNamespacedPodStatus({ namespace: NS, name: pod.metadata!.name!, body }, strategicMergePatch);
+        return;
+      } catch (err) {
+        const code = statusOf(err);
+        if (code !== 429 && code !== 409 && code !== 500 && code !== 503 && code !== 504) throw err;
+        retries++;
+        if (code === 429) await sleep(1000);
+      }
+    }
+  });
+  return { ms: Date.now() - start, retries };
+}
+say(`raw writes: ${affected.length} pods, ${RAW_C} at a time, as tend's ServiceAccount`);
+await rawWrites(tend, false); // conditions left by an interrupted run; also warms the connections
+const { kubectl } = await ensureBinaries(() => undefined);
+const apf = () => apfSnapshot(kubectl, info.kubeconfig);
+const apfRaw0 = await apf();
+const rawSet = await rawWrites(tend, true);
+const apfRaw = apfDelta(apfRaw0, await apf());
+const rawClear = await rawWrites(tend, false);
+const rawRate = affected.length / (rawSet.ms / 1000);
+say(`raw: set ${affected.length} in ${rawSet.ms} ms (${rawRate.toFixed(0)} pods/s, ${rawSet.retries} retries), cleared in ${rawClear.ms} ms`);
+await waitFor('no pod marked', async () => !livePods().some((x) => has(x, DETECTED) || has(x, REPLACING)), 60_000, 500);
+
+// --- tend: watcher and worker apart, so each one's memory can be read ---------------------------------
+// The worker loads its workflow code pre-built, as the image's does (`npm run bundle`): bundling at
+// start-up would leave webpack's heap in its resident memory.
+const bundle = await writeWorkflowBundle();
+say(`workflow bundle: ${bundle.path} (${Math.round(bundle.bytes / 1024)} KiB)`);
+const benchStart = new Date();
+const cli = join(repo, 'src/starters/cli.ts');
+const httpPorts: Record<string, number> = { worker: 19881, watcher: 19882 };
+if (opts.profile) await mkdir(opts.profile, { recursive: true });
+const run = (part: string): ChildProcess => {
+  const prof = opts.profile ? ['--cpu-prof', '--cpu-prof-dir', opts.profile, '--cpu-prof-name', `${part}.cpuprofile`] : [];
+  const child = spawn(process.execPath, [...prof, cli, part, '--config', config, '--http-address', `127.0.0.1:${httpPorts[part]}`],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: 'warn' } });
+  child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${part}] ${d}`));
+  return child;
+};
+const worker = run('worker');
+const watcher = run('watcher');
+process.on('exit', () => {
+  watcher.kill('SIGKILL');
+  worker.kill('SIGKILL');
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
+const rss = rssSampler({ watcher, worker });
+const connection = await Connection.connect({ address: info.temporalAddress });
+const client = new Client({ connection });
+await waitFor('the coordinator', async () => (await client.workflow.getHandle(SLOTS_WORKFLOW_ID).describe()).status.name === 'RUNNING', 120_000);
+await sleep(5000); // the worker's polls and the watcher's resync settle
+const slots = () => client.workflow.getHandle(SLOTS_WORKFLOW_ID).query(slotsStatusQuery);
+
+// --- the storm: every node of the zone, at once ------------------------------------------------------
+say(`tainting ${stormNodes.length} nodes carrying ${affected.length} managed pods`);
+rss.reset();
+const apfTend0 = await apf();
+const t0 = Date.now();
+stormAt = t0;
+await pool(stormNodes, 25, (n) => editTaints(n, (ts) => [...ts.filter((x) => x.key !== KEY), { key: KEY, value: 'storm', effect: 'NoSchedule' }]));
+const taintWritesMs = Date.now() - t0;
+const gone = () => affected.filter((x) => { const now = pods.get(x.metadata!.name!, NS); return !now || now.metadata?.uid !== x.metadata!.uid || !!now.metadata?.deletionTimestamp; }).length;
+const allMarked = await waitFor('every affected pod marked NodeTaintDetected', async () => {
+  say(`detected ${markedAt.size}/${affected.length}`);
+  return markedAt.size + (markedAt.size < affected.length ? gone() : 0) >= affected.length ? Date.now() : undefined;
+}, 20 * 60_000, 1000);
+const apfTend = apfDelta(apfTend0, await apf());
+const marks = [...markedAt.values()].sort((a, b) => a - b);
+const allDetectedMs = (marks.at(-1) ?? allMarked) - t0;
+const firstMarkMs = (marks[0] ?? allMarked) - t0;
+const tendRate = affected.length / (allDetectedMs / 1000);
+say(`all ${affected.length} marked ${allDetectedMs} ms after the first taint write (${tendRate.toFixed(0)} pods/s; first mark at ${firstMarkMs} ms)`);
+
+// --- replacements: a window from the first grant ------------------------------------------------------
+const missing = () => {
+  // Pods evicted and not yet replaced: for each app, desired less its ready, live pods.
+  const readyByApp = new Map<string, number>();
+  for (const x of livePods()) if (ready(x)) readyByApp.set(x.metadata!.labels!.app!, (readyByApp.get(x.metadata!.labels!.app!) ?? 0) + 1);
+  return apps.reduce((sum, a, i) => sum + Math.max(0, replicasOf(i) - (readyByApp.get(a) ?? 0)), 0);
+};
+const firstGrant = await waitFor('the first grant', async () => {
+  const s = await slots().catch(() => undefined);
+  return s && s.granted > 0 ? s : undefined;
+}, 10 * 60_000, 1000);
+const windowStart = Date.now();
+const grantedAtStart = firstGrant.granted;
+let peakCoordinator = 0;
+let peakFromPods = 0;
+let samples = 0;
+let skipped = 0;
+let lastGranted = grantedAtStart;
+let queued = 0;
+while (Date.now() < windowStart + WINDOW_S * 1000) {
+  const s = await slots().catch(() => undefined);
+  if (s) {
+    peakCoordinator = Math.max(peakCoordinator, s.inFlight.length, s.peakInFlight);
+    lastGranted = s.granted;
+    queued = s.queue.length;
+  } else skipped++;
+  peakFromPods = Math.max(peakFromPods, missing());
+  samples++;
+  say(`in flight ${s?.inFlight.length ?? '?'} (limit ${MAX}), queued ${s?.queue.length ?? '?'}, granted ${lastGranted - grantedAtStart} in window, missing ${missing()}`);
+  await sleep(1000);
+}
+const windowMs = Date.now() - windowStart;
+const grants = lastGranted - grantedAtStart;
+const evictedInWindow = gone();
+
+// --- the storm passes -----------------------------------------------------------------------------------
+const t1 = Date.now();
+await pool(stormNodes, 25, (n) => editTaints(n, (ts) => ts.filter((x) => x.key !== KEY)));
+await waitFor('every condition cleared', async () => {
+  const left = livePods().filter((x) => has(x, DETECTED) || has(x, REPLACING)).length;
+  say(`${left} pods still marked`);
+  return left === 0;
+}, 20 * 60_000, 2000);
+const clearedMs = Date.now() - t1;
+await waitFor('every node workflow ended', async () => {
+  let running = 0;
+  for await (const wf of client.workflow.list({ query: 'TendCapability="taint" AND ExecutionStatus="Running"' })) running += wf.workflowId === SLOTS_WORKFLOW_ID ? 0 : 1;
+  say(`${running} node workflows running`);
+  return running === 0;
+}, 20 * 60_000, 2000);
+rss.stop();
+const memory = {
+  watcherPeakRssMiB: Math.round(rss.peak.watcher!), workerPeakRssMiB: Math.round(rss.peak.worker!),
+  watcherVmHWMMiB: Math.round(await memOf(watcher.pid!, 'VmHWM')), workerVmHWMMiB: Math.round(await memOf(worker.pid!, 'VmHWM')),
+};
+const histories = await countHistories(client, `TendCapability="taint" AND StartTime >= "${benchStart.toISOString()}"`,
+  (id) => (id === SLOTS_WORKFLOW_ID ? 'coordinator' : 'nodes'));
+const coordinator = histories.runs.coordinator ?? { runs: 0, events: 0, maxEvents: 0 };
+const nodesRuns = histories.runs.nodes ?? { runs: 0, events: 0, maxEvents: 0 };
+const loadavg = (await import('node:fs/promises')).readFile('/proc/loadavg', 'utf8').then((s) => s.trim());
+
+const result = {
+  nodes: NODES, pods: PODS, apps: APPS, zone: opts.zone, taintedNodes: stormNodes.length, affectedPods: affected.length,
+  sandboxUpMs,
+  maxConcurrentReplacements: MAX, durationInSeconds: DURATION, taintReplacementTimeSeconds: DURATION / 2,
+  taintWritesMs,
+  marking: {
+    firstMarkMs, allDetectedMs, tendPodsPerSecond: +tendRate.toFixed(1),
+    rawConcurrency: RAW_C, rawSetMs: rawSet.ms, rawRetries: rawSet.retries, rawClearMs: rawClear.ms,
+    rawPodsPerSecond: +rawRate.toFixed(1), tendShareOfRaw: +(tendRate / rawRate).toFixed(2),
+    // kube-apiserver's flow control for tend's identity (workload-low) while the raw loop set the
+    // conditions, and while tend marked the pods (the watcher's and the worker's every request).
+    apfRaw, apfTend,
+  },
+  replacements: {
+    windowMs, grants, grantsPerSecond: +(grants / (windowMs / 1000)).toFixed(2), queuedAtEnd: queued,
+    peakInFlightCoordinator: peakCoordinator, peakInFlightSeenFromPods: peakFromPods, limit: MAX, samples, samplesWithoutQuery: skipped,
+    evictedInWindow,
+  },
+  conditionsClearedMs: clearedMs,
+  coordinator: { runs: coordinator.runs, continuedAsNew: Math.max(0, coordinator.runs - 1), events: coordinator.events, maxEventsInARun: coordinator.maxEvents },
+  nodeWorkflows: { runs: nodesRuns.runs, maxEventsInARun: nodesRuns.maxEvents },
+  actions: histories.actions,
+  actionsPerTaintedNode: +(actionsOf(histories, 'nodes') / stormNodes.length).toFixed(1),
+  coordinatorActionsPerTaintedNode: +(actionsOf(histories, 'coordinator') / stormNodes.length).toFixed(2),
+  memory,
+  loadavg: await loadavg,
+};
+console.log(JSON.stringify(result, null, 2));
+const row = (k: string, v: string | number) => console.error(`  ${k.padEnd(44)} ${v}`);
+console.error('\ntaint-storm');
+row('nodes / pods / tainted nodes / affected pods', `${NODES} / ${PODS} / ${stormNodes.length} / ${affected.length}`);
+row('all affected pods marked (from first taint)', `${(allDetectedMs / 1000).toFixed(1)} s`);
+row('tend / raw write rate (pods/s)', `${tendRate.toFixed(0)} / ${rawRate.toFixed(0)} = ${Math.round((100 * tendRate) / rawRate)} % (raw at ${RAW_C} at a time)`);
+row('API seats per affected pod (tend / raw)', `${(apfTend.seats / affected.length).toFixed(2)} / ${(apfRaw.seats / affected.length).toFixed(2)}`);
+row('in flight, peak (coordinator / pods)', `${peakCoordinator} / ${peakFromPods} (limit ${MAX})`);
+row('grants per second (window)', `${(grants / (windowMs / 1000)).toFixed(2)} (${grants} in ${(windowMs / 1000).toFixed(0)} s)`);
+row('coordinator runs / events (largest run)', `${coordinator.runs} / ${coordinator.events} (${coordinator.maxEvents})`);
+row('node workflow largest history', `${nodesRuns.maxEvents} events`);
+row('actions per tainted node (+ coordinator)', `${result.actionsPerTaintedNode} (+${result.coordinatorActionsPerTaintedNode})`);
+row('watcher / worker peak RSS', `${memory.watcherPeakRssMiB} / ${memory.workerPeakRssMiB} MiB`);
+row('load average at the end', result.loadavg);
+
+watcher.kill('SIGTERM');
+worker.kill('SIGTERM');
+await Promise.all([watcher, worker].map((c) => new Promise((r) => (c.exitCode !== null ? r(undefined) : c.once('exit', r)))));
+await pods.stop();
+await connection.close();
+if (!opts.keep) await down(opts['state-dir']);
+process.exit(0);
