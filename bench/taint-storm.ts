@@ -21,7 +21,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { stringify as toYaml } from 'yaml';
@@ -31,7 +31,8 @@ import { startInformer } from '../src/kube/informer.ts';
 import { strategicMergePatch } from '../src/kube/api.ts';
 import { down, up } from '../src/sandbox/sandbox.ts';
 import { log } from '../src/log.ts';
-import { writeWorkflowBundle } from '../src/workers/worker.ts';
+import { workflowBundlePath, writeWorkflowBundle } from '../src/workers/worker.ts';
+import { existsSync, rmSync } from 'node:fs';
 import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
 import { DETECTED, REPLACING, WRITES_AT_ONCE } from '../src/activities/taint.ts';
@@ -228,8 +229,15 @@ await waitFor('no pod marked', async () => !livePods().some((x) => has(x, DETECT
 // --- tend: watcher and worker apart, so each one's memory can be read ---------------------------------
 // The worker loads its workflow code pre-built, as the image's does (`npm run bundle`): bundling at
 // start-up would leave webpack's heap in its resident memory.
+// A bundle this run writes is removed at its end, so that no later worker in this tree finds a stale one.
+const hadBundle = existsSync(workflowBundlePath);
+const hadFolder = existsSync(dirname(workflowBundlePath));
 const bundle = await writeWorkflowBundle();
 say(`workflow bundle: ${bundle.path} (${Math.round(bundle.bytes / 1024)} KiB)`);
+process.on('exit', () => {
+  if (!hadFolder) rmSync(dirname(workflowBundlePath), { recursive: true, force: true });
+  else if (!hadBundle) for (const f of [workflowBundlePath, workflowBundlePath.replace(/\.js$/, '.fingerprint')]) rmSync(f, { force: true });
+});
 const benchStart = new Date();
 const cli = join(repo, 'src/starters/cli.ts');
 const httpPorts: Record<string, number> = { worker: 19881, watcher: 19882 };

@@ -104,7 +104,7 @@ async function bundlingExplained<T>(code: Awaited<ReturnType<typeof workflowCode
 /**
  * Workflows the worker keeps in memory between their tasks (sticky execution); one pushed out
  * replays its history at its next task. The SDK's default grows with the heap limit (about
- * 2,400 on a machine with 24 GiB), which let the worker grow without bound in a storm. 500 holds
+ * 2,400 on a machine with 24 GiB), more than a storm needs and all of it kept in memory. 500 holds
  * a zone outage of a 1,000-node cluster (334 node workflows and the coordinator, all busy at
  * once: npm run bench -- taint-storm) and the other capabilities' workflows beside it; past it,
  * the least recently used replay. docs/taint.md gives the memory measured.
