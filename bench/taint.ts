@@ -24,6 +24,7 @@ import { strategicMergePatch } from '../src/kube/api.ts';
 import { down, up } from '../src/sandbox/sandbox.ts';
 import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
+import { say, sleep, waitFor } from './lib/taint-support.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: opts } = parseArgs({ options: {
@@ -46,17 +47,6 @@ const KEY = 'bench.tend.dev/storm';
 const OFFSET = 250;
 const NS = 'bench-taint';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const say = (m: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}`);
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 500): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe().catch((err: Error) => (say(`${what}: ${err.message}`), undefined));
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000}s: ${what}`);
-    await sleep(everyMs);
-  }
-}
 async function inBatches<T>(items: T[], size: number, fn: (t: T) => Promise<void>) {
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
