@@ -1,6 +1,6 @@
 // The zone-outage benchmark (not a test): 1,000 simulated nodes, 10,000 managed
 // pods in 100 Deployments, and every node of one zone (a third of them) tainted
-// at once. On its own sandbox (default ports +400, state .tend/h1-storm), with
+// at once. On its own sandbox (default ports +400, state .tend/bench-taint-storm), with
 // tend's watcher and worker as separate processes, it measures in one run:
 //   - the time until every affected pod carries NodeTaintDetected;
 //   - the raw rate of the same writes (the same pods/status patch, the same
@@ -49,7 +49,7 @@ const { values: opts } = parseArgs({ options: {
   'replace-window': { type: 'string', default: '120' },
   duration: { type: 'string', default: '60' },
   'raw-concurrency': { type: 'string' },
-  'state-dir': { type: 'string', default: join(repo, '.tend', 'h1-storm') },
+  'state-dir': { type: 'string', default: join(repo, '.tend', 'bench-taint-storm') },
   profile: { type: 'string' },
   keep: { type: 'boolean', default: false },
 } });
