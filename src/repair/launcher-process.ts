@@ -15,11 +15,8 @@
 // behalf stay in the worker, which knows the group id from the first answer.
 // It exits when the worker's IPC channel closes (the worker exited or was
 // killed); running commands are left to their groups, as a killed worker
-// would leave them. Imports nothing but Node's own modules.
-import { spawn } from 'node:child_process';
-
-/** Output kept per stream; the rest is dropped (the command is not killed for talking). */
-const OUTPUT_LIMIT = 1 << 20;
+// would leave them. Imports nothing but Node's own modules and spawn-group.ts.
+import { spawnGroup, type Closed } from './spawn-group.ts';
 
 export interface LaunchRequest {
   id: number;
@@ -32,48 +29,12 @@ export type LaunchAnswer =
   /** Spawned: the group id (its leader's pid). */
   | { id: number; pid: number }
   /** Ended (or never started: `error`, e.g. ENOENT). */
-  | { id: number; close: { code: number | null; signal: string | null; stdout: string; stderr: string; error?: { code?: string; message: string } } };
-
-function killGroup(pgid: number): void {
-  try {
-    process.kill(-pgid, 'SIGKILL');
-  } catch {
-    // ESRCH: the group is gone already.
-  }
-}
+  | { id: number; close: Closed };
 
 function launch(req: LaunchRequest, answer: (a: LaunchAnswer) => void): void {
-  let child;
-  try {
-    child = spawn(req.file, req.args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: req.env, windowsHide: true });
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    answer({ id: req.id, close: { code: null, signal: null, stdout: '', stderr: '', error: { ...(e.code ? { code: e.code } : {}), message: e.message } } });
-    return;
-  }
-  const pgid = child.pid;
-  if (pgid) answer({ id: req.id, pid: pgid });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => { if (stdout.length < OUTPUT_LIMIT) stdout += String(d); });
-  child.stderr.on('data', (d: Buffer) => { if (stderr.length < OUTPUT_LIMIT) stderr += String(d); });
-  let spawnError: NodeJS.ErrnoException | undefined;
-  child.once('error', (err: NodeJS.ErrnoException) => {
-    spawnError = err;
-  });
-  // The leader is done: whatever it left in its group goes with it.
-  child.once('exit', () => {
-    if (pgid) killGroup(pgid);
-  });
-  child.once('close', (code, signal) => {
-    answer({
-      id: req.id,
-      close: {
-        code, signal, stdout, stderr,
-        ...(spawnError ? { error: { ...(spawnError.code ? { code: spawnError.code } : {}), message: spawnError.message } } : {}),
-      },
-    });
-  });
+  spawnGroup(req.file, req.args, req.env, (pid) => {
+    if (pid) answer({ id: req.id, pid });
+  }, (close) => answer({ id: req.id, close }));
 }
 
 /** Serves the worker over the IPC channel it was started with. */

@@ -5,27 +5,23 @@
 // a limit, its group killed when its leader exits); where the launcher cannot
 // run, commands are spawned from the worker as before. Node-only: never
 // imported by workflow code.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { log } from '../log.ts';
 import type { LaunchAnswer, LaunchRequest } from './launcher-process.ts';
-
-/** Output kept per stream; the rest is dropped (the command is not killed for talking). */
-const OUTPUT_LIMIT = 1 << 20;
+import { killGroup, spawnGroup, type Closed } from './spawn-group.ts';
 
 export interface Launched {
   /** The group id (its leader's pid), as soon as it is known; undefined when the command never started. */
   pid: Promise<number | undefined>;
   /** How it ended. */
-  done: Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string; error?: { code?: string; message: string } }>;
+  done: Promise<Closed>;
 }
-
-type Close = Extract<LaunchAnswer, { close: unknown }>['close'];
 
 interface Pending {
   pid?: number;
   resolvePid(pid: number | undefined): void;
-  resolveDone(close: Close): void;
+  resolveDone(close: Closed): void;
 }
 
 const script = fileURLToPath(new URL('./launcher-process.ts', import.meta.url));
@@ -35,14 +31,6 @@ let launcher: ChildProcess | undefined;
 let unavailable = process.env.TEND_REPAIR_LAUNCHER === 'off';
 const pending = new Map<number, Pending>();
 let nextId = 1;
-
-function killGroup(pgid: number): void {
-  try {
-    process.kill(-pgid, 'SIGKILL');
-  } catch {
-    // ESRCH: the group is gone already.
-  }
-}
 
 function start(): ChildProcess | undefined {
   if (launcher?.connected) return launcher;
@@ -92,26 +80,10 @@ function start(): ChildProcess | undefined {
 /** Spawned from this process, as before the launcher (and wherever it cannot run). */
 function spawnHere(file: string, args: string[], env: NodeJS.ProcessEnv): Launched {
   let resolvePid!: (pid: number | undefined) => void;
+  let resolveDone!: (close: Closed) => void;
   const pid = new Promise<number | undefined>((r) => (resolvePid = r));
-  const done = new Promise<Close>((resolve) => {
-    const child = spawn(file, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env, windowsHide: true });
-    resolvePid(child.pid);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { if (stdout.length < OUTPUT_LIMIT) stdout += String(d); });
-    child.stderr.on('data', (d: Buffer) => { if (stderr.length < OUTPUT_LIMIT) stderr += String(d); });
-    let spawnError: NodeJS.ErrnoException | undefined;
-    child.once('error', (err: NodeJS.ErrnoException) => {
-      spawnError = err;
-    });
-    child.once('exit', () => {
-      if (child.pid) killGroup(child.pid);
-    });
-    child.once('close', (code, signal) => resolve({
-      code, signal, stdout, stderr,
-      ...(spawnError ? { error: { ...(spawnError.code ? { code: spawnError.code } : {}), message: spawnError.message } } : {}),
-    }));
-  });
+  const done = new Promise<Closed>((r) => (resolveDone = r));
+  spawnGroup(file, args, env, resolvePid, resolveDone);
   return { pid, done };
 }
 
@@ -126,9 +98,9 @@ export function launch(file: string, args: string[], env: NodeJS.ProcessEnv): La
   if (!child) return spawnHere(file, args, env);
   const id = nextId++;
   let resolvePid!: (pid: number | undefined) => void;
-  let resolveDone!: (close: Close) => void;
+  let resolveDone!: (close: Closed) => void;
   const pid = new Promise<number | undefined>((r) => (resolvePid = r));
-  const done = new Promise<Close>((r) => (resolveDone = r));
+  const done = new Promise<Closed>((r) => (resolveDone = r));
   pending.set(id, { resolvePid, resolveDone });
   const req: LaunchRequest = { id, file, args, env };
   child.send(req, (err) => {
