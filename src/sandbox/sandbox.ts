@@ -354,7 +354,10 @@ async function startCluster(
   await writeServerConfig(info.stateDir, ports);
   await start('postgres');
   await retry('PostgreSQL to take connections', 30_000, () => setupSchemas(server, ports, say));
-  await Promise.all([start('temporal-history'), start('temporal-matching')]);
+  // One at a time: each service writes the cluster's metadata into a fresh database at its
+  // first start, and two doing it at once fail one of them (duplicate key in cluster_metadata_info).
+  await start('temporal-history');
+  await start('temporal-matching');
   await start('temporal-frontend');
   await start('temporal-worker');
   await writeUiConfig(info.stateDir, info.temporalAddress, info.settings.ports.temporalUi);
