@@ -24,7 +24,7 @@ import { strategicMergePatch } from '../src/kube/api.ts';
 import { down, up } from '../src/sandbox/sandbox.ts';
 import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
-import { say, sleep, waitFor } from './lib/taint-support.ts';
+import { pool, say, sleep, waitFor } from './lib/taint-support.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: opts } = parseArgs({ options: {
@@ -47,9 +47,6 @@ const KEY = 'bench.tend.dev/storm';
 const OFFSET = 250;
 const NS = 'bench-taint';
 
-async function inBatches<T>(items: T[], size: number, fn: (t: T) => Promise<void>) {
-  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
-}
 
 say(`sandbox: ${NODES} nodes in ${opts['state-dir']}`);
 const p = (port: number) => port + OFFSET;
@@ -103,7 +100,7 @@ await bootstrap.connection.close();
 // Conditions left by an interrupted run would make detection look instant: clear them.
 {
   const stale = (await listPods()).filter((x) => x.status?.conditions?.some((c) => c.type.startsWith('NodeTaint')));
-  await inBatches(stale, 25, async (x) => {
+  await pool(stale, 25, async (x) => {
     await kube.core.patchNamespacedPodStatus({
       namespace: NS, name: x.metadata!.name!,
       body: { status: { conditions: [{ type: 'NodeTaintDetected', $patch: 'delete' }, { type: 'NodeTaintReplacing', $patch: 'delete' }] } },
@@ -184,7 +181,7 @@ const editTaints = async (node: string, edit: (ts: k8s.V1Taint[]) => k8s.V1Taint
 peakRss.watcher = 0;
 peakRss.worker = 0;
 const t0 = Date.now();
-await inBatches(stormNodes, 25, (n) => editTaints(n, (ts) => [...ts.filter((x) => x.key !== KEY), { key: KEY, value: 'storm', effect: 'NoSchedule' }]));
+await pool(stormNodes, 25, (n) => editTaints(n, (ts) => [...ts.filter((x) => x.key !== KEY), { key: KEY, value: 'storm', effect: 'NoSchedule' }]));
 const taintedIn = Date.now() - t0;
 
 const has = (pod: k8s.V1Pod, type: string) => pod.status?.conditions?.some((c) => c.type === type && c.status === 'True');
@@ -233,7 +230,7 @@ while (Date.now() < windowEnd) {
 
 // The storm passes: conditions cleared, queued replacements withdrawn.
 const t1 = Date.now();
-await inBatches(stormNodes, 25, (n) => editTaints(n, (ts) => ts.filter((x) => x.key !== KEY)));
+await pool(stormNodes, 25, (n) => editTaints(n, (ts) => ts.filter((x) => x.key !== KEY)));
 await waitFor('every condition cleared', async () => {
   const left = (await listPods()).filter((x) => has(x, 'NodeTaintDetected') && !x.metadata?.deletionTimestamp).length;
   say(`${left} pods still marked`);

@@ -4,6 +4,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import type { Client } from '@temporalio/client';
+import { pool } from '../../src/pool.ts';
+
+export { pool };
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -20,14 +23,6 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
   }
 }
 
-/** Runs `fn` on every item, at most `size` at a time (a new one starts as soon as one ends). */
-export async function pool<T>(items: readonly T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await fn(items[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(size, items.length)) }, lane));
-}
 
 /** A process's resident memory now (VmRSS) or at its peak (VmHWM), in MiB. */
 export async function memOf(pid: number, field: 'VmHWM' | 'VmRSS'): Promise<number> {

@@ -13,6 +13,7 @@ import { GRANT_CHECK_SECONDS } from '../taint/slots.ts';
 import type * as k8s from '@kubernetes/client-node';
 import { statusOf, type KubeClients } from '../kube/client.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pool } from '../pool.ts';
 import { isConflict, isNotFound, strategicMergePatch } from '../kube/api.ts';
 import { evictPod as evictPodOnce, type EvictOutcome } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
@@ -81,15 +82,6 @@ export const WRITES_AT_ONCE = 20;
 /** After a 429 (the API server's flow control has no room for the request): the wait before the write goes again, and the most tries. */
 const THROTTLED_WAIT_MS = 1000;
 const THROTTLED_TRIES = 20;
-
-/** Runs `fn` on every item, at most `size` at a time: a new one starts as soon as one ends. */
-async function pool<T>(items: readonly T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await fn(items[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.min(size, items.length) }, lane));
-}
 
 export function createTaintActivities(kube: KubeClients, config?: TaintReplacementConfig, gates?: SafetyGates) {
   /** The worker's own taintReplacement section, or a refusal when it has none (or it is off). */

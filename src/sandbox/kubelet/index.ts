@@ -9,6 +9,7 @@
 // Services they depend on are ready. At 1,000 nodes that is three watches
 // instead of 2,001 for kube-apiserver to feed.
 import * as k8s from '@kubernetes/client-node';
+import { pool } from '../../pool.ts';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { kubeClients, loadKubeConfig } from '../../kube/client.ts';
 import { log } from '../../log.ts';
@@ -96,7 +97,7 @@ export async function startKubelet(opts: KubeletOptions): Promise<Kubelet> {
         },
       }));
     }
-    await inBatches([...agents.values()], START_CONCURRENCY, (agent) => agent.start());
+    await pool([...agents.values()], START_CONCURRENCY, (agent) => agent.start());
     const nodeWatch = watchNodes(clients, agents, klog);
     watches.push(nodeWatch);
     await Promise.all([nodeWatch.synced, readinessSynced]);
@@ -136,14 +137,6 @@ async function serverVersion(kc: k8s.KubeConfig): Promise<string> {
  * timeouts) on a small machine.
  */
 const START_CONCURRENCY = 50;
-
-async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await fn(items[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.min(size, items.length) }, lane));
-}
 
 function byNumber(a: string, b: string): number {
   return a.localeCompare(b, 'en', { numeric: true });
