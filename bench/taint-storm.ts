@@ -36,7 +36,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
 import { DETECTED, REPLACING, WRITES_AT_ONCE } from '../src/activities/taint.ts';
-import { actionsOf, apfDelta, apfSnapshot, countHistories, memOf, pool, rssSampler, say, sleep, waitFor } from './lib/taint-support.ts';
+import { actionsOf, apfDelta, apfSnapshot, countHistories, editTaints, memOf, pool, rssSampler, say, sleep, waitFor } from './lib/taint-support.ts';
 import { ensureBinaries } from '../src/sandbox/binaries.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -137,21 +137,9 @@ for await (const wf of bootstrap.workflow.list({ query: 'TendCapability="taint" 
   await bootstrap.workflow.getHandle(wf.workflowId).terminate('benchmark restart').catch(() => undefined);
 }
 await bootstrap.connection.close();
-const editTaints = async (node: string, edit: (ts: k8s.V1Taint[]) => k8s.V1Taint[]) => {
-  for (let i = 0; ; i++) {
-    const n = await admin.core.readNode({ name: node });
-    n.spec = { ...n.spec, taints: edit(n.spec?.taints ?? []) };
-    try {
-      await admin.core.replaceNode({ name: node, body: n });
-      return;
-    } catch (err) {
-      if (i > 10) throw err;
-    }
-  }
-};
 {
   const left = (await admin.core.listNode()).items.filter((n) => n.spec?.taints?.some((x) => x.key === KEY)).map((n) => n.metadata!.name!);
-  await pool(left, 25, (n) => editTaints(n, (ts) => ts.filter((x) => x.key !== KEY)));
+  await pool(left, 25, (n) => editTaints(admin, n, (ts) => ts.filter((x) => x.key !== KEY)));
 }
 
 // --- the zone, and the pods on it -----------------------------------------------------------------
@@ -269,7 +257,7 @@ rss.reset();
 const apfTend0 = await apf();
 const t0 = Date.now();
 stormAt = t0;
-await pool(stormNodes, 25, (n) => editTaints(n, (ts) => [...ts.filter((x) => x.key !== KEY), { key: KEY, value: 'storm', effect: 'NoSchedule' }]));
+await pool(stormNodes, 25, (n) => editTaints(admin, n, (ts) => [...ts.filter((x) => x.key !== KEY), { key: KEY, value: 'storm', effect: 'NoSchedule' }]));
 const taintWritesMs = Date.now() - t0;
 const gone = () => affected.filter((x) => { const now = pods.get(x.metadata!.name!, NS); return !now || now.metadata?.uid !== x.metadata!.uid || !!now.metadata?.deletionTimestamp; }).length;
 const allMarked = await waitFor('every affected pod marked NodeTaintDetected', async () => {
@@ -320,7 +308,7 @@ const evictedInWindow = gone();
 
 // --- the storm passes -----------------------------------------------------------------------------------
 const t1 = Date.now();
-await pool(stormNodes, 25, (n) => editTaints(n, (ts) => ts.filter((x) => x.key !== KEY)));
+await pool(stormNodes, 25, (n) => editTaints(admin, n, (ts) => ts.filter((x) => x.key !== KEY)));
 await waitFor('every condition cleared', async () => {
   const left = livePods().filter((x) => has(x, DETECTED) || has(x, REPLACING)).length;
   say(`${left} pods still marked`);

@@ -14,7 +14,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +24,7 @@ import { strategicMergePatch } from '../src/kube/api.ts';
 import { down, up } from '../src/sandbox/sandbox.ts';
 import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
-import { pool, say, sleep, waitFor } from './lib/taint-support.ts';
+import { editTaints, memOf, pool, rssSampler, say, sleep, waitFor } from './lib/taint-support.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: opts } = parseArgs({ options: {
@@ -143,18 +143,8 @@ process.on('exit', () => {
   watcher.kill('SIGKILL');
   worker.kill('SIGKILL');
 });
-const memOf = async (child: ChildProcess, field: 'VmHWM' | 'VmRSS') => {
-  const status = await readFile(`/proc/${child.pid}/status`, 'utf8');
-  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)![1]) / 1024;
-};
 // Steady-state peak: the worker's start (bundling the workflow code) has its own peak, VmHWM.
-const peakRss = { watcher: 0, worker: 0 };
-const rssTimer = setInterval(() => {
-  void Promise.all([memOf(watcher, 'VmRSS'), memOf(worker, 'VmRSS')]).then(([w, k]) => {
-    peakRss.watcher = Math.max(peakRss.watcher, w);
-    peakRss.worker = Math.max(peakRss.worker, k);
-  }).catch(() => undefined);
-}, 1000);
+const rss = rssSampler({ watcher, worker });
 const connection = await Connection.connect({ address: info.temporalAddress });
 const client = new Client({ connection });
 await waitFor('the coordinator', async () => (await client.workflow.getHandle(SLOTS_WORKFLOW_ID).describe()).status.name === 'RUNNING', 60_000);
@@ -166,22 +156,9 @@ const stormNodes = nodes.slice(0, TAINTED);
 const affected = (await listPods()).filter((x) => stormNodes.includes(x.spec?.nodeName ?? '') && !x.metadata?.deletionTimestamp);
 const affectedUids = new Set(affected.map((x) => x.metadata!.uid!));
 say(`tainting ${stormNodes.length} nodes carrying ${affected.length} managed pods`);
-const editTaints = async (node: string, edit: (ts: k8s.V1Taint[]) => k8s.V1Taint[]) => {
-  for (let i = 0; ; i++) {
-    const n = await kube.core.readNode({ name: node });
-    n.spec = { ...n.spec, taints: edit(n.spec?.taints ?? []) };
-    try {
-      await kube.core.replaceNode({ name: node, body: n });
-      return;
-    } catch (err) {
-      if (i > 10) throw err;
-    }
-  }
-};
-peakRss.watcher = 0;
-peakRss.worker = 0;
+rss.reset();
 const t0 = Date.now();
-await pool(stormNodes, 25, (n) => editTaints(n, (ts) => [...ts.filter((x) => x.key !== KEY), { key: KEY, value: 'storm', effect: 'NoSchedule' }]));
+await pool(stormNodes, 25, (n) => editTaints(kube, n, (ts) => [...ts.filter((x) => x.key !== KEY), { key: KEY, value: 'storm', effect: 'NoSchedule' }]));
 const taintedIn = Date.now() - t0;
 
 const has = (pod: k8s.V1Pod, type: string) => pod.status?.conditions?.some((c) => c.type === type && c.status === 'True');
@@ -230,7 +207,7 @@ while (Date.now() < windowEnd) {
 
 // The storm passes: conditions cleared, queued replacements withdrawn.
 const t1 = Date.now();
-await pool(stormNodes, 25, (n) => editTaints(n, (ts) => ts.filter((x) => x.key !== KEY)));
+await pool(stormNodes, 25, (n) => editTaints(kube, n, (ts) => ts.filter((x) => x.key !== KEY)));
 await waitFor('every condition cleared', async () => {
   const left = (await listPods()).filter((x) => has(x, 'NodeTaintDetected') && !x.metadata?.deletionTimestamp).length;
   say(`${left} pods still marked`);
@@ -242,10 +219,10 @@ await waitFor('every node workflow ended', async () => {
   for await (const wf of client.workflow.list({ query: 'TendCapability="taint" AND ExecutionStatus="Running"' })) running += wf.workflowId ? 1 : 0;
   return running <= 1;
 }, 5 * 60_000, 1000);
-clearInterval(rssTimer);
+rss.stop();
 const memory = {
-  watcherPeakRssMiB: Math.round(peakRss.watcher), workerPeakRssMiB: Math.round(peakRss.worker),
-  watcherVmHWMMiB: Math.round(await memOf(watcher, 'VmHWM')), workerVmHWMMiB: Math.round(await memOf(worker, 'VmHWM')),
+  watcherPeakRssMiB: Math.round(rss.peak.watcher!), workerPeakRssMiB: Math.round(rss.peak.worker!),
+  watcherVmHWMMiB: Math.round(await memOf(watcher.pid!, 'VmHWM')), workerVmHWMMiB: Math.round(await memOf(worker.pid!, 'VmHWM')),
 };
 
 // Temporal actions: starts, signals (received and sent), timers, activities, from the histories.

@@ -4,6 +4,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import type { Client } from '@temporalio/client';
+import type * as k8s from '@kubernetes/client-node';
+import type { KubeClients } from '../../src/kube/client.ts';
 import { pool } from '../../src/pool.ts';
 
 export { pool };
@@ -140,4 +142,18 @@ export function apfDelta(a: ApfSnapshot, b: ApfSnapshot) {
     dispatched: b.dispatched - a.dispatched, rejected: b.rejected - a.rejected, seats: round(b.seats - a.seats),
     executionSeconds: round(b.executionSeconds - a.executionSeconds), waitSeconds: round(b.waitSeconds - a.waitSeconds), requests,
   };
+}
+
+/** Rewrites a Node's taints with `edit`, read and replaced again on a conflict (up to a dozen times). */
+export async function editTaints(kube: KubeClients, node: string, edit: (ts: k8s.V1Taint[]) => k8s.V1Taint[]): Promise<void> {
+  for (let i = 0; ; i++) {
+    const n = await kube.core.readNode({ name: node });
+    n.spec = { ...n.spec, taints: edit(n.spec?.taints ?? []) };
+    try {
+      await kube.core.replaceNode({ name: node, body: n });
+      return;
+    } catch (err) {
+      if (i > 10) throw err;
+    }
+  }
 }
