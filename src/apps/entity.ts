@@ -63,6 +63,10 @@ export interface AppEntityData {
   backoff?: Backoff;
   /** The last failure, for an operator (`state` query, the workflow's details); kept after recovery. */
   lastError?: { message: string; at: string; recovered: boolean };
+  /** The App's uid as the watcher last reported it (absent in older state). */
+  watchedUid?: string;
+  /** How often the reported uid changed: taken when a reconcile starts, handed back to reconciled(). */
+  uidChanges?: number;
 }
 
 export interface Backoff {
@@ -104,6 +108,10 @@ export class AppEntity {
    */
   observe(generation: number, uid?: string, stoppedGeneration?: number): void {
     if (!Number.isSafeInteger(generation) || generation < 0) return;
+    if (uid && uid !== this.data.watchedUid) {
+      this.data.watchedUid = uid;
+      this.data.uidChanges = (this.data.uidChanges ?? 0) + 1;
+    }
     // A new App under the old name (deleted and created again while the
     // watcher was away): what was seen of the old one says nothing about it.
     if (uid && this.data.last?.uid && uid !== this.data.last.uid) {
@@ -169,6 +177,11 @@ export class AppEntity {
     return message;
   }
 
+  /** How many times the watcher reported another uid: taken when a reconcile starts, handed back to reconciled(). */
+  get uidChanges(): number {
+    return this.data.uidChanges ?? 0;
+  }
+
   /** How many appDeleted signals have arrived: taken when a reconcile starts, handed back to reconciled(). */
   get deletions(): number {
     return this.data.deletions ?? 0;
@@ -183,8 +196,25 @@ export class AppEntity {
    * `deletionsBefore` is `deletions` when that reconcile started: an
    * appDeleted that arrived while it ran (its result may predate the
    * deletion) is not answered by it. `stopSeen` is the stop it was given.
+   * `uidChangesBefore` is `uidChanges` when it started: when the watcher has
+   * since reported an App with another uid than the one this reconcile found
+   * (deleted and created again meanwhile), the result describes an App that
+   * is gone. It is dropped (its command still counts as applied) and the new
+   * App is reconciled from scratch.
    */
-  reconciled(result: ReconcileResult, seq?: number, deletionsBefore?: number, stopSeen?: number): void {
+  reconciled(result: ReconcileResult, seq?: number, deletionsBefore?: number, stopSeen?: number, uidChangesBefore?: number): void {
+    if (uidChangesBefore !== undefined && uidChangesBefore !== this.uidChanges
+      && (result.gone || result.uid !== this.data.watchedUid)) {
+      this.data.last = undefined;
+      this.data.statusStale = false;
+      this.data.backoff = undefined;
+      if (this.data.lastError) this.data.lastError.recovered = true;
+      if (seq !== undefined) {
+        this.data.commands = this.data.commands.filter((c) => c.seq !== seq);
+        this.data.appliedSeq = seq;
+      }
+      return;
+    }
     this.data.last = result;
     this.data.statusStale = false;
     this.data.backoff = undefined;

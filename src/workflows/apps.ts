@@ -4,7 +4,7 @@
 // fast the two follow each other. Decisions are in src/apps; this file only
 // sequences them.
 import {
-  allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log, proxyActivities,
+  allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log, patched, proxyActivities,
   proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
@@ -60,6 +60,14 @@ function isRefusal(err: unknown): ApplicationFailure | undefined {
   const cause = err instanceof ApplicationFailure ? err : (err as { cause?: unknown }).cause;
   return cause instanceof ApplicationFailure && cause.type === 'AppsRefused' ? cause : undefined;
 }
+
+/**
+ * A reconcile's result is dropped when the watcher reported an App with another
+ * uid while it ran (the App deleted and created again): the new App is
+ * reconciled. Before, the old App's result could make the new one (at the same
+ * generation) look handled. Histories from before replay the old decision.
+ */
+export const APP_NEW_UID_RECONCILES_PATCH = 'app-new-uid-reconciles';
 
 /** Paused: how soon a held reconcile is tried again. */
 export const HELD_RETRY_MS = 5_000;
@@ -210,6 +218,7 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
       if (step.kind === 'end') break;
       if (step.kind === 'reconcile') {
         const deletionsBefore = entity.deletions;
+        const uidChangesBefore = patched(APP_NEW_UID_RECONCILES_PATCH) ? entity.uidChanges : undefined;
         try {
           const res = await reconcileApp({
             namespace: e.namespace, name: e.name, command: step.command?.command, lastSeen: e.last?.lastSeen, uid: e.last?.uid,
@@ -223,7 +232,7 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
             continue;
           }
           const failedBefore = e.lastError && !e.lastError.recovered;
-          entity.reconciled(res, step.command?.seq, deletionsBefore, step.stopSeen);
+          entity.reconciled(res, step.command?.seq, deletionsBefore, step.stopSeen, uidChangesBefore);
           if (failedBefore) setCurrentDetails(`recovered; the last failure (${e.lastError!.at}): ${e.lastError!.message}`);
           if (res.observed?.length) setCurrentDetails(`observe mode, nothing written; would have:\n${res.observed.join('\n')}`);
         } catch (err) {

@@ -57,6 +57,48 @@ describe('apps: entity state and decideNext', () => {
     assert.deepEqual(decideNext(same.data, false), { kind: 'idle' });
   });
 
+  it('a reconcile of the old App that ends after the new App was reported is dropped, and the new App reconciled', () => {
+    const e = new AppEntity({ namespace: 'n', name: 'a' });
+    e.observe(1, 'old');
+    e.reconciled(result({ generation: 1, uid: 'old' }));
+    e.observe(2, 'old');
+    const seq = e.enqueue({ kind: 'rolling' });
+    const before = e.uidChanges;
+    e.observe(1, 'new'); // deleted and created again while the reconcile ran
+    e.reconciled(result({ generation: 2, uid: 'old' }), seq, e.deletions, undefined, before);
+    assert.equal(e.data.last, undefined, 'the old App\'s result is not kept');
+    assert.equal(e.data.appliedSeq, seq, 'its command counts as applied');
+    assert.deepEqual(decideNext(e.data, false), { kind: 'reconcile' });
+    e.reconciled(result({ generation: 1, uid: 'new' }), undefined, e.deletions, undefined, e.uidChanges);
+    assert.deepEqual(decideNext(e.data, false), { kind: 'idle' });
+  });
+
+  it('a reconcile that already found the new App is kept; so is one when the reported uid did not change', () => {
+    const e = new AppEntity({ namespace: 'n', name: 'a' });
+    e.observe(1, 'old');
+    e.reconciled(result({ generation: 1, uid: 'old' }));
+    const before = e.uidChanges;
+    e.observe(1, 'new');
+    e.reconciled(result({ generation: 1, uid: 'new' }), undefined, e.deletions, undefined, before);
+    assert.equal(e.data.last?.uid, 'new');
+    assert.deepEqual(decideNext(e.data, false), { kind: 'idle' });
+    const same = new AppEntity({ namespace: 'n', name: 'a' });
+    same.observe(1, 'u');
+    const unchanged = same.uidChanges;
+    same.observe(2, 'u');
+    same.reconciled(result({ generation: 2, uid: 'u' }), undefined, same.deletions, undefined, unchanged);
+    assert.equal(same.data.last?.lastSeen?.generation, 2);
+  });
+
+  it('without the uid count (histories from before), the result is kept as it always was', () => {
+    const e = new AppEntity({ namespace: 'n', name: 'a' });
+    e.observe(1, 'old');
+    e.reconciled(result({ generation: 1, uid: 'old' }));
+    e.observe(1, 'new');
+    e.reconciled(result({ generation: 1, uid: 'old' }));
+    assert.equal(e.data.last?.uid, 'old');
+  });
+
   it('a refused spec is not waited for', () => {
     const e = new AppEntity({ namespace: 'n', name: 'a' });
     e.reconciled(result({ settled: false, problem: 'bad' }));

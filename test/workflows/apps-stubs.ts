@@ -12,6 +12,7 @@ export interface FakeApp {
   exists: boolean;
   /** Whether a reconcile finds the App running on its current revision. */
   settled: boolean;
+  uid: string;
 }
 
 export interface AppStubs {
@@ -27,6 +28,8 @@ export interface AppStubs {
   /** When set, the activities named in gated (all when absent) wait for it to resolve (or for their cancellation) first. */
   gate?: Promise<void>;
   gated?: string[];
+  /** reconcileApp reads the App before its gate (as the real one reads it first): what changes while it waits is not in its result. */
+  readFirst?: boolean;
   /** waitForApp's outcome after waitMs (timeout when absent). */
   waitOutcome?: WaitOutcome;
   waitMs: number;
@@ -38,7 +41,7 @@ export interface AppStubs {
 
 export function appStubs(init: Partial<FakeApp> = {}): AppStubs {
   const s: AppStubs = {
-    app: { generation: 1, appRev: 0, lastStopRev: 0, exists: true, settled: true, ...init },
+    app: { generation: 1, appRev: 0, lastStopRev: 0, exists: true, settled: true, uid: 'uid-1', ...init },
     reconciles: [], waits: [], waitMs: 20, cancelledActivities: [], started: [],
     activities: {},
   };
@@ -59,13 +62,14 @@ export function appStubs(init: Partial<FakeApp> = {}): AppStubs {
     },
     async reconcileApp(input: ReconcileAppInput): Promise<ReconcileResult> {
       s.reconciles.push(input);
+      const read = s.readFirst ? { ...s.app } : undefined;
       await gated('reconcileApp');
       if (s.failWith) throw s.failWith;
       if (s.held !== undefined) return { gone: false, settled: false, workloads: [], held: s.held };
-      const a = s.app;
+      const a = read ?? s.app;
       if (s.observed) {
         return {
-          gone: false, uid: 'uid-1', lastSeen: { generation: a.generation, processesHash: 'h', desiredState: 'STARTED', appRev: a.appRev },
+          gone: false, uid: a.uid, lastSeen: { generation: a.generation, processesHash: 'h', desiredState: 'STARTED', appRev: a.appRev },
           lastStopRev: a.lastStopRev, desiredState: 'STARTED', actualState: 'STARTED', settled: true, workloads: [`web-${a.lastStopRev}`], observed: s.observed,
         };
       }
@@ -77,7 +81,7 @@ export function appStubs(init: Partial<FakeApp> = {}): AppStubs {
       }
       if (input.command?.kind === 'rolling') a.appRev++;
       return {
-        gone: false, uid: 'uid-1',
+        gone: false, uid: a.uid,
         lastSeen: { generation: a.generation, processesHash: 'h', desiredState: 'STARTED', appRev: a.appRev },
         lastStopRev: a.lastStopRev, desiredState: 'STARTED', actualState: a.settled ? 'STARTED' : 'STARTING',
         settled: a.settled, workloads: [`web-${a.lastStopRev}`],

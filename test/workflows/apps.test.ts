@@ -64,6 +64,34 @@ describe('App entity workflow (workflow test)', function () {
     });
   });
 
+  it('an App deleted and created again while a reconcile of the old one runs: the new App is reconciled, not taken as handled', async () => {
+    const q = taskQueue('apps-new-uid');
+    const stubs = appStubs();
+    await withWorker(env, q, stubs.activities, async (client) => {
+      const g = gate();
+      const h = await start(client, q, 'new-uid');
+      await h.signal('appChanged', { generation: 1, uid: 'uid-1' });
+      await waitFor('the first App reconciled', async () => (await state(h)).last?.uid === 'uid-1');
+      stubs.gate = g.promise;
+      stubs.gated = ['reconcileApp'];
+      stubs.readFirst = true;
+      stubs.app.generation = 2;
+      await h.signal('appChanged', { generation: 2, uid: 'uid-1' });
+      await waitFor('a reconcile of the old App under way', () => stubs.reconciles.length >= 2);
+      // Meanwhile the App is deleted and created again: the same name, a new uid, generation 1.
+      stubs.app.uid = 'uid-2';
+      stubs.app.generation = 1;
+      await h.signal('appChanged', { generation: 1, uid: 'uid-2' });
+      await waitFor('the new uid seen by the workflow', async () => (await state(h)).watchedUid === 'uid-2');
+      stubs.gate = undefined;
+      g.open();
+      await waitFor('the new App reconciled', async () => (await state(h)).last?.uid === 'uid-2');
+      const last = (await state(h)).last!;
+      assert.equal(last.lastSeen?.generation, 1);
+      assert.equal(stubs.reconciles.length, 3, 'one more reconcile, for the new App');
+    });
+  });
+
   it('a reconcile that gives up: the command fails with the reason, the error is visible, and the entity goes on once the cause is fixed', async () => {
     const q = taskQueue('apps-fail');
     const stubs = appStubs();
