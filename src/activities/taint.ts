@@ -79,6 +79,13 @@ function live(pod: k8s.V1Pod): boolean {
 /** Reads and writes one activity has in flight at once. */
 export const WRITES_AT_ONCE = 20;
 
+/**
+ * Pods per LIST page. Flow control estimates a LIST from the cache by the
+ * page's size (a page of 50 pods about 2 seats), one without a limit by the
+ * size of every pod of the cluster (capped at 10 seats).
+ */
+export const LIST_PAGE = 50;
+
 /** After a 429 (the API server's flow control has no room for the request): the wait before the write goes again, and the most tries. */
 const THROTTLED_WAIT_MS = 1000;
 const THROTTLED_TRIES = 20;
@@ -115,20 +122,28 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
    * Re-reads a pod an activity is about to change: undefined when it is gone
    * (or a namesake replaced it); refuses a pod the configuration does not
    * manage, one on another node, and (when `tainted`) one whose node carries no
-   * configured taint.
+   * configured taint. `listed`: the node's pods as one LIST just read them (by
+   * UID); a pod found there is checked as listed, without a GET of its own.
    */
   const checkedPod = async (
-    c: TaintReplacementConfig, node: string, target: { namespace: unknown; name: unknown; uid: unknown }, tainted: boolean, taintsOf: (n: string) => Promise<MatchedTaint[]>,
+    c: TaintReplacementConfig, node: string, target: { namespace: unknown; name: unknown; uid: unknown }, tainted: boolean,
+    taintsOf: (n: string) => Promise<MatchedTaint[]>, listed?: ReadonlyMap<string, k8s.V1Pod>,
   ): Promise<k8s.V1Pod | undefined> => {
     if (typeof target.namespace !== 'string' || typeof target.name !== 'string' || typeof target.uid !== 'string') {
       return refuse(`a pod is named by namespace, name and uid (strings); got ${JSON.stringify(target)}`);
     }
+    const fromList = listed?.get(target.uid);
     let pod: k8s.V1Pod;
-    try {
-      pod = await kube.core.readNamespacedPod({ namespace: target.namespace, name: target.name });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
+    if (fromList && fromList.metadata?.namespace === target.namespace && fromList.metadata?.name === target.name) {
+      pod = fromList;
+    } else {
+      // Not in the node's list (gone, relabelled, another node's, or no list was read): asked for by name.
+      try {
+        pod = await kube.core.readNamespacedPod({ namespace: target.namespace, name: target.name });
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
     }
     if (pod.metadata?.uid !== target.uid) return undefined;
     const key = `${target.namespace}/${target.name}`;
@@ -143,11 +158,28 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     return pod;
   };
 
+  /**
+   * The managed pods on a node, in pages of LIST_PAGE. Served from the API
+   * server's cache (by its node index), a LIST with a limit is estimated by
+   * flow control at the seats of a page, where one without is estimated at
+   * every pod of the cluster (10 seats, the most a LIST takes).
+   */
   const listOnNode = async (c: TaintReplacementConfig, node: string): Promise<k8s.V1Pod[]> => {
-    const query = { labelSelector: selectorOf(c.podSelector), fieldSelector: `spec.nodeName=${node}` };
-    if (!c.namespaces) return (await kube.core.listPodForAllNamespaces(query)).items;
-    const lists = await Promise.all(c.namespaces.map((namespace) => kube.core.listNamespacedPod({ namespace, ...query })));
-    return lists.flatMap((l) => l.items);
+    const query = { labelSelector: selectorOf(c.podSelector), fieldSelector: `spec.nodeName=${node}`, limit: LIST_PAGE };
+    const paged = async (page: (next: string | undefined) => Promise<k8s.V1PodList>) => {
+      const items: k8s.V1Pod[] = [];
+      let next: string | undefined;
+      do {
+        const l = await page(next);
+        items.push(...l.items);
+        next = l.metadata?._continue || undefined;
+      } while (next);
+      return items;
+    };
+    const more = (next: string | undefined) => (next ? { _continue: next } : {});
+    if (!c.namespaces) return paged((next) => kube.core.listPodForAllNamespaces({ ...query, ...more(next) }));
+    const lists = await Promise.all(c.namespaces.map((namespace) => paged((next) => kube.core.listNamespacedPod({ namespace, ...query, ...more(next) }))));
+    return lists.flat();
   };
 
   const controllerGone = async (namespace: string, owner: OwnerRef, uid: string): Promise<boolean> => {
@@ -271,10 +303,15 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       // Every pod is checked before any is written: a refusal changes nothing.
       let taints: Promise<MatchedTaint[]> | undefined;
       const taintsOf = (n: string) => (taints ??= configuredTaints(c, n));
+      // The re-read: one LIST of the node's managed pods rather than a GET per pod (a pod
+      // missing from it is read by name, to tell gone from refused).
+      const listed = writes.length > 1
+        ? new Map((await listOnNode(c, node)).map((p) => [p.metadata?.uid ?? '', p]))
+        : undefined;
       const live: { w: ConditionWrite; pod: k8s.V1Pod }[] = [];
       await pool(writes, WRITES_AT_ONCE, async (w) => {
         const setting = !!(w?.detected || w?.replacing);
-        const pod = await checkedPod(c, node, w ?? {}, setting, taintsOf);
+        const pod = await checkedPod(c, node, w ?? {}, setting, taintsOf, listed);
         if (pod) live.push({ w, pod });
         else gone++;
       });

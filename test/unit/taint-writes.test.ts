@@ -1,0 +1,129 @@
+// writeTaintConditions re-reads the pods it writes before any write: with one
+// LIST of the node's managed pods (paged), not a GET per pod, so that a zone
+// outage costs the API server's flow control about one request per pod. A pod
+// the list does not show is read by name: gone is skipped, a pod that is no
+// longer managed is refused before anything is written.
+import assert from 'node:assert/strict';
+import type * as k8s from '@kubernetes/client-node';
+import { createTaintActivities, LIST_PAGE } from '../../src/activities/taint.ts';
+import type { KubeClients } from '../../src/kube/client.ts';
+import type { TaintReplacementConfig } from '../../src/config/taint-replacement.ts';
+import type { ConditionWrite } from '../../src/taint/node.ts';
+
+const KEY = 'example.org/maintenance';
+const T0 = Date.parse('2026-11-25T20:00:00Z');
+
+const config = {
+  enabled: true,
+  podSelector: { matchLabels: { managed: 'yes' } },
+  namespaces: ['shop'],
+  taintReplacementOptions: [{ key: KEY, durationInSeconds: 60 }],
+  taintReplacementTimeSeconds: 30,
+  maxConcurrentReplacements: 1,
+  breaker: { maxTaintedNodes: '50%' },
+} as unknown as TaintReplacementConfig;
+
+function pod(i: number, o: { node?: string; managed?: boolean } = {}): k8s.V1Pod {
+  return {
+    metadata: { uid: `uid-${i}`, name: `db-${i}`, namespace: 'shop', labels: { managed: o.managed === false ? 'no' : 'yes' } },
+    spec: { nodeName: o.node ?? 'sim-1', containers: [] },
+    status: { phase: 'Running', conditions: [] },
+  };
+}
+
+/** An API server holding `pods` and one tainted node sim-1; counts each call by kind. */
+function stubKube(pods: k8s.V1Pod[]) {
+  const calls = { list: 0, get: 0, patch: 0, nodes: 0 };
+  const patched: string[] = [];
+  const notFound = () => Object.assign(new Error('not found'), { code: 404 });
+  const kube = {
+    core: {
+      listNamespacedPod: async (q: { namespace: string; labelSelector: string; fieldSelector: string; limit?: number; _continue?: string }) => {
+        calls.list++;
+        const node = q.fieldSelector.replace('spec.nodeName=', '');
+        const [k, v] = q.labelSelector.split('=');
+        const all = pods.filter((p) => p.metadata?.namespace === q.namespace && p.spec?.nodeName === node && p.metadata?.labels?.[k!] === v);
+        const from = Number(q._continue ?? 0);
+        const to = q.limit ? from + q.limit : all.length;
+        return { items: all.slice(from, to), metadata: to < all.length ? { _continue: String(to) } : {} };
+      },
+      readNamespacedPod: async ({ namespace, name }: { namespace: string; name: string }) => {
+        calls.get++;
+        return pods.find((p) => p.metadata?.namespace === namespace && p.metadata?.name === name) ?? Promise.reject(notFound());
+      },
+      listNode: async () => {
+        calls.nodes++;
+        return { items: [{ metadata: { name: 'sim-1' }, spec: { taints: [{ key: KEY, effect: 'NoSchedule' }] } }] };
+      },
+      patchNamespacedPodStatus: async ({ name }: { name: string }) => {
+        calls.patch++;
+        patched.push(name);
+        return {};
+      },
+    },
+  } as unknown as KubeClients;
+  return { kube, calls, patched };
+}
+
+const mark = (p: k8s.V1Pod): ConditionWrite => ({
+  uid: p.metadata!.uid!, namespace: 'shop', name: p.metadata!.name!,
+  detected: { since: T0, message: `node sim-1 has taint ${KEY}:NoSchedule` }, replacing: null,
+});
+
+describe('taint: condition writes re-read their pods with one LIST of the node', () => {
+  it('marks a node\'s pods with one LIST (paged), one Node read and a patch each: no GET per pod', async () => {
+    const pods = Array.from({ length: LIST_PAGE + 5 }, (_, i) => pod(i));
+    const { kube, calls } = stubKube(pods);
+    const r = await createTaintActivities(kube, config).writeTaintConditions({ node: 'sim-1', writes: pods.map(mark) });
+    assert.equal(r.written, pods.length);
+    assert.deepEqual(calls, { list: 2, get: 0, patch: pods.length, nodes: 1 });
+  });
+
+  it('a pod missing from the list is read by name: gone is skipped, the others written', async () => {
+    const pods = [pod(1), pod(2), pod(3)];
+    const { kube, calls, patched } = stubKube(pods);
+    const writes = [...pods.map(mark), { ...mark(pod(4)) }];
+    const r = await createTaintActivities(kube, config).writeTaintConditions({ node: 'sim-1', writes });
+    assert.equal(r.written, 3);
+    assert.equal(r.gone, 1);
+    assert.deepEqual(calls, { list: 1, get: 1, patch: 3, nodes: 1 });
+    assert.deepEqual(patched.sort(), ['db-1', 'db-2', 'db-3']);
+  });
+
+  it('a pod the list leaves out because it is no longer managed is refused, and nothing is written', async () => {
+    const pods = [pod(1), pod(2), pod(3, { managed: false })];
+    const { kube, calls } = stubKube(pods);
+    await assert.rejects(
+      createTaintActivities(kube, config).writeTaintConditions({ node: 'sim-1', writes: pods.map(mark) }),
+      /refused: pod shop\/db-3 is not managed by taint replacement/,
+    );
+    assert.equal(calls.patch, 0);
+  });
+
+  it('a pod on another node (a forged write) is refused, and nothing is written', async () => {
+    const pods = [pod(1), pod(2, { node: 'sim-9' })];
+    const { kube, calls } = stubKube(pods);
+    await assert.rejects(
+      createTaintActivities(kube, config).writeTaintConditions({ node: 'sim-1', writes: pods.map(mark) }),
+      /refused: pod shop\/db-2 runs on node sim-9, not on sim-1/,
+    );
+    assert.equal(calls.patch, 0);
+  });
+
+  it('a write of one pod reads it by name (a GET is cheaper than a LIST for one)', async () => {
+    const { kube, calls } = stubKube([pod(1), pod(2)]);
+    const r = await createTaintActivities(kube, config).writeTaintConditions({ node: 'sim-1', writes: [mark(pod(1))] });
+    assert.equal(r.written, 1);
+    assert.deepEqual(calls, { list: 0, get: 1, patch: 1, nodes: 1 });
+  });
+
+  it('a pod with the UID of a listed pod but another name is read by name, not taken from the list', async () => {
+    const { kube, calls } = stubKube([pod(1), pod(2)]);
+    const forged = { ...mark(pod(1)), name: 'db-2' };
+    const r = await createTaintActivities(kube, config).writeTaintConditions({ node: 'sim-1', writes: [forged, mark(pod(2))] });
+    // db-2's UID is uid-2, not uid-1: a namesake, skipped as gone.
+    assert.equal(r.gone, 1);
+    assert.equal(r.written, 1);
+    assert.equal(calls.get, 1);
+  });
+});
