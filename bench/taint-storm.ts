@@ -16,6 +16,7 @@
 //
 //   node bench/taint-storm.ts [--nodes 1000] [--pods 10000] [--apps 100] [--zone zone-a]
 //        [--max-concurrent 10] [--replace-window 120] [--raw-concurrency N] [--profile DIR] [--keep]
+//        [--state-dir DIR] [--port-offset 400]
 // --profile DIR: the worker and the watcher write CPU profiles there (node --cpu-prof) when they stop.
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
@@ -36,7 +37,9 @@ import { existsSync, rmSync } from 'node:fs';
 import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
 import { DETECTED, REPLACING, WRITES_AT_ONCE } from '../src/activities/taint.ts';
-import { actionsOf, apfDelta, apfSnapshot, countHistories, editTaints, memOf, pool, rssSampler, say, sleep, waitFor } from './lib/taint-support.ts';
+import {
+  actionsOf, apfDelta, apfSnapshot, countHistories, editTaints, memOf, partsSampler, pool, rssSampler, say, sleep, waitFor,
+} from './lib/taint-support.ts';
 import { ensureBinaries } from '../src/sandbox/binaries.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -50,6 +53,7 @@ const { values: opts } = parseArgs({ options: {
   duration: { type: 'string', default: '60' },
   'raw-concurrency': { type: 'string' },
   'state-dir': { type: 'string', default: join(repo, '.tend', 'bench-taint-storm') },
+  'port-offset': { type: 'string', default: '400' },
   profile: { type: 'string' },
   keep: { type: 'boolean', default: false },
 } });
@@ -60,7 +64,7 @@ const MAX = Number(opts['max-concurrent']);
 const WINDOW_S = Number(opts['replace-window']);
 const DURATION = Number(opts.duration);
 const KEY = 'bench.tend.dev/zone-outage';
-const OFFSET = 400;
+const OFFSET = Number(opts['port-offset']);
 const NS = 'bench-storm';
 const ACTIVITY_SLOTS = 100;
 const MANAGED = 'bench.tend.dev/managed';
@@ -228,7 +232,7 @@ process.on('exit', () => {
 });
 const benchStart = new Date();
 const cli = join(repo, 'src/starters/cli.ts');
-const httpPorts: Record<string, number> = { worker: 19881, watcher: 19882 };
+const httpPorts: Record<string, number> = { worker: 19481 + OFFSET, watcher: 19482 + OFFSET };
 if (opts.profile) await mkdir(opts.profile, { recursive: true });
 const run = (part: string): ChildProcess => {
   const prof = opts.profile ? ['--cpu-prof', '--cpu-prof-dir', opts.profile, '--cpu-prof-name', `${part}.cpuprofile`] : [];
@@ -245,6 +249,8 @@ process.on('exit', () => {
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
 const rss = rssSampler({ watcher, worker });
+// The worker's memory by part (its /metrics), at its largest RSS.
+const workerParts = partsSampler(httpPorts.worker!);
 const connection = await Connection.connect({ address: info.temporalAddress });
 const client = new Client({ connection });
 await waitFor('the coordinator', async () => (await client.workflow.getHandle(SLOTS_WORKFLOW_ID).describe()).status.name === 'RUNNING', 120_000);
@@ -254,6 +260,7 @@ const slots = () => client.workflow.getHandle(SLOTS_WORKFLOW_ID).query(slotsStat
 // --- the storm: every node of the zone, at once ------------------------------------------------------
 say(`tainting ${stormNodes.length} nodes carrying ${affected.length} managed pods`);
 rss.reset();
+workerParts.reset();
 const apfTend0 = await apf();
 const t0 = Date.now();
 stormAt = t0;
@@ -322,9 +329,12 @@ await waitFor('every node workflow ended', async () => {
   return running === 0;
 }, 20 * 60_000, 2000);
 rss.stop();
+workerParts.stop();
 const memory = {
   watcherPeakRssMiB: Math.round(rss.peak.watcher!), workerPeakRssMiB: Math.round(rss.peak.worker!),
   watcherVmHWMMiB: Math.round(await memOf(watcher.pid!, 'VmHWM')), workerVmHWMMiB: Math.round(await memOf(worker.pid!, 'VmHWM')),
+  // MiB: the main thread's heap, its buffers, and the rest (the workflow thread's heap, the SDK's core, code).
+  workerAtPeak: workerParts.atPeak, workerMostWorkflowsCached: workerParts.maxCached,
 };
 const histories = await countHistories(client, `TendCapability="taint" AND StartTime >= "${benchStart.toISOString()}"`,
   (id) => (id === SLOTS_WORKFLOW_ID ? 'coordinator' : 'nodes'));
@@ -372,6 +382,8 @@ row('coordinator runs / events (largest run)', `${coordinator.runs} / ${coordina
 row('node workflow largest history', `${nodesRuns.maxEvents} events`);
 row('actions per tainted node (+ coordinator)', `${result.actionsPerTaintedNode} (+${result.coordinatorActionsPerTaintedNode})`);
 row('watcher / worker peak RSS', `${memory.watcherPeakRssMiB} / ${memory.workerPeakRssMiB} MiB`);
+const wp = memory.workerAtPeak;
+if (wp) row('worker at its peak: heap / buffers / rest', `${wp.heapTotal} (${wp.heapUsed} used) / ${wp.external} / ${wp.rest} MiB; ${memory.workerMostWorkflowsCached} workflows cached at most`);
 row('load average at the end', result.loadavg);
 
 watcher.kill('SIGTERM');

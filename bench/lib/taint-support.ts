@@ -157,3 +157,61 @@ export async function editTaints(kube: KubeClients, node: string, edit: (ts: k8s
     }
   }
 }
+
+/** A process's memory by part, from what it serves on /metrics (MiB), and the workflows its worker caches. */
+export interface MemoryParts {
+  rss: number;
+  /** The main thread's V8 heap (activities, clients, the SDK's own JavaScript), used and reserved. */
+  heapUsed: number;
+  heapTotal: number;
+  /** Memory V8 objects hold outside the heap (Buffers, ArrayBuffers). */
+  external: number;
+  /** The rest: the workflow thread's V8 heap, the SDK's Rust core, code. */
+  rest: number;
+  /** Workflows in the worker's cache (temporal_sticky_cache_size); undefined outside a worker. */
+  cachedWorkflows?: number;
+}
+
+/** Reads one process's memory by part from its /metrics. */
+export async function memoryParts(port: number): Promise<MemoryParts> {
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) });
+  const text = await res.text();
+  const value = (name: string): number | undefined => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+    return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  const mib = (name: string) => (value(name) ?? 0) / 2 ** 20;
+  const rss = mib('process_resident_memory_bytes');
+  const heapTotal = mib('nodejs_heap_size_total_bytes');
+  const external = mib('nodejs_external_memory_bytes');
+  const cached = value('temporal_sticky_cache_size');
+  return {
+    rss, heapUsed: mib('nodejs_heap_size_used_bytes'), heapTotal, external, rest: rss - heapTotal - external,
+    ...(cached !== undefined ? { cachedWorkflows: cached } : {}),
+  };
+}
+
+/** Samples memoryParts every `everyMs` and keeps the sample with the largest RSS, and the most workflows cached. */
+export function partsSampler(port: number, everyMs = 2000) {
+  let atPeak: MemoryParts | undefined;
+  let maxCached = 0;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    void memoryParts(port).then((m) => {
+      if (!atPeak || m.rss > atPeak.rss) atPeak = m;
+      maxCached = Math.max(maxCached, m.cachedWorkflows ?? 0);
+    }).catch(() => undefined).finally(() => (busy = false));
+  }, everyMs);
+  const round = (m: MemoryParts) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round(v)])) as unknown as MemoryParts;
+  return {
+    get atPeak() { return atPeak && round(atPeak); },
+    get maxCached() { return maxCached; },
+    reset: () => {
+      atPeak = undefined;
+      maxCached = 0;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
