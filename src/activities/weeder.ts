@@ -39,6 +39,7 @@ import { log } from '../log.ts';
 import { noteReadyAt, weederOutcomes } from '../metrics/weeder.ts';
 import { controllerOf, decidePod, isDependant } from '../weeder/crashloop.ts';
 import { SERVICE_NAME_LABEL, serviceReady } from '../weeder/readiness.ts';
+import { armedWeedingSignal } from '../weeder/messages.ts';
 import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
 import type { Candidate, PodSeen, WatchOutput, WeedOutcome } from '../weeder/window.ts';
 import { recordWould, waitForGates, writeHold, type SafetyGates } from './safety-gate.ts';
@@ -60,6 +61,14 @@ export interface WatchInput {
   openOnReady?: boolean;
   /** Pod UIDs the window has handled or is handling: never proposed again. */
   handled: string[];
+  /**
+   * Armed only: delete at once the dependants found when the Service turns
+   * ready, each after the workflow has its name (an armedWeeding signal with
+   * this token, to this run); their outcomes come back in `weeded`. Absent
+   * (or when the signal cannot be sent, or the safety gates hold deletions):
+   * they are returned as candidates, for the workflow's deleting activity.
+   */
+  weedToken?: string;
 }
 
 /** The pods a workflow asks to be weeded: names and UIDs only; each is checked afresh before anything is done. */
@@ -136,6 +145,50 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
       // Set once the activity is returning: nothing more is proposed after that.
       let done = false;
       let synced = false;
+      // Armed with a token: the deletions made the moment the Service was seen ready.
+      let weeding: Promise<void> | undefined;
+      const weedToken = typeof input.weedToken === 'string' && input.openOnReady ? input.weedToken : undefined;
+
+      /**
+       * What a dependant's own deleting activity would do, done here, the moment the
+       * Service is seen ready, on the watch's view (as fresh as the watch events):
+       * the workflow is told the pods first (a signal, recorded in its history
+       * before any deletion is issued); then each is deleted (UID precondition).
+       * Held by the safety gates, or the workflow unreachable: nothing is deleted
+       * here, and the candidates go back to the workflow as before.
+       */
+      const weedAtOnce = async (): Promise<void> => {
+        const deletable = out.candidates.filter((c) => c.owner !== undefined && podsNow.has(c.uid));
+        const run = ctx.info.workflowExecution;
+        if (deletable.length === 0 || !run || writeHold(gates, 'weeder')) return;
+        try {
+          await ctx.client.workflow.getHandle(run.workflowId, run.runId).signal(armedWeedingSignal, { token: weedToken!, pods: deletable });
+        } catch (err) {
+          wlog.warn({ err: errorMessage(err) }, 'weeder: could not tell the workflow before deleting; its deleting activity deletes instead');
+          return;
+        }
+        const target = { workflowId, namespace, service };
+        const outcomes = await Promise.all(deletable.map(async (c): Promise<WeedOutcome | undefined> => {
+          const at = new Date().toISOString();
+          try {
+            if (await weed(kube, target, podsNow.get(c.uid)!, c.containers)) return { uid: c.uid, outcome: 'deleted', at };
+            return { uid: c.uid, outcome: 'skipped', reason: 'gone (or replaced) when deleted' };
+          } catch (err) {
+            const code = statusOf(err);
+            if (code !== undefined && code >= 400 && code < 500 && code !== 429) {
+              return { uid: c.uid, outcome: 'failed', reason: `delete refused (${code}): ${errorMessage(err)}`, at };
+            }
+            // Not known to be deleted: handed back, the workflow's deleting activity tries again, judging it afresh.
+            wlog.warn({ pod: c.name, err: errorMessage(err) }, 'weeder: a deletion failed; handed to the deleting activity');
+            return undefined;
+          }
+        }));
+        const weeded = outcomes.filter((o): o is WeedOutcome => o !== undefined);
+        const answered = new Set(weeded.map((o) => o.uid));
+        out.weeded = weeded;
+        out.candidates = out.candidates.filter((c) => !answered.has(c.uid));
+        weederOutcomes(namespace, service, weeded);
+      };
 
       /** Whether the pod became a candidate. */
       const consider = (pod: k8s.V1Pod): boolean => {
@@ -157,7 +210,15 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
         if (input.openOnReady && out.readyAt === undefined && serviceReady(slicesNow)) {
           out.readyAt = Date.now();
           noteReadyAt(namespace, service, out.readyAt);
-          finish();
+          // Nothing more is proposed once the deletions start: what they act on is what this answer lists.
+          if (weedToken !== undefined) {
+            done = true;
+            weeding = weedAtOnce().catch((err: unknown) => {
+              wlog.warn({ err: errorMessage(err) }, 'weeder: deleting at once failed');
+            }).finally(finish);
+          } else {
+            finish();
+          }
         } else if (found) {
           finish();
         }
@@ -210,6 +271,11 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
         await Promise.race([finished, ctx.cancelled]).finally(() => (done = true));
         return out;
       } catch (err) {
+        // Deleting already (the workflow has the pods' names): the deletions are finished and answered, not abandoned.
+        if (weeding) {
+          await weeding;
+          return out;
+        }
         if (err instanceof CancelledFailure) wlog.info('weeder watch ended: the window was stopped, cancelled or carried over');
         throw err;
       } finally {

@@ -2,7 +2,7 @@
 // watcher and the CLI. Operators send the signals with the temporal CLI (see
 // docs/weeder.md).
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { FailedPod, WeededPod, WindowSnapshot } from './window.ts';
+import type { ArmedWeeding, FailedPod, WeededPod, WindowSnapshot } from './window.ts';
 
 export interface ExtendArgs {
   /** How long from now the window lasts at least; the configured watchDuration when absent. */
@@ -32,6 +32,14 @@ export const armSignal = defineSignal<[ArmArgs?]>('arm');
  * started; deletions under way are waited for and recorded.
  */
 export const stopSignal = defineSignal<[StopArgs?]>('stop');
+
+/**
+ * From the workflow's own armed watch, right before it deletes what it found
+ * when the Service turned ready: the pods it is deleting, so that they are in
+ * the history before the deletions are issued. Carries the token the workflow
+ * gave that watch; any other is ignored. Not for operators.
+ */
+export const armedWeedingSignal = defineSignal<[ArmedWeeding]>('armedWeeding');
 
 /** What the stop update answers: the window as it ended. Nothing is deleted after this answer. */
 export interface StopAnswer {

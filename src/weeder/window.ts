@@ -64,10 +64,52 @@ export interface Candidate {
 
 /** What the watching activity returns. */
 export interface WatchOutput {
-  /** Crash-looping dependants seen while the Service was ready, not among those the workflow handled. */
+  /** Crash-looping dependants seen while the Service was ready, not among those the workflow handled (nor in `weeded`). */
   candidates: Candidate[];
   /** Armed only: when the Service was seen ready (epoch ms). */
   readyAt?: number;
+  /**
+   * Armed with a token only: what the watch itself did with the dependants it
+   * deleted the moment the Service was ready, after the workflow had their
+   * names (the armedWeeding signal).
+   */
+  weeded?: WeedOutcome[];
+}
+
+/**
+ * The armed watch's announcement, before it deletes: these pods are about to
+ * be deleted. `token` is the one the workflow gave that watch; a signal
+ * without it is not one of its watches' and is ignored.
+ */
+export interface ArmedWeeding {
+  token: string;
+  pods: Candidate[];
+}
+
+/** At most this many pods in one announcement (a window's dependants are a handful). */
+export const ARMED_WEEDING_MAX_PODS = 1000;
+
+/**
+ * An armedWeeding signal's payload, checked: it reaches the workflow through
+ * Temporal, so anyone who may signal can send one. Only pod names and UIDs are
+ * taken from it (recorded as pending, then confirmed by the watch's answer or a
+ * look at the pods); nothing in it is deleted on its word.
+ */
+export function checkArmedWeeding(args: unknown, token: string | undefined): { pods: Candidate[] } | { ignored: string } {
+  if (typeof args !== 'object' || args === null) return { ignored: 'its payload is not an object' };
+  const a = args as Partial<ArmedWeeding>;
+  if (token === undefined || a.token !== token) return { ignored: 'its token is not the one this run gave its armed watch' };
+  if (!Array.isArray(a.pods) || a.pods.length > ARMED_WEEDING_MAX_PODS) return { ignored: `pods must be a list of at most ${ARMED_WEEDING_MAX_PODS}` };
+  const pods: Candidate[] = [];
+  for (const p of a.pods as unknown[]) {
+    const c = p as Partial<Candidate> | null;
+    if (typeof c !== 'object' || c === null || typeof c.name !== 'string' || typeof c.uid !== 'string' || c.name === '' || c.uid === '') {
+      return { ignored: 'each pod must be {name, uid}' };
+    }
+    const containers = Array.isArray(c.containers) ? c.containers.filter((x): x is string => typeof x === 'string') : [];
+    pods.push({ name: c.name, uid: c.uid, containers, ...(typeof c.owner === 'string' ? { owner: c.owner } : {}) });
+  }
+  return { pods };
 }
 
 /**
@@ -278,6 +320,22 @@ export class WindowState {
     }
     this.pending.push(...fresh);
     return fresh;
+  }
+
+  /**
+   * Pods the armed watch announced it is deleting: recorded as pending (even
+   * after a stop: the deletion may be issued; its outcome is recorded), unless
+   * handled or pending already. Returns those it added.
+   */
+  announce(pods: readonly Candidate[]): Candidate[] {
+    const known = new Set(this.handledUids());
+    const added = pods.filter((c) => !known.has(c.uid) && known.add(c.uid));
+    this.pending.push(...added);
+    return added;
+  }
+
+  isPending(uid: string): boolean {
+    return this.pending.some((p) => p.uid === uid);
   }
 
   /**

@@ -30,12 +30,12 @@
 // the result lists them as held.
 import {
   allHandlersFinished, ActivityCancellationType, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log,
-  patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo,
+  patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, uuid4, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
-import { armSignal, extendSignal, stopSignal, stopUpdate, windowQuery, type StopAnswer } from '../weeder/messages.ts';
+import { armedWeedingSignal, armSignal, extendSignal, stopSignal, stopUpdate, windowQuery, type StopAnswer } from '../weeder/messages.ts';
 import {
-  ARM_LIMIT_MS, carriedWindow, heartbeatTimeoutMs, lanesWanted, windowOpen, WindowState, type Candidate, type Lane, type WeedOutcome, type WeederInput,
+  ARM_LIMIT_MS, carriedWindow, checkArmedWeeding, heartbeatTimeoutMs, lanesWanted, windowOpen, WindowState, type Candidate, type Lane, type WeedOutcome, type WeederInput,
   type WeederResult,
 } from '../weeder/window.ts';
 
@@ -67,6 +67,18 @@ const WEED_HOLD_HEARTBEAT_MS = 10_000;
 export const WEEDER_SAFETY_HOLD_PATCH = 'weeder-safety-hold';
 /** A pod the deleting activity skipped restarts the window's watch, which proposes it again if it crash-loops again. */
 export const WEEDER_REPROPOSE_SKIPPED_PATCH = 'weeder-repropose-skipped';
+/**
+ * The armed watch deletes the moment the Service is ready, after announcing the
+ * pods to the workflow (armedWeeding), instead of handing them to a deleting
+ * activity a workflow task later. Its lane is then waited for when cancelled.
+ */
+export const WEEDER_ARMED_DELETES_PATCH = 'weeder-armed-deletes';
+/**
+ * The armed watch's heartbeat timeout when it deletes: a stop, a cancellation
+ * or a continue-as-new waits for it, and reaches it with a heartbeat (the SDK
+ * sends one per 0.8 x this).
+ */
+export const ARMED_DELETES_HEARTBEAT_MS = 10_000;
 // Asked again with a hold: waits in place up to holdMs, heartbeating.
 const weedPodsHeld = (holdMs: number) => proxyActivities<Activities>({
   startToCloseTimeout: holdMs + 30_000,
@@ -101,6 +113,13 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
   // or arm) wait for their handlers, set here, and set what this run does first.
   const lanes = new Map<Lane, CancellationScope>();
   const deleting = new Map<Promise<void>, CancellationScope>();
+  // The armed watch that deletes at once: its token (one per run), the pods it
+  // announced and has not answered for yet, and whether a lane of it runs (it
+  // is waited for when cancelled: it may be deleting).
+  let weedToken: string | undefined;
+  const announced = new Map<string, Candidate>();
+  let armedDeleting = false;
+  const armedSettled = () => !(armedDeleting && lanes.has('armed'));
   let refused: { err: unknown } | undefined;
   const show = () => setCurrentDetails(details(state, target.namespace));
 
@@ -147,7 +166,7 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
     state.stop(Date.now(), args?.reason || 'stop update');
     halt();
     show();
-    await condition(() => deleting.size === 0);
+    await condition(() => deleting.size === 0 && armedSettled());
     return { stopped: state.stopped!.reason, weeded: state.weeded, reported: state.reported, failed: state.failed } satisfies StopAnswer;
   }, { validator: (args) => {
     const problem = reasonProblem(args);
@@ -186,42 +205,82 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
     }
   };
 
-  const weed = (pods: Candidate[]) => {
-    const scope = new CancellationScope();
-    // The pods of the latest ask: those a lost answer leaves in doubt.
-    const asking = { pods };
-    const done: Promise<void> = scope.run(() => weedAndAskAgain(asking)).then(
-      () => undefined,
-      // No answer: cancelled (a stop) or given up. An attempt may have deleted: look.
-      async (err: unknown) => {
-        const pods = asking.pods;
-        const reason = isCancellation(err) ? undefined : `deleting failed: ${failureMessage(err)}`;
-        try {
-          const seen = await CancellationScope.nonCancellable(() => checkPods({ ...target, pods }));
-          state.settleLost(pods, seen, reason, Date.now());
-        } catch (lookErr) {
-          log.warn(`could not look at pods whose deletion's answer was lost: ${failureMessage(lookErr)}`);
-          state.settleLost(pods, [], reason, Date.now());
-        }
-      },
-    ).finally(() => {
+  /** An attempt may have deleted these pods, and its answer is lost (`reason`; absent: cancelled): look at them, record what became of them. */
+  const lookAt = async (pods: Candidate[], reason: string | undefined) => {
+    try {
+      const seen = await CancellationScope.nonCancellable(() => checkPods({ ...target, pods }));
+      state.settleLost(pods, seen, reason, Date.now());
+    } catch (lookErr) {
+      log.warn(`could not look at pods whose deletion's answer was lost: ${failureMessage(lookErr)}`);
+      state.settleLost(pods, [], reason, Date.now());
+    }
+  };
+
+  /** Runs `work` as a deletion under way: waited for by the stop, the end, continue-as-new. */
+  const underWay = (scope: CancellationScope, work: Promise<void>) => {
+    const done: Promise<void> = work.finally(() => {
       deleting.delete(done);
       show();
     });
     deleting.set(done, scope);
   };
 
+  const weed = (pods: Candidate[]) => {
+    const scope = new CancellationScope();
+    // The pods of the latest ask: those a lost answer leaves in doubt.
+    const asking = { pods };
+    // No answer: cancelled (a stop) or given up. An attempt may have deleted: look.
+    underWay(scope, scope.run(() => weedAndAskAgain(asking)).then(
+      () => undefined,
+      (err: unknown) => lookAt(asking.pods, isCancellation(err) ? undefined : `deleting failed: ${failureMessage(err)}`),
+    ));
+  };
+
+  /** Pods the armed watch announced that its answer did not account for (it was lost, or never came): looked at. */
+  const lookAtAnnounced = (reason: string | undefined) => {
+    const lost = [...announced.values()].filter((c) => state.isPending(c.uid));
+    announced.clear();
+    if (lost.length > 0) underWay(new CancellationScope(), lookAt(lost, reason));
+  };
+
+  // Sent by this run's own armed watch right before it deletes (with the
+  // token it was given): the pods are pending from here on, in the history
+  // before any of them is deleted; the watch's answer settles them.
+  setHandler(armedWeedingSignal, (args) => {
+    const check = checkArmedWeeding(args, weedToken);
+    if ('ignored' in check) {
+      log.warn(`armedWeeding signal ignored: ${check.ignored}`);
+      return;
+    }
+    for (const c of state.announce(check.pods)) announced.set(c.uid, c);
+    // No armed watch runs to answer for them (an attempt that lost its lease, say): look at once.
+    if (!lanes.has('armed')) lookAtAnnounced('announced by an armed watch that was no longer running');
+    show();
+  });
+
   const start = (lane: Lane, until: number) => {
     const scope = new CancellationScope();
     const armedSince = lane === 'armed' ? state.armed?.since : undefined;
+    const direct = lane === 'armed' && patched(WEEDER_ARMED_DELETES_PATCH);
+    if (direct) {
+      weedToken ??= uuid4();
+      armedDeleting = true;
+    }
     lanes.set(lane, scope);
-    void scope.run(() => watchDependants(target, state, until, lane === 'armed')).then(
+    void scope.run(() => watchDependants(target, state, until, lane === 'armed', direct ? weedToken : undefined)).then(
       (found) => {
         if (found.readyAt !== undefined) state.readySeen(found.readyAt, armedSince, watchMs);
+        if (found.weeded?.length) state.settle(found.weeded, Date.now());
         const fresh = state.propose(found.candidates);
-        if (fresh.length > 0) weed(fresh);
+        // Announced, then not deleted by the watch (a failure it could not judge): the deleting activity tries, afresh.
+        const again = state.acting ? found.candidates.filter((c) => announced.has(c.uid) && state.isPending(c.uid)) : [];
+        for (const c of again) announced.delete(c.uid);
+        if (fresh.length + again.length > 0) weed([...fresh, ...again]);
+        if (direct) lookAtAnnounced(found.weeded === undefined ? "the armed watch's answer did not include them" : undefined);
       },
       (err: unknown) => {
+        // The watch may have deleted what it announced before it was lost: look.
+        if (direct) lookAtAnnounced(isCancellation(err) ? undefined : `the armed watch failed: ${failureMessage(err)}`);
         // Cancelled by this workflow (stop, continue-as-new, the workflow's own cancellation): nothing to do.
         if (isCancellation(err)) return;
         if (isRefusal(err)) {
@@ -271,7 +330,7 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
     if (isCancellation(err)) {
       state.stop(Date.now(), 'workflow cancelled');
       halt();
-      await CancellationScope.nonCancellable(() => condition(() => deleting.size === 0));
+      await CancellationScope.nonCancellable(() => condition(() => deleting.size === 0 && armedSettled()));
     }
     throw err;
   }
@@ -311,14 +370,15 @@ function details(state: WindowState, namespace: string): string {
   return lines.join('\n\n');
 }
 
-function watchDependants(input: { namespace: string; service: string }, state: WindowState, until: number, openOnReady: boolean) {
+function watchDependants(input: { namespace: string; service: string }, state: WindowState, until: number, openOnReady: boolean, weedToken?: string) {
   const stretch = Math.max(0, until - Date.now());
   const { watchDependants } = proxyActivities<Activities>({
     startToCloseTimeout: stretch + 60_000,
-    heartbeatTimeout: heartbeatTimeoutMs(stretch),
+    heartbeatTimeout: weedToken === undefined ? heartbeatTimeoutMs(stretch) : ARMED_DELETES_HEARTBEAT_MS,
     retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: WATCH_ATTEMPTS, nonRetryableErrorTypes: ['WeederRefused'] },
-    // It deletes nothing: a cancelled watch is not waited for.
-    cancellationType: ActivityCancellationType.TRY_CANCEL,
+    // A watch that deletes nothing is not waited for when cancelled; the armed
+    // one that deletes at once is: it may be deleting, and its answer says what.
+    cancellationType: weedToken === undefined ? ActivityCancellationType.TRY_CANCEL : ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
   return watchDependants({
     namespace: input.namespace,
@@ -326,6 +386,7 @@ function watchDependants(input: { namespace: string; service: string }, state: W
     until,
     openOnReady,
     handled: state.handledUids(),
+    ...(weedToken === undefined ? {} : { weedToken }),
   });
 }
 

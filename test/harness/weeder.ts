@@ -77,6 +77,12 @@ export interface StubCall<I = unknown, O = unknown> {
   settled: boolean;
   /** Set when the workflow's cancellation reached the attempt (watching attempts heartbeat; the others, as the real ones, do not). */
   cancelled: boolean;
+  /**
+   * Set by the test on an armed watch that has announced its deletions: like
+   * the real one, a cancellation then does not end it; it answers (the test
+   * replies) once its deletions are done.
+   */
+  deleting?: boolean;
   reply(out: O): void;
   fail(err: Error): void;
 }
@@ -120,7 +126,7 @@ export class WeederStubs {
         this.calls.push(call);
         ctx.cancelled.catch((err: unknown) => {
           call.cancelled = true;
-          if (beats && !call.settled) {
+          if (beats && !call.settled && !call.deleting) {
             call.settled = true;
             reject(err as Error);
           }

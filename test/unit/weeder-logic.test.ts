@@ -8,7 +8,7 @@ import { lanesWanted, heartbeatTimeoutMs, WindowState, weederWorkflowId } from '
 import type { LabelSelector } from '../../src/config/label-selector.ts';
 import { mergeNewest } from '../../src/kube/informer.ts';
 import { resolveWeederTarget } from '../../src/weeder/target.ts';
-import { carriedWindow } from '../../src/weeder/window.ts';
+import { ARMED_WEEDING_MAX_PODS, carriedWindow, checkArmedWeeding } from '../../src/weeder/window.ts';
 import { parseRecordValue, recordKey, recordValue } from '../../src/weeder/record.ts';
 import { tendNamespace } from '../../src/config/weeder.ts';
 
@@ -296,6 +296,43 @@ describe('weeder: the window', () => {
     const r = w.result({ namespace: 'ns', service: 's' }, 30);
     assert.equal(r.stopped, 'stop signal');
     assert.equal(r.closedAt, new Date(10).toISOString());
+  });
+});
+
+describe('weeder: the armed watch\'s announcement (armedWeeding)', () => {
+  const pod = { name: 'a', uid: 'u-a', containers: ['c'], owner: 'ReplicaSet/rs' };
+
+  it('taken only with this run\'s token, and only names and UIDs', () => {
+    assert.deepEqual(checkArmedWeeding({ token: 't', pods: [pod] }, 't'), { pods: [pod] });
+    assert.deepEqual(checkArmedWeeding({ token: 't', pods: [{ name: 'b', uid: 'u-b', containers: [1, 'x'], extra: 'dropped' }] }, 't'),
+      { pods: [{ name: 'b', uid: 'u-b', containers: ['x'] }] });
+    const ignored: [string, unknown, string | undefined, RegExp][] = [
+      ['another token', { token: 'x', pods: [pod] }, 't', /token/],
+      ['no token given to any watch', { token: 't', pods: [pod] }, undefined, /token/],
+      ['no token', { pods: [pod] }, 't', /token/],
+      ['not an object', 'pods', 't', /not an object/],
+      ['pods not a list', { token: 't', pods: 'a' }, 't', /list/],
+      ['too many pods', { token: 't', pods: Array.from({ length: ARMED_WEEDING_MAX_PODS + 1 }, () => pod) }, 't', /at most/],
+      ['a pod without a uid', { token: 't', pods: [{ name: 'a' }] }, 't', /name, uid/],
+      ['an empty name', { token: 't', pods: [{ name: '', uid: 'u' }] }, 't', /name, uid/],
+    ];
+    for (const [what, args, token, why] of ignored) {
+      const r = checkArmedWeeding(args, token);
+      assert.ok('ignored' in r, what);
+      assert.match(r.ignored, why, what);
+    }
+  });
+
+  it('announced pods become pending once, even after a stop; handled ones are not taken again', () => {
+    const w = new WindowState();
+    w.stop(1, 'done');
+    assert.deepEqual(w.announce([pod]).map((p) => p.uid), ['u-a']);
+    assert.deepEqual(w.announce([pod]), [], 'pending already');
+    assert.ok(w.isPending('u-a'));
+    w.settle([{ uid: 'u-a', outcome: 'deleted', at: 'now' }]);
+    assert.equal(w.isPending('u-a'), false);
+    assert.deepEqual(w.weeded.map((p) => p.uid), ['u-a']);
+    assert.deepEqual(w.announce([pod]), [], 'weeded already');
   });
 });
 

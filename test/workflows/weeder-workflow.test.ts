@@ -12,7 +12,7 @@ import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env
 import { waitFor } from '../harness/wait.ts';
 import { WeederStubs, type StubCall } from '../harness/weeder.ts';
 import type { WatchInput, WeedPodsInput } from '../../src/activities/weeder.ts';
-import { armSignal, extendSignal, stopSignal, stopUpdate, windowQuery } from '../../src/weeder/messages.ts';
+import { armedWeedingSignal, armSignal, extendSignal, stopSignal, stopUpdate, windowQuery } from '../../src/weeder/messages.ts';
 import type { Candidate, WatchOutput, WeedOutcome, WeederInput, WeederResult } from '../../src/weeder/window.ts';
 import { WEEDER_REPROPOSE_SKIPPED_PATCH } from '../../src/workflows/weeder.ts';
 
@@ -70,6 +70,92 @@ describe('weeder workflow: watching lanes, deletions through their own activity,
     assert.deepEqual(result.weeded.map((p) => [p.name, p.owner]), [['a', 'ReplicaSet/rs']]);
     assert.equal(result.stopped, 'done');
     assert.ok(result.armedAt && result.openedAt === new Date(readyAt).toISOString());
+  }));
+
+  /** What the real armed watch does the moment the Service is ready: announce the pods (with its token), then delete. */
+  const announce = (h: WorkflowHandle, watch: StubCall, pods: Candidate[], token = (watch.input as WatchInput).weedToken!) =>
+    h.signal(armedWeedingSignal, { token, pods });
+  const pendingNames = async (h: WorkflowHandle) => ((await h.query(windowQuery)).pending ?? []).map((p) => p.name);
+
+  it('armed, deleting at once: the watch announces the pods (in the history before its answer), deletes, and answers with the outcomes; no deleting activity', () => run(async (client) => {
+    const h = await start(client, armSignal);
+    const armed = await next(h, 'watch', lane('armed'));
+    const token = (armed.input as WatchInput).weedToken;
+    assert.ok(typeof token === 'string' && token.length > 0, 'the armed watch is given a token');
+    await announce(h, armed, [cand('a'), cand('b')]);
+    await waitFor('a and b pending', async () => (await pendingNames(h)).join() === 'a,b');
+    const readyAt = Date.now();
+    armed.reply({ candidates: [], readyAt, weeded: [deleted(cand('a')), { uid: 'uid-b', outcome: 'skipped', reason: 'gone (or replaced) when deleted' }] } satisfies WatchOutput);
+    await waitFor('a weeded, nothing pending', async () => {
+      const w = await h.query(windowQuery);
+      return w.weeded.some((p) => p.name === 'a') && (w.pending ?? []).length === 0;
+    });
+    const window = await next(h, 'watch', lane('window'));
+    assert.equal((window.input as WatchInput).weedToken, undefined, 'the window lane deletes nothing itself');
+    await h.signal(stopSignal, {});
+    const result = await h.result() as WeederResult;
+    assert.deepEqual(result.weeded.map((p) => [p.name, p.owner]), [['a', 'ReplicaSet/rs']]);
+    assert.equal(stubs.of(h.workflowId, 'weed').length, 0, 'no deleting activity');
+    assert.equal(stubs.of(h.workflowId, 'check').length, 0, 'nothing to look at');
+    const events = (await h.fetchHistory()).events ?? [];
+    const signalAt = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'armedWeeding');
+    const answerAt = events.findIndex((e) => e.activityTaskCompletedEventAttributes);
+    assert.ok(signalAt > 0 && signalAt < answerAt, 'the announcement is in the history before the watch\'s answer');
+  }));
+
+  it('armed, deleting at once: an announcement without the watch\'s token is ignored', () => run(async (client) => {
+    const h = await start(client, armSignal);
+    const armed = await next(h, 'watch', lane('armed'));
+    await announce(h, armed, [cand('forged')], 'not-the-token');
+    await h.signal(armedWeedingSignal, { pods: [cand('forged')] } as never);
+    await announce(h, armed, [cand('real')]);
+    await waitFor('the real announcement pending', async () => (await pendingNames(h)).includes('real'));
+    assert.deepEqual(await pendingNames(h), ['real'], 'only the announcement with the token is taken');
+    armed.reply({ candidates: [], readyAt: Date.now(), weeded: [deleted(cand('real'))] });
+    await waitFor('real weeded', async () => (await h.query(windowQuery)).weeded.some((p) => p.name === 'real'));
+    await h.signal(stopSignal, {});
+    assert.deepEqual((await h.result() as WeederResult).weeded.map((p) => p.name), ['real']);
+  }));
+
+  it('armed, deleting at once: a watch lost after its announcement: the next attempt answers, the announced pods are looked at and a pod gone is recorded as weeded', () => run(async (client) => {
+    const h = await start(client, armSignal);
+    const first = await next(h, 'watch', lane('armed'));
+    await announce(h, first, [cand('a')]);
+    await waitFor('a pending', async () => (await pendingNames(h)).includes('a'));
+    first.fail(new Error('worker lost'));
+    const second = await next(h, 'watch', (c) => lane('armed')(c) && c.attempt === 2);
+    // The pod is gone (the first attempt deleted it): the second sees the Service ready and nothing to weed.
+    second.reply({ candidates: [], readyAt: Date.now(), weeded: [] });
+    const check = await next(h, 'check');
+    assert.deepEqual(podsOf(check), ['a']);
+    check.reply([{ uid: 'uid-a', seen: 'gone' }]);
+    await waitFor('a recorded as weeded', async () => (await h.query(windowQuery)).weeded.some((p) => p.name === 'a'));
+    await h.signal(stopSignal, {});
+    const result = await h.result() as WeederResult;
+    assert.match(result.weeded[0]?.note ?? '', /answer was lost/);
+    assert.equal(stubs.of(h.workflowId, 'weed').length, 0, 'no deleting activity');
+  }));
+
+  it('armed, deleting at once: a stop while the watch deletes answers after the watch does, with its deletions', () => run(async (client) => {
+    const h = await start(client, armSignal);
+    const armed = await next(h, 'watch', lane('armed'));
+    armed.deleting = true;
+    await announce(h, armed, [cand('a')]);
+    await waitFor('a pending', async () => (await pendingNames(h)).includes('a'));
+    const answer = h.executeUpdate(stopUpdate, { args: [{ reason: 'investigating' }] });
+    await waitFor('the stop taken in', async () => (await h.query(windowQuery)).stopped);
+    let answered = false;
+    void answer.then(() => (answered = true));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(answered, false, 'the answer waits for the armed watch that is deleting');
+    await waitFor('the stop reaching the armed watch', () => armed.cancelled, { timeoutMs: 20_000 });
+    assert.equal(answered, false, 'the answer waits for the armed watch that is deleting');
+    armed.reply({ candidates: [], readyAt: Date.now(), weeded: [deleted(cand('a'))] });
+    const stopped = await answer;
+    assert.deepEqual(stopped.weeded.map((p) => p.name), ['a']);
+    const result = await h.result() as WeederResult;
+    assert.deepEqual(result.weeded.map((p) => p.name), ['a']);
+    assert.equal(stubs.of(h.workflowId, 'weed').length, 0);
   }));
 
   it('armed: a lost armed watch does not hold up the window the watcher\'s transition opens', () => run(async (client) => {
