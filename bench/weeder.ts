@@ -31,6 +31,7 @@ import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { pgCounters, pgCountersSettled, persistenceRates } from './lib/persistence.ts';
 import { ReadinessStore } from '../src/weeder/record.ts';
 import { tendNamespace } from '../src/config/weeder.ts';
+import { FAIL_ANNOTATION } from '../src/sandbox/kubelet/annotations.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: opts } = parseArgs({ options: {
@@ -115,6 +116,12 @@ const allReady = async (ns: string, app: string, n: number) => {
 };
 const scaleEtcd = (ns: string, replicas: number) =>
   kube.apps.patchNamespacedDeploymentScale({ namespace: ns, name: 'etcd-main', body: { spec: { replicas } } }, mergePatch);
+/** New etcd pods crash for ever (the simulated kubelet's fail annotation): running, never ready. */
+const etcdFailing = (ns: string, failing: boolean) => kube.apps.patchNamespacedDeployment({
+  namespace: ns, name: 'etcd-main', body: { spec: { template: { metadata: { annotations: { [FAIL_ANNOTATION]: failing ? 'true' : null } } } } },
+}, mergePatch);
+const etcdEndpoints = async (a: Arm) => (await kube.discovery.listNamespacedEndpointSlice({
+  namespace: a.ns, labelSelector: `kubernetes.io/service-name=${a.etcd}` })).items.flatMap((sl) => sl.endpoints ?? []);
 const controlPlaneReady = async (a: Arm) =>
   (await allReady(a.ns, 'etcd-main', 3)) && (await allReady(a.ns, 'kube-apiserver', 2)) && (await allReady(a.ns, 'kube-controller-manager', 1));
 
@@ -122,6 +129,7 @@ const controlPlaneReady = async (a: Arm) =>
 class Observer {
   readyAt = new Map<string, number>(); // ns/service -> first time seen ready since reset
   deletedAt = new Map<string, number>(); // pod uid -> first time seen with deletionTimestamp (or gone)
+  appOf = new Map<string, string>(); // pod uid -> its app label
   private stops: (() => Promise<void>)[] = [];
   constructor(kc: KubeClients, namespaces: string[]) {
     for (const ns of namespaces) {
@@ -137,7 +145,10 @@ class Observer {
       const pods = startInformer<k8s.V1Pod>({
         kc: kc.kc, path: `/api/v1/namespaces/${ns}/pods`,
         list: () => kc.core.listNamespacedPod({ namespace: ns }), log,
-        onUpsert: (p) => { if (p.metadata?.deletionTimestamp && !this.deletedAt.has(p.metadata.uid!)) this.deletedAt.set(p.metadata.uid!, performance.now()); },
+        onUpsert: (p) => {
+          this.appOf.set(p.metadata!.uid!, p.metadata?.labels?.app ?? '');
+          if (p.metadata?.deletionTimestamp && !this.deletedAt.has(p.metadata.uid!)) this.deletedAt.set(p.metadata.uid!, performance.now());
+        },
         onDelete: (p) => { if (!this.deletedAt.has(p.metadata!.uid!)) this.deletedAt.set(p.metadata!.uid!, performance.now()); },
       });
       this.stops.push(() => slices.stop(), () => pods.stop());
@@ -273,6 +284,42 @@ async function main() {
     }
   }));
 
+  // ---- the upstream scaled to zero ----
+  // dependency-watchdog v1.7.0 takes a slice as ready when none of its endpoints says not ready, so
+  // an empty slice (every upstream pod gone) is ready to it: an upstream that came back broken
+  // (running, never ready) and is then scaled to zero looks like a recovery, and it deletes the
+  // dependants while the upstream is down. tend takes an empty slice as not ready. Each arm: etcd to
+  // zero until the apiservers crash-loop, back as one pod that never turns ready, then to zero again;
+  // every apiserver deletion from the first scale-down until ZERO_HOLD_MS after the last is counted.
+  const ZERO_HOLD_MS = 5000;
+  const zeroDeletes: Record<'tend' | 'dwd', number> = { tend: 0, dwd: 0 };
+  say('the upstream scaled to zero: etcd down, back broken, then scaled to zero again');
+  await Promise.all(latArms.map(async (a) => {
+    const name = a.name as 'tend' | 'dwd';
+    await waitFor(`${a.name}: control plane ready`, () => controlPlaneReady(a), 180_000, 200);
+    await sleep(6000); // the last trial's windows close
+    const from = performance.now();
+    await scaleEtcd(a.ns, 0);
+    await waitFor(`${a.name}: apiserver crash-looping`, async () => {
+      const pods = await live(a.ns, 'kube-apiserver');
+      return pods.length === 2 && pods.every((p) => crashLooping(p) && restarts(p) >= 3);
+    }, 120_000, 100);
+    await etcdFailing(a.ns, true);
+    await scaleEtcd(a.ns, 1);
+    await waitFor(`${a.name}: etcd back, not ready`, async () => {
+      const eps = await etcdEndpoints(a);
+      return eps.length > 0 && eps.every((e) => e.conditions?.ready === false);
+    }, 60_000, 50);
+    await scaleEtcd(a.ns, 0);
+    await waitFor(`${a.name}: etcd's slice empty`, async () => (await etcdEndpoints(a)).length === 0, 60_000, 50);
+    await sleep(ZERO_HOLD_MS);
+    const until = performance.now();
+    zeroDeletes[name] = [...obs.deletedAt].filter(([uid, t]) => t >= from && t <= until && obs.appOf.get(uid) === 'kube-apiserver').length;
+    await etcdFailing(a.ns, false);
+    await scaleEtcd(a.ns, 3);
+  }));
+  say(`deletions while the upstream was scaled to zero: tend ${zeroDeletes.tend}, dependency-watchdog ${zeroDeletes.dwd}`);
+
   // Before the histories are read, so that their reads are not counted.
   const pgAfter = await pgCountersSettled(info!);
 
@@ -312,7 +359,7 @@ async function main() {
   console.log(JSON.stringify({ sandbox: info!.stateDir, timeScale: JSON.parse(await readFile(join(info!.stateDir, 'sandbox.json'), 'utf8')).timeScale, watchDuration: WATCH, cascade, latency: {
     tend: latency.tend.length ? { p50: quantile(latency.tend, 0.5), p99: quantile(latency.tend, 0.99), n: latency.tend.length, samples: latency.tend.map(Math.round) } : null,
     dwd: latency.dwd.length ? { p50: quantile(latency.dwd, 0.5), p99: quantile(latency.dwd, 0.99), n: latency.dwd.length, samples: latency.dwd.map(Math.round) } : null,
-  }, whileDown, recoveredAlone, dwdCrashes, temporalPerWindow: { windows: windows.length, starts: 1, signals: avg((w) => w.signals), activities: avg((w) => w.activities), timers: avg((w) => w.timers), heartbeatsEstimated: heartbeats }, persistence }, null, 2));
+  }, whileDown, recoveredAlone, scaledToZero: { deletedWhileDown: zeroDeletes, holdMs: ZERO_HOLD_MS }, dwdCrashes, temporalPerWindow: { windows: windows.length, starts: 1, signals: avg((w) => w.signals), activities: avg((w) => w.activities), timers: avg((w) => w.timers), heartbeatsEstimated: heartbeats }, persistence }, null, 2));
   console.log('');
   console.log(`cascade recovery after etcd returns (kube-apiserver / whole chain):`);
   for (const a of arms) console.log(`  ${a.name.padEnd(5)} ${(cascade[a.name]!.apiserver / 1000).toFixed(1)} s / ${(cascade[a.name]!.chain / 1000).toFixed(1)} s`);
@@ -323,6 +370,8 @@ async function main() {
   console.log(`  deleted while etcd was still down: tend ${whileDown.tend}, dependency-watchdog ${whileDown.dwd}; ` +
     `recovered alone before any deletion: tend ${recoveredAlone.tend}, dependency-watchdog ${recoveredAlone.dwd} (of ${TRIALS} each)`);
   console.log(`  dependency-watchdog crashed ${dwdCrashes} times (restarted at once each time)`);
+  console.log(`upstream scaled to zero (down, back never ready, to zero again; ${ZERO_HOLD_MS / 1000} s after): apiserver pods deleted ` +
+    `while etcd was down: tend ${zeroDeletes.tend}, dependency-watchdog ${zeroDeletes.dwd}`);
   console.log(`Temporal actions per tend window (${windows.length} windows): 1 start + ${avg((w) => w.signals).toFixed(2)} signals + ` +
     `${avg((w) => w.activities).toFixed(2)} activities + ${avg((w) => w.timers).toFixed(2)} timers + ~${heartbeats.toFixed(2)} heartbeats`);
   if (persistence) {
