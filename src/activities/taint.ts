@@ -31,6 +31,21 @@ export const REPLACING = 'NodeTaintReplacing';
  */
 export interface ListTaintPodsInput {
   node: string;
+  /**
+   * The first mark of the pods it lists that are not `known` yet (the node
+   * workflow's firstMark): written as they are listed, when the node carries a
+   * configured taint, so that the list is their re-read. Absent: list only.
+   */
+  mark?: { known: string[] } & Pick<ConditionWrite, 'detected' | 'replacing'>;
+}
+
+/** What listTaintPods answers when asked to mark: the pods, and those it marked. */
+export interface ListedAndMarked {
+  pods: ListedPod[];
+  /** UIDs of the pods the mark was written on. */
+  written: string[];
+  /** uid -> the NodeTaintReplacing lastTransitionTime written, when the mark set it. */
+  marked: Record<string, number>;
 }
 
 /** The failure type of every taint replacement refusal. */
@@ -233,6 +248,75 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     return desired === undefined && owner !== undefined && (await controllerGone(input.namespace, owner, input.controllerUid));
   };
 
+  /**
+   * Sets or removes the two conditions on pods already checked (checkedPod), with
+   * a strategic merge patch of pods/status each, WRITES_AT_ONCE at a time. A 429
+   * (flow control) waits and goes again; a pod gone or replaced by a namesake is
+   * counted as gone.
+   */
+  const patchChecked = async (live: readonly { w: ConditionWrite; pod: k8s.V1Pod }[]) => {
+    let written = 0;
+    let gone = 0;
+    /** uid -> the NodeTaintReplacing lastTransitionTime written: when the mark became visible. */
+    const marked: Record<string, number> = {};
+    /** The pods written. */
+    const uids: string[] = [];
+    await pool(live, WRITES_AT_ONCE, async ({ w, pod }) => {
+      // NodeTaintReplacing says since when the pod is visibly marked, and the
+      // taintReplacementTimeSeconds count from then: a write that comes late
+      // (the worker was down when it was due) is dated when it is written, never
+      // back-dated. A mark this decision (or a later one) already wrote keeps its time.
+      let replacingSince: number | undefined;
+      if (w.replacing) {
+        const shown = conditionTime(pod, REPLACING);
+        replacingSince = shown !== undefined && shown >= w.replacing.since ? shown : Math.max(w.replacing.since, Date.now());
+      }
+      const condition = (type: string, c: ConditionWrite['detected'], since = c?.since) =>
+        c
+          ? { type, status: 'True', reason: 'NodeTainted', message: c.message, lastTransitionTime: new Date(since!).toISOString() }
+          : { type, $patch: 'delete' };
+      const body = {
+        metadata: { uid: w.uid },
+        status: { conditions: [condition(DETECTED, w.detected), condition(REPLACING, w.replacing, replacingSince)] },
+      };
+      for (let attempt = 1, throttled = 0; ; attempt++) {
+        try {
+          await kube.core.patchNamespacedPodStatus({ namespace: w.namespace, name: w.name, body }, strategicMergePatch);
+          written++;
+          uids.push(w.uid);
+          // Counted when a condition the pod did not show is set (a rewrite of a shown one is not a new mark).
+          if (w.detected && conditionTime(pod, DETECTED) === undefined) taintPodsMarked.inc({ condition: DETECTED });
+          if (w.replacing && conditionTime(pod, REPLACING) === undefined) taintPodsMarked.inc({ condition: REPLACING });
+          if (replacingSince !== undefined) marked[w.uid] = replacingSince;
+          return;
+        } catch (err) {
+          if (isNotFound(err)) {
+            gone++;
+            return;
+          }
+          // Refused by flow control: this write waits and goes again, rather than the
+          // activity failing and every write of the node being made again.
+          if (statusOf(err) === 429 && ++throttled < THROTTLED_TRIES) {
+            attempt--;
+            await sleep(THROTTLED_WAIT_MS);
+            continue;
+          }
+          if (!isConflict(err)) throw err;
+          // 409 is either the UID precondition (a namesake replaced the pod)
+          // or a write race the API server gave up retrying (the kubelet
+          // writes status too): only the first means gone.
+          const now = await kube.core.readNamespacedPod({ namespace: w.namespace, name: w.name }).catch(() => undefined);
+          if (!now || now.metadata?.uid !== w.uid) {
+            gone++;
+            return;
+          }
+          if (attempt >= 5) throw err;
+        }
+      }
+    });
+    return { written, gone, marked, uids };
+  };
+
   return {
     /** The settings of the worker's own configuration that the coordinator keeps. */
     async taintSlotSettings(): Promise<SlotSettings> {
@@ -268,9 +352,11 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     },
 
     /** The managed pods on a node, with the taint conditions they already carry. */
-    async listTaintPods(input: ListTaintPodsInput): Promise<ListedPod[]> {
-      const pods = await listOnNode(configured(), nodeName(input?.node));
-      return pods.filter(live).map((pod) => {
+    async listTaintPods(input: ListTaintPodsInput): Promise<ListedPod[] | ListedAndMarked> {
+      const c = configured();
+      const node = nodeName(input?.node);
+      const pods = (await listOnNode(c, node)).filter(live);
+      const listed = pods.map((pod) => {
         const controller = pod.metadata?.ownerReferences?.find((o) => o.controller);
         const detectedSince = conditionTime(pod, DETECTED);
         const replacingSince = conditionTime(pod, REPLACING);
@@ -285,6 +371,29 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
           ...(createdAt !== undefined ? { createdAt } : {}),
         };
       });
+      if (input.mark === undefined) return listed;
+      const mark = input.mark;
+      const condition = (x: unknown) => x === null || (typeof x === 'object' && typeof (x as { since?: unknown }).since === 'number' &&
+        Number.isFinite((x as { since: number }).since) && typeof (x as { message?: unknown }).message === 'string');
+      if (!mark || typeof mark !== 'object' || !Array.isArray(mark.known) || !mark.detected || !condition(mark.detected) || !condition(mark.replacing ?? null)) {
+        return refuse('mark must be { known: [uid], detected: { since, message }, replacing: { since, message } | null }');
+      }
+      const known = new Set(mark.known);
+      const fresh = pods.filter((p) => !known.has(p.metadata?.uid ?? ''));
+      // Listed with the configured podSelector, namespaces and node: each is managed and on this
+      // node (checked again, as any write checks it); marked only while the node carries a
+      // configured taint (else nothing is written, and the workflow decides again).
+      if (fresh.length === 0 || (await configuredTaints(c, node)).length === 0) return { pods: listed, written: [], marked: {} };
+      const checked = await Promise.all(fresh.map(async (pod) => {
+        const w: ConditionWrite = {
+          uid: pod.metadata!.uid!, namespace: pod.metadata!.namespace!, name: pod.metadata!.name!,
+          detected: mark.detected, replacing: mark.replacing ?? null,
+        };
+        const same = await checkedPod(c, node, w, false, async () => [], new Map([[w.uid, pod]]));
+        return same ? { w, pod: same } : undefined;
+      }));
+      const done = await patchChecked(checked.filter((x): x is { w: ConditionWrite; pod: k8s.V1Pod } => x !== undefined));
+      return { pods: listed, written: done.uids, marked: done.marked };
     },
 
     /**
@@ -296,10 +405,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       const node = nodeName(input?.node);
       const writes = Array.isArray(input.writes) ? input.writes : refuse('writes must be a list');
       const c = writes.some((w) => w?.detected || w?.replacing) ? configured() : sectionForCleanup();
-      let written = 0;
       let gone = 0;
-      /** uid -> the NodeTaintReplacing lastTransitionTime written: when the mark became visible. */
-      const marked: Record<string, number> = {};
       // Every pod is checked before any is written: a refusal changes nothing.
       let taints: Promise<MatchedTaint[]> | undefined;
       const taintsOf = (n: string) => (taints ??= configuredTaints(c, n));
@@ -315,59 +421,8 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
         if (pod) live.push({ w, pod });
         else gone++;
       });
-      await pool(live, WRITES_AT_ONCE, async ({ w, pod }) => {
-        // NodeTaintReplacing says since when the pod is visibly marked, and the
-        // taintReplacementTimeSeconds count from then: a write that comes late
-        // (the worker was down when it was due) is dated when it is written, never
-        // back-dated. A mark this decision (or a later one) already wrote keeps its time.
-        let replacingSince: number | undefined;
-        if (w.replacing) {
-          const shown = conditionTime(pod, REPLACING);
-          replacingSince = shown !== undefined && shown >= w.replacing.since ? shown : Math.max(w.replacing.since, Date.now());
-        }
-        const condition = (type: string, c: ConditionWrite['detected'], since = c?.since) =>
-          c
-            ? { type, status: 'True', reason: 'NodeTainted', message: c.message, lastTransitionTime: new Date(since!).toISOString() }
-            : { type, $patch: 'delete' };
-        const body = {
-          metadata: { uid: w.uid },
-          status: { conditions: [condition(DETECTED, w.detected), condition(REPLACING, w.replacing, replacingSince)] },
-        };
-        for (let attempt = 1, throttled = 0; ; attempt++) {
-          try {
-            await kube.core.patchNamespacedPodStatus({ namespace: w.namespace, name: w.name, body }, strategicMergePatch);
-            written++;
-            // Counted when a condition the pod did not show is set (a rewrite of a shown one is not a new mark).
-            if (w.detected && conditionTime(pod, DETECTED) === undefined) taintPodsMarked.inc({ condition: DETECTED });
-            if (w.replacing && conditionTime(pod, REPLACING) === undefined) taintPodsMarked.inc({ condition: REPLACING });
-            if (replacingSince !== undefined) marked[w.uid] = replacingSince;
-            return;
-          } catch (err) {
-            if (isNotFound(err)) {
-              gone++;
-              return;
-            }
-            // Refused by flow control: this write waits and goes again, rather than the
-            // activity failing and every write of the node being made again.
-            if (statusOf(err) === 429 && ++throttled < THROTTLED_TRIES) {
-              attempt--;
-              await sleep(THROTTLED_WAIT_MS);
-              continue;
-            }
-            if (!isConflict(err)) throw err;
-            // 409 is either the UID precondition (a namesake replaced the pod)
-            // or a write race the API server gave up retrying (the kubelet
-            // writes status too): only the first means gone.
-            const now = await kube.core.readNamespacedPod({ namespace: w.namespace, name: w.name }).catch(() => undefined);
-            if (!now || now.metadata?.uid !== w.uid) {
-              gone++;
-              return;
-            }
-            if (attempt >= 5) throw err;
-          }
-        }
-      });
-      return { written, gone, marked };
+      const done = await patchChecked(live);
+      return { written: done.written, gone: gone + done.gone, marked: done.marked };
     },
 
     /**

@@ -156,6 +156,20 @@ export function reconcilePods(d: NodeTaintData, listed: readonly ListedPod[], no
   }
 }
 
+/**
+ * The conditions a managed pod that is listed `now` and not yet known gets first
+ * (what decideNode writes for it on its first decision): the listing activity
+ * writes them as it lists, so that the list is the pods' re-read and the first
+ * mark needs no activity of its own. Undefined when the node carries no
+ * configured taint (nothing to mark).
+ */
+export function firstMark(d: NodeTaintData, now: number): Pick<ConditionWrite, 'detected' | 'replacing'> | undefined {
+  const probe: NodeTaintData = { ...d, pods: {}, granted: [], outbox: { request: [], release: [] } };
+  reconcilePods(probe, [{ uid: 'listed', namespace: '', name: '' }], now);
+  const w = decideNode(probe, now).writes.find((x) => x.uid === 'listed');
+  return w?.detected ? { detected: w.detected, replacing: w.replacing } : undefined;
+}
+
 /** A pod's conditions to write: a since-time (ms) sets the condition, null removes it. */
 export interface ConditionWrite {
   uid: string;

@@ -8,7 +8,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { createTaintActivities, LIST_PAGE } from '../../src/activities/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 import type { TaintReplacementConfig } from '../../src/config/taint-replacement.ts';
-import type { ConditionWrite } from '../../src/taint/node.ts';
+import { firstMark, newNodeTaintData, observeTaints, type ConditionWrite, type TaintSettings } from '../../src/taint/node.ts';
 
 const KEY = 'example.org/maintenance';
 const T0 = Date.parse('2026-11-25T20:00:00Z');
@@ -32,7 +32,7 @@ function pod(i: number, o: { node?: string; managed?: boolean } = {}): k8s.V1Pod
 }
 
 /** An API server holding `pods` and one tainted node sim-1; counts each call by kind. */
-function stubKube(pods: k8s.V1Pod[]) {
+function stubKube(pods: k8s.V1Pod[], nodeTaints: { key: string; effect: string }[] = [{ key: KEY, effect: 'NoSchedule' }]) {
   const calls = { list: 0, get: 0, patch: 0, nodes: 0 };
   const patched: string[] = [];
   const notFound = () => Object.assign(new Error('not found'), { code: 404 });
@@ -53,7 +53,7 @@ function stubKube(pods: k8s.V1Pod[]) {
       },
       listNode: async () => {
         calls.nodes++;
-        return { items: [{ metadata: { name: 'sim-1' }, spec: { taints: [{ key: KEY, effect: 'NoSchedule' }] } }] };
+        return { items: [{ metadata: { name: 'sim-1' }, spec: { taints: nodeTaints } }] };
       },
       patchNamespacedPodStatus: async ({ name }: { name: string }) => {
         calls.patch++;
@@ -125,5 +125,58 @@ describe('taint: condition writes re-read their pods with one LIST of the node',
     assert.equal(r.gone, 1);
     assert.equal(r.written, 1);
     assert.equal(calls.get, 1);
+  });
+});
+
+describe('taint: the listing activity writes the first mark of the pods it finds new', () => {
+  const first = { detected: { since: T0, message: `node sim-1 has taint ${KEY}:NoSchedule` }, replacing: null };
+
+  it('one LIST and one Node read, a patch for each pod not known, no GET; answers the pods and those it marked', async () => {
+    const pods = Array.from({ length: 12 }, (_, i) => pod(i));
+    const { kube, calls, patched } = stubKube(pods);
+    const r = await createTaintActivities(kube, config).listTaintPods({ node: 'sim-1', mark: { known: ['uid-0', 'uid-1'], ...first } });
+    assert.ok(!Array.isArray(r));
+    assert.equal(r.pods.length, 12);
+    assert.deepEqual([...r.written].sort(), pods.slice(2).map((p) => p.metadata!.uid!).sort());
+    assert.deepEqual(calls, { list: 1, get: 0, patch: 10, nodes: 1 });
+    assert.ok(!patched.includes('db-0') && !patched.includes('db-1'), 'known pods are left to the workflow');
+  });
+
+  it('without a mark it only lists (as before the patch): a plain list of pods', async () => {
+    const { kube, calls } = stubKube([pod(1), pod(2)]);
+    const r = await createTaintActivities(kube, config).listTaintPods({ node: 'sim-1' });
+    assert.ok(Array.isArray(r));
+    assert.equal(r.length, 2);
+    assert.deepEqual(calls, { list: 1, get: 0, patch: 0, nodes: 0 });
+  });
+
+  it('writes nothing when the node no longer carries a configured taint', async () => {
+    const { kube, calls } = stubKube([pod(1), pod(2)], []);
+    const r = await createTaintActivities(kube, config).listTaintPods({ node: 'sim-1', mark: { known: [], ...first } });
+    assert.ok(!Array.isArray(r));
+    assert.deepEqual(r.written, []);
+    assert.equal(calls.patch, 0);
+  });
+
+  it('refuses a malformed mark before writing anything', async () => {
+    const { kube, calls } = stubKube([pod(1)]);
+    await assert.rejects(
+      createTaintActivities(kube, config).listTaintPods({ node: 'sim-1', mark: { known: [], detected: { since: 'soon' }, replacing: null } as never }),
+      /refused: mark must be/,
+    );
+    assert.equal(calls.patch, 0);
+  });
+
+  it('firstMark is what the workflow\'s first decision writes for a pod listed now', () => {
+    const settings: TaintSettings = {
+      taintReplacementOptions: [{ key: KEY, durationInSeconds: 60 }], taintReplacementTimeSeconds: 30, maxConcurrentReplacements: 1,
+      podSelector: { matchLabels: { managed: 'yes' } },
+    };
+    const d = newNodeTaintData('sim-1', settings);
+    observeTaints(d, [{ key: KEY, effect: 'NoSchedule', durationInSeconds: 60, matchedBy: KEY, timeAdded: new Date(T0).toISOString() }], settings, T0);
+    assert.deepEqual(firstMark(d, T0 + 1000), { detected: { since: T0 + 1000, message: `node sim-1 has taint ${KEY}:NoSchedule` }, replacing: null });
+    const due = firstMark(d, T0 + 61_000)!;
+    assert.equal(due.replacing?.since, T0 + 61_000, 'due already: NodeTaintReplacing since the pod was first seen');
+    assert.equal(firstMark(newNodeTaintData('sim-1', settings), T0), undefined, 'no taint: nothing to mark');
   });
 });

@@ -1,0 +1,133 @@
+// The node workflow's first mark is written by the listing activity itself
+// (patch taint-list-marks): the list is the pods' re-read, and a pod found new
+// is NodeTaintDetected without a writeTaintConditions of its own. Pods the
+// listing did not mark (gone meanwhile, or an activity that lists only) are
+// written the old way; the later marks (NodeTaintReplacing, clearing) are
+// unchanged.
+import assert from 'node:assert/strict';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { TaintStubs, type StubPod } from '../harness/taint.ts';
+import { waitFor } from '../harness/wait.ts';
+import type { ListTaintPodsInput } from '../../src/activities/taint.ts';
+
+const SLOTS = 'taint-replacements';
+const pod = (uid: string): StubPod => ({ uid, namespace: 'ns', name: `db-${uid}` });
+
+/** The stubs, with a listTaintPods that marks the pods it lists as new (all but `skip`), as the activity does. */
+function marking(stubs: TaintStubs, skip: Set<string> = new Set()) {
+  const base = stubs.activities();
+  return {
+    ...base,
+    listTaintPods: async (input: ListTaintPodsInput) => {
+      const pods = ((await base.listTaintPods!(input as never)) as StubPod[]);
+      if (!input.mark) return pods;
+      const at = Date.now();
+      const written = pods.map((p) => p.uid).filter((uid) => !input.mark!.known.includes(uid) && !skip.has(uid));
+      const marked = input.mark.replacing ? Object.fromEntries(written.map((uid) => [uid, at])) : {};
+      stubs.calls.push({ at, name: 'listTaintPods:marked', input, result: { written, marked } });
+      return { pods, written, marked };
+    },
+  };
+}
+
+describe('taint: the listing activity writes the first mark', function () {
+  this.timeout(180_000);
+  let env: TestWorkflowEnvironment;
+  let n = 0;
+
+  before(async () => {
+    env = await startWorkflowEnv();
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+  afterEach(async () => {
+    await env.client.workflow.getHandle(SLOTS).terminate('test over').catch(() => undefined);
+  });
+
+  const fresh = () => `lm${++n}-${Date.now() % 100000}`;
+  const startSlots = (client: Client, queue: string) =>
+    client.workflow.start('taintReplacementsWorkflow', { taskQueue: queue, workflowId: SLOTS, args: [{}] });
+  const startNode = (client: Client, queue: string, node: string): Promise<WorkflowHandle> =>
+    client.workflow.start('taintNodeWorkflow', { taskQueue: queue, workflowId: `taint/${node}`, args: [{ node }] });
+  const nodeStatus = (h: WorkflowHandle) => h.query<{ pod: string; state: string; condition: string }[]>('status');
+  const untaint = async (stubs: TaintStubs, h: WorkflowHandle, node: string) => {
+    stubs.taints.set(node, []);
+    await h.signal('nodeTaints', { taints: [] });
+    return h.result();
+  };
+  /** The pods each condition write set NodeTaintDetected on without NodeTaintReplacing (a first mark). */
+  const firstMarksWritten = (stubs: TaintStubs) => stubs.callsOf('writeTaintConditions')
+    .flatMap((c) => (c.input as { writes: { uid: string; detected: unknown; replacing: unknown }[] }).writes)
+    .filter((w) => w.detected && !w.replacing).map((w) => w.uid);
+
+  it('pods listed new are marked by the listing: Detected with no write of their own, then Replacing, evicted and cleared as before', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.settings.taintReplacementOptions[0]!.durationInSeconds = 2;
+    stubs.settings.taintReplacementTimeSeconds = 1;
+    stubs.taint(node, [pod('a'), pod('b')]);
+    const queue = taskQueue('taint-list-marks');
+    await withWorker(env, queue, marking(stubs), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node);
+      await waitFor('both pods Detected', async () => (await nodeStatus(h)).filter((p) => p.state === 'Detected' && p.condition === 'NodeTaintDetected').length === 2,
+        { timeoutMs: 30_000 });
+      const list = stubs.callsOf('listTaintPods:marked')[0]!;
+      const mark = (list.input as ListTaintPodsInput).mark!;
+      assert.deepEqual(mark.known, []);
+      assert.equal(mark.replacing, null, 'the taint is 2 s young: Detected only');
+      assert.deepEqual((list.result as { written: string[] }).written.sort(), ['a', 'b']);
+      await waitFor('both evicted', () => stubs.evicted('a') === 1 && stubs.evicted('b') === 1, { timeoutMs: 60_000 });
+      assert.deepEqual(firstMarksWritten(stubs), [], 'no condition write repeated the listing\'s mark');
+      const replacing = stubs.callsOf('writeTaintConditions').flatMap((c) => (c.input as { writes: { uid: string; replacing: unknown }[] }).writes)
+        .filter((w) => w.replacing).map((w) => w.uid).sort();
+      assert.deepEqual(replacing, ['a', 'b'], 'NodeTaintReplacing written by writeTaintConditions when due');
+      await untaint(stubs, h, node);
+    });
+  });
+
+  it('a pod the listing did not mark is written by writeTaintConditions; a taint already due is marked Replacing by the listing', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.settings.taintReplacementOptions[0]!.durationInSeconds = 0;
+    stubs.settings.taintReplacementTimeSeconds = 3600;
+    stubs.taint(node, [pod('c'), pod('d')]);
+    const queue = taskQueue('taint-list-skip');
+    await withWorker(env, queue, marking(stubs, new Set(['d'])), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node);
+      await waitFor('both pods Replacing', async () => (await nodeStatus(h)).filter((p) => p.condition === 'NodeTaintReplacing').length === 2,
+        { timeoutMs: 30_000 });
+      const mark = (stubs.callsOf('listTaintPods:marked')[0]!.input as ListTaintPodsInput).mark!;
+      assert.ok(mark.replacing, 'a taint of 0 s is due at once: the first mark carries NodeTaintReplacing');
+      const writes = stubs.callsOf('writeTaintConditions').flatMap((c) => (c.input as { writes: { uid: string }[] }).writes).map((w) => w.uid);
+      assert.deepEqual(writes, ['d'], 'only the pod the listing did not mark is written');
+      await untaint(stubs, h, node);
+    });
+  });
+
+  it('a pod that lands later is listed again with the known pods named: only it is marked', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.settings.taintReplacementOptions[0]!.durationInSeconds = 3600;
+    stubs.taint(node, [pod('e')]);
+    const queue = taskQueue('taint-list-later');
+    await withWorker(env, queue, marking(stubs), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node);
+      await waitFor('e Detected', async () => (await nodeStatus(h)).some((p) => p.pod === 'db-e' && p.condition === 'NodeTaintDetected'), { timeoutMs: 30_000 });
+      stubs.pods.set(node, [pod('e'), pod('f')]);
+      await h.signal('podsChanged');
+      await waitFor('f Detected', async () => (await nodeStatus(h)).some((p) => p.pod === 'db-f' && p.condition === 'NodeTaintDetected'), { timeoutMs: 30_000 });
+      const second = stubs.callsOf('listTaintPods:marked')[1]!;
+      assert.deepEqual((second.input as ListTaintPodsInput).mark!.known, ['e']);
+      assert.deepEqual((second.result as { written: string[] }).written, ['f']);
+      assert.deepEqual(firstMarksWritten(stubs), []);
+      await untaint(stubs, h, node);
+      assert.ok(stubs.cleared('e') && stubs.cleared('f'), 'both cleared when the taint went');
+    });
+  });
+});
