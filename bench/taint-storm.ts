@@ -38,7 +38,7 @@ import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
 import { DETECTED, REPLACING, WRITES_AT_ONCE } from '../src/activities/taint.ts';
 import {
-  actionsOf, apfDelta, apfSnapshot, countHistories, editTaints, memOf, partsSampler, pool, rssSampler, say, sleep, waitFor,
+  actionsOf, apfDelta, apfSnapshot, countHistories, editTaints, memOf, memoryParts, partsSampler, roundParts, taskWaits, waitsBetween, pool, rssSampler, say, sleep, waitFor,
 } from './lib/taint-support.ts';
 import { ensureBinaries } from '../src/sandbox/binaries.ts';
 
@@ -259,9 +259,11 @@ const slots = () => client.workflow.getHandle(SLOTS_WORKFLOW_ID).query(slotsStat
 
 // --- the storm: every node of the zone, at once ------------------------------------------------------
 say(`tainting ${stormNodes.length} nodes carrying ${affected.length} managed pods`);
+const workerIdle = await memoryParts(httpPorts.worker!).catch(() => undefined);
 rss.reset();
 workerParts.reset();
 const apfTend0 = await apf();
+const waits0 = await taskWaits(httpPorts.worker!).catch(() => undefined);
 const t0 = Date.now();
 stormAt = t0;
 await pool(stormNodes, 25, (n) => editTaints(admin, n, (ts) => [...ts.filter((x) => x.key !== KEY), { key: KEY, value: 'storm', effect: 'NoSchedule' }]));
@@ -272,6 +274,9 @@ const allMarked = await waitFor('every affected pod marked NodeTaintDetected', a
   return markedAt.size + (markedAt.size < affected.length ? gone() : 0) >= affected.length ? Date.now() : undefined;
 }, 20 * 60_000, 1000);
 const apfTend = apfDelta(apfTend0, await apf());
+const waits1 = await taskWaits(httpPorts.worker!).catch(() => undefined);
+// How long the marking's tasks waited for the worker (its activity slots, its workflow task slots).
+const markingWaits = waits0 && waits1 ? waitsBetween(waits0, waits1) : undefined;
 const marks = [...markedAt.values()].sort((a, b) => a - b);
 const allDetectedMs = (marks.at(-1) ?? allMarked) - t0;
 const firstMarkMs = (marks[0] ?? allMarked) - t0;
@@ -334,7 +339,7 @@ const memory = {
   watcherPeakRssMiB: Math.round(rss.peak.watcher!), workerPeakRssMiB: Math.round(rss.peak.worker!),
   watcherVmHWMMiB: Math.round(await memOf(watcher.pid!, 'VmHWM')), workerVmHWMMiB: Math.round(await memOf(worker.pid!, 'VmHWM')),
   // MiB: the main thread's heap, its buffers, and the rest (the workflow thread's heap, the SDK's core, code).
-  workerAtPeak: workerParts.atPeak, workerMostWorkflowsCached: workerParts.maxCached,
+  workerIdleBeforeStorm: workerIdle && roundParts(workerIdle), workerAtPeak: workerParts.atPeak, workerMostWorkflowsCached: workerParts.maxCached,
 };
 const histories = await countHistories(client, `TendCapability="taint" AND StartTime >= "${benchStart.toISOString()}"`,
   (id) => (id === SLOTS_WORKFLOW_ID ? 'coordinator' : 'nodes'));
@@ -353,7 +358,7 @@ const result = {
     rawPodsPerSecond: +rawRate.toFixed(1), tendShareOfRaw: +(tendRate / rawRate).toFixed(2),
     // kube-apiserver's flow control for tend's identity (workload-low) while the raw loop set the
     // conditions, and while tend marked the pods (the watcher's and the worker's every request).
-    apfRaw, apfTend,
+    apfRaw, apfTend, markingWaits,
   },
   replacements: {
     windowMs, grants, grantsPerSecond: +(grants / (windowMs / 1000)).toFixed(2), queuedAtEnd: queued,
@@ -376,6 +381,11 @@ row('nodes / pods / tainted nodes / affected pods', `${NODES} / ${PODS} / ${stor
 row('all affected pods marked (from first taint)', `${(allDetectedMs / 1000).toFixed(1)} s`);
 row('tend / raw write rate (pods/s)', `${tendRate.toFixed(0)} / ${rawRate.toFixed(0)} = ${Math.round((100 * tendRate) / rawRate)} % (raw at ${RAW_C} at a time)`);
 row('API seats per affected pod (tend / raw)', `${(apfTend.seats / affected.length).toFixed(2)} / ${(apfRaw.seats / affected.length).toFixed(2)}`);
+if (markingWaits) {
+  row('marking: tasks waiting for the worker', `activities ${markingWaits.activity.meanWaitSeconds} s (${markingWaits.activity.tasks}), ` +
+    `workflow tasks ${markingWaits.workflowTask.meanWaitSeconds} s (${markingWaits.workflowTask.tasks})`);
+}
+row('API requests per affected pod (tend / raw)', `${(apfTend.dispatched / affected.length).toFixed(2)} / ${(apfRaw.dispatched / affected.length).toFixed(2)}`);
 row('in flight, peak (coordinator / pods)', `${peakCoordinator} / ${peakFromPods} (limit ${MAX})`);
 row('grants per second (window)', `${(grants / (windowMs / 1000)).toFixed(2)} (${grants} in ${(windowMs / 1000).toFixed(0)} s)`);
 row('coordinator runs / events (largest run)', `${coordinator.runs} / ${coordinator.events} (${coordinator.maxEvents})`);
@@ -383,6 +393,8 @@ row('node workflow largest history', `${nodesRuns.maxEvents} events`);
 row('actions per tainted node (+ coordinator)', `${result.actionsPerTaintedNode} (+${result.coordinatorActionsPerTaintedNode})`);
 row('watcher / worker peak RSS', `${memory.watcherPeakRssMiB} / ${memory.workerPeakRssMiB} MiB`);
 const wp = memory.workerAtPeak;
+const wi = memory.workerIdleBeforeStorm;
+if (wi) row('worker idle before: heap / buffers / rest', `${wi.heapTotal} (${wi.heapUsed} used) / ${wi.external} / ${wi.rest} MiB (RSS ${wi.rss})`);
 if (wp) row('worker at its peak: heap / buffers / rest', `${wp.heapTotal} (${wp.heapUsed} used) / ${wp.external} / ${wp.rest} MiB; ${memory.workerMostWorkflowsCached} workflows cached at most`);
 row('load average at the end', result.loadavg);
 

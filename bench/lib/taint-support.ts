@@ -191,6 +191,9 @@ export async function memoryParts(port: number): Promise<MemoryParts> {
   };
 }
 
+/** Memory parts rounded to whole MiB. */
+export const roundParts = (m: MemoryParts) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round(v)])) as unknown as MemoryParts;
+
 /** Samples memoryParts every `everyMs` and keeps the sample with the largest RSS, and the most workflows cached. */
 export function partsSampler(port: number, everyMs = 2000) {
   let atPeak: MemoryParts | undefined;
@@ -204,9 +207,8 @@ export function partsSampler(port: number, everyMs = 2000) {
       maxCached = Math.max(maxCached, m.cachedWorkflows ?? 0);
     }).catch(() => undefined).finally(() => (busy = false));
   }, everyMs);
-  const round = (m: MemoryParts) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round(v)])) as unknown as MemoryParts;
   return {
-    get atPeak() { return atPeak && round(atPeak); },
+    get atPeak() { return atPeak && roundParts(atPeak); },
     get maxCached() { return maxCached; },
     reset: () => {
       atPeak = undefined;
@@ -214,4 +216,27 @@ export function partsSampler(port: number, everyMs = 2000) {
     },
     stop: () => clearInterval(timer),
   };
+}
+
+/**
+ * How long tasks waited for the worker (Temporal's schedule-to-start latency, from the worker's
+ * /metrics, where the SDK's core writes it): the mean of activity tasks and of workflow tasks, in
+ * seconds, and how many; a snapshot, to be subtracted from a later one.
+ */
+export async function taskWaits(port: number): Promise<Record<'activity' | 'workflowTask', { sum: number; count: number }>> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  const total = (prefix: string, suffix: 'sum' | 'count') => text.split('\n')
+    .filter((l) => l.startsWith(`${prefix}`) && new RegExp(`_${suffix}(\\{|\\s)`).test(l))
+    .reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  const of = (prefix: string) => ({ sum: total(prefix, 'sum'), count: total(prefix, 'count') });
+  return { activity: of('temporal_activity_schedule_to_start_latency'), workflowTask: of('temporal_workflow_task_schedule_to_start_latency') };
+}
+
+/** The mean wait (s) and the count of tasks between two taskWaits snapshots. */
+export function waitsBetween(a: Awaited<ReturnType<typeof taskWaits>>, b: Awaited<ReturnType<typeof taskWaits>>) {
+  const one = (k: 'activity' | 'workflowTask') => {
+    const count = b[k].count - a[k].count;
+    return { tasks: count, meanWaitSeconds: count > 0 ? +((b[k].sum - a[k].sum) / count).toFixed(2) : 0 };
+  };
+  return { activity: one('activity'), workflowTask: one('workflowTask') };
 }
