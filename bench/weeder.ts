@@ -129,7 +129,7 @@ const controlPlaneReady = async (a: Arm) =>
 class Observer {
   readyAt = new Map<string, number>(); // ns/service -> first time seen ready since reset
   deletedAt = new Map<string, number>(); // pod uid -> first time seen with deletionTimestamp (or gone)
-  appOf = new Map<string, string>(); // pod uid -> its app label
+  appOf = new Map<string, string>(); // pod uid -> namespace/app label
   private stops: (() => Promise<void>)[] = [];
   constructor(kc: KubeClients, namespaces: string[]) {
     for (const ns of namespaces) {
@@ -146,7 +146,7 @@ class Observer {
         kc: kc.kc, path: `/api/v1/namespaces/${ns}/pods`,
         list: () => kc.core.listNamespacedPod({ namespace: ns }), log,
         onUpsert: (p) => {
-          this.appOf.set(p.metadata!.uid!, p.metadata?.labels?.app ?? '');
+          this.appOf.set(p.metadata!.uid!, `${ns}/${p.metadata?.labels?.app ?? ''}`);
           if (p.metadata?.deletionTimestamp && !this.deletedAt.has(p.metadata.uid!)) this.deletedAt.set(p.metadata.uid!, performance.now());
         },
         onDelete: (p) => { if (!this.deletedAt.has(p.metadata!.uid!)) this.deletedAt.set(p.metadata!.uid!, performance.now()); },
@@ -314,7 +314,7 @@ async function main() {
     await waitFor(`${a.name}: etcd's slice empty`, async () => (await etcdEndpoints(a)).length === 0, 60_000, 50);
     await sleep(ZERO_HOLD_MS);
     const until = performance.now();
-    zeroDeletes[name] = [...obs.deletedAt].filter(([uid, t]) => t >= from && t <= until && obs.appOf.get(uid) === 'kube-apiserver').length;
+    zeroDeletes[name] = [...obs.deletedAt].filter(([uid, t]) => t >= from && t <= until && obs.appOf.get(uid) === `${a.ns}/kube-apiserver`).length;
     await etcdFailing(a.ns, false);
     await scaleEtcd(a.ns, 3);
   }));

@@ -145,49 +145,103 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
       // Set once the activity is returning: nothing more is proposed after that.
       let done = false;
       let synced = false;
-      // Armed with a token: the deletions made the moment the Service was seen ready.
-      let weeding: Promise<void> | undefined;
+      // Armed with a token: the dependants announced to the workflow while the
+      // Service was down, and the deletions made the moment it was seen ready.
       const weedToken = typeof input.weedToken === 'string' && input.openOnReady ? input.weedToken : undefined;
+      const run = ctx.info.workflowExecution;
+      const announced = new Map<string, Candidate>();
+      let announcing: Promise<void> | undefined;
+      let announceAgain = false;
+      let weeding: Promise<void> | undefined;
+      const outcomes = new Map<string, WeedOutcome>();
+      const target = { workflowId, namespace, service };
+
+      /** Tells the workflow these pods are to be deleted (armedWeeding): in its history before any is. */
+      const announce = async (pods: Candidate[]): Promise<boolean> => {
+        try {
+          await ctx.client.workflow.getHandle(run!.workflowId, run!.runId).signal(armedWeedingSignal, { token: weedToken!, pods });
+          for (const c of pods) announced.set(c.uid, c);
+          return true;
+        } catch (err) {
+          wlog.warn({ err: errorMessage(err) }, 'weeder: could not announce crash-looping dependants to the workflow; they are handed to its deleting activity instead');
+          return false;
+        }
+      };
 
       /**
-       * What a dependant's own deleting activity would do, done here, the moment the
-       * Service is seen ready, on the watch's view (as fresh as the watch events):
-       * the workflow is told the pods first (a signal, recorded in its history
-       * before any deletion is issued); then each is deleted (UID precondition).
-       * Held by the safety gates, or the workflow unreachable: nothing is deleted
-       * here, and the candidates go back to the workflow as before.
+       * While the Service is down: the dependants that would be weeded were it
+       * ready (crash-looping, with a controller) are announced as they appear,
+       * one signal per burst, so that the deletions need no round trip when it
+       * is ready.
        */
-      const weedAtOnce = async (): Promise<void> => {
-        const deletable = out.candidates.filter((c) => c.owner !== undefined && podsNow.has(c.uid));
-        const run = ctx.info.workflowExecution;
-        if (deletable.length === 0 || !run || writeHold(gates, 'weeder')) return;
-        try {
-          await ctx.client.workflow.getHandle(run.workflowId, run.runId).signal(armedWeedingSignal, { token: weedToken!, pods: deletable });
-        } catch (err) {
-          wlog.warn({ err: errorMessage(err) }, 'weeder: could not tell the workflow before deleting; its deleting activity deletes instead');
+      const announceAhead = () => {
+        if (weedToken === undefined || !run || done || !synced) return;
+        if (announcing) {
+          announceAgain = true;
           return;
         }
-        const target = { workflowId, namespace, service };
-        const outcomes = await Promise.all(deletable.map(async (c): Promise<WeedOutcome | undefined> => {
+        const fresh: Candidate[] = [];
+        for (const pod of podsNow.values()) {
+          const uid = pod.metadata!.uid!;
+          if (announced.has(uid) || handled.has(uid)) continue;
+          const d = decidePod(pod, { namespace, podSelectors, serviceReady: true, handled });
+          if (d.action === 'delete') fresh.push({ name: pod.metadata!.name!, uid, containers: d.containers, owner: `${controllerOf(pod)!.kind}/${controllerOf(pod)!.name}` });
+        }
+        if (fresh.length === 0) return;
+        announcing = announce(fresh).then(() => undefined).finally(() => {
+          announcing = undefined;
+          if (announceAgain) {
+            announceAgain = false;
+            announceAhead();
+          }
+        });
+      };
+
+      /**
+       * The moment the Service is seen ready: every candidate with a controller
+       * is deleted at once (UID precondition), on the watch's view, as fresh as
+       * its events. One not announced yet is announced first. Held by the safety
+       * gates, or not announced: nothing is deleted here; the candidates go back
+       * to the workflow, whose deleting activity judges them afresh.
+       */
+      const weedAtOnce = async (): Promise<void> => {
+        if (!run || writeHold(gates, 'weeder')) return;
+        await announcing;
+        let deletable = out.candidates.filter((c) => c.owner !== undefined && podsNow.has(c.uid));
+        const missing = deletable.filter((c) => !announced.has(c.uid));
+        if (missing.length > 0 && !(await announce(missing))) deletable = deletable.filter((c) => announced.has(c.uid));
+        await Promise.all(deletable.map(async (c) => {
           const at = new Date().toISOString();
           try {
-            if (await weed(kube, target, podsNow.get(c.uid)!, c.containers)) return { uid: c.uid, outcome: 'deleted', at };
-            return { uid: c.uid, outcome: 'skipped', reason: 'gone (or replaced) when deleted' };
+            if (await weed(kube, target, podsNow.get(c.uid)!, c.containers)) outcomes.set(c.uid, { uid: c.uid, outcome: 'deleted', at });
+            else outcomes.set(c.uid, { uid: c.uid, outcome: 'skipped', reason: 'gone (or replaced) when deleted' });
           } catch (err) {
             const code = statusOf(err);
             if (code !== undefined && code >= 400 && code < 500 && code !== 429) {
-              return { uid: c.uid, outcome: 'failed', reason: `delete refused (${code}): ${errorMessage(err)}`, at };
+              outcomes.set(c.uid, { uid: c.uid, outcome: 'failed', reason: `delete refused (${code}): ${errorMessage(err)}`, at });
+            } else {
+              // Not known to be deleted: handed back; the workflow's deleting activity tries again, judging it afresh.
+              wlog.warn({ pod: c.name, err: errorMessage(err) }, 'weeder: a deletion failed; handed to the deleting activity');
             }
-            // Not known to be deleted: handed back, the workflow's deleting activity tries again, judging it afresh.
-            wlog.warn({ pod: c.name, err: errorMessage(err) }, 'weeder: a deletion failed; handed to the deleting activity');
-            return undefined;
           }
         }));
-        const weeded = outcomes.filter((o): o is WeedOutcome => o !== undefined);
-        const answered = new Set(weeded.map((o) => o.uid));
+      };
+
+      /**
+       * The answer for every pod announced: its outcome, or, for one not in the
+       * candidates handed back, why it was not deleted (it recovered, or the
+       * Service did not come back while this watch ran).
+       */
+      const answerAnnounced = (why: string) => {
+        if (weedToken === undefined || announced.size === 0) return;
+        weederOutcomes(namespace, service, [...outcomes.values()]);
+        const handedBack = new Set(out.candidates.filter((c) => !outcomes.has(c.uid)).map((c) => c.uid));
+        for (const c of announced.values()) {
+          if (!outcomes.has(c.uid) && !handedBack.has(c.uid)) outcomes.set(c.uid, { uid: c.uid, outcome: 'skipped', reason: why });
+        }
+        const weeded = [...outcomes.values()];
         out.weeded = weeded;
-        out.candidates = out.candidates.filter((c) => !answered.has(c.uid));
-        weederOutcomes(namespace, service, weeded);
+        out.candidates = out.candidates.filter((c) => !outcomes.has(c.uid));
       };
 
       /** Whether the pod became a candidate. */
@@ -221,6 +275,8 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
           }
         } else if (found) {
           finish();
+        } else if (input.openOnReady && out.readyAt === undefined) {
+          announceAhead();
         }
       };
 
@@ -269,11 +325,16 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
 
       try {
         await Promise.race([finished, ctx.cancelled]).finally(() => (done = true));
+        await announcing;
+        answerAnnounced(out.readyAt === undefined ? `the Service ${namespace}/${service} did not turn ready while armed` : 'not in CrashLoopBackOff when the Service turned ready');
         return out;
       } catch (err) {
         // Deleting already (the workflow has the pods' names): the deletions are finished and answered, not abandoned.
-        if (weeding) {
-          await weeding;
+        if (weeding) await weeding;
+        await announcing;
+        // Pods announced: the workflow is told what became of them rather than left to look.
+        if (weeding || announced.size > 0) {
+          answerAnnounced('the armed watch was stopped before the Service turned ready');
           return out;
         }
         if (err instanceof CancelledFailure) wlog.info('weeder watch ended: the window was stopped, cancelled or carried over');

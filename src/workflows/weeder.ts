@@ -121,7 +121,7 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
   let armedDeleting = false;
   const armedSettled = () => !(armedDeleting && lanes.has('armed'));
   let refused: { err: unknown } | undefined;
-  const show = () => setCurrentDetails(details(state, target.namespace));
+  const show = () => setCurrentDetails(details(state, target.namespace, announced));
 
   /** Ends the window now: no watching, no deletion started from here on; deletions under way are waited for. */
   const halt = () => {
@@ -273,7 +273,7 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
         if (found.weeded?.length) state.settle(found.weeded, Date.now());
         const fresh = state.propose(found.candidates);
         // Announced, then not deleted by the watch (a failure it could not judge): the deleting activity tries, afresh.
-        const again = state.acting ? found.candidates.filter((c) => announced.has(c.uid) && state.isPending(c.uid)) : [];
+        const again = direct && state.acting ? found.candidates.filter((c) => announced.has(c.uid) && state.isPending(c.uid)) : [];
         for (const c of again) announced.delete(c.uid);
         if (fresh.length + again.length > 0) weed([...fresh, ...again]);
         if (direct) lookAtAnnounced(found.weeded === undefined ? "the armed watch's answer did not include them" : undefined);
@@ -346,7 +346,7 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
 }
 
 /** What the Web UI shows as the workflow's current details. */
-function details(state: WindowState, namespace: string): string {
+function details(state: WindowState, namespace: string, announced: ReadonlyMap<string, Candidate>): string {
   const iso = (ms: number) => new Date(ms).toISOString();
   const names = (pods: readonly { name: string }[]) => pods.map((p) => `${namespace}/${p.name}`).join(', ');
   const lines = [];
@@ -357,7 +357,10 @@ function details(state: WindowState, namespace: string): string {
   if (state.armed) lines.push(`Service not ready since ${iso(state.armed.since)}: weeds the moment it is ready (armed until ${iso(state.armed.until)}).`);
   if (state.stopped) lines.push(`Stopped: ${state.stopped.reason}.`);
   if (state.failure) lines.push(`Failed: ${state.failure.reason}.`);
-  const deleting = state.pending.filter((p) => !gated.has(p.uid));
+  // Announced by the armed watch while the Service is down: deleted the moment it is ready.
+  const waiting = state.armed ? state.pending.filter((p) => announced.has(p.uid) && !gated.has(p.uid)) : [];
+  if (waiting.length) lines.push(`Crash-looping, deleted the moment the Service is ready: ${names(waiting)}.`);
+  const deleting = state.pending.filter((p) => !gated.has(p.uid) && !waiting.includes(p));
   if (deleting.length) lines.push(`Deleting: ${deleting.map((p) => p.name).join(', ')}.`);
   if (wouldHave.length) lines.push(`Observe mode, nothing deleted; would have deleted: ${names(wouldHave)}.`);
   if (state.held.length && state.acting && windowOpen(state, Date.now())) {

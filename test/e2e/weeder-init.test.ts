@@ -81,5 +81,16 @@ describe('weeder: a dependant whose init container crash-loops on its upstream',
     assert.ok(weeded, JSON.stringify(result));
     assert.deepEqual(weeded.containers, ['wait-db'], 'weeded for its init container');
     assert.ok(result.armedAt, 'the workflow was armed while db was down');
+    // Deleted by the armed watch itself, announced first: the signal naming it is in the history
+    // before the watch's answer, and no deleting activity was needed.
+    const events = (await h.fetchHistory()).events ?? [];
+    const payloads = (e: (typeof events)[number]) => (e.workflowExecutionSignaledEventAttributes?.input?.payloads ?? [])
+      .map((p) => Buffer.from(p.data ?? new Uint8Array()).toString());
+    const announcedAt = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'armedWeeding' &&
+      payloads(e).some((text) => text.includes(before!.metadata!.uid!)));
+    assert.ok(announcedAt > 0, 'an armedWeeding signal names the pod');
+    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType?.name);
+    assert.ok(!scheduled.includes('weedPods'), `no deleting activity: ${scheduled.join(', ')}`);
+    assert.ok(events.findIndex((e, i) => i > announcedAt && e.activityTaskCompletedEventAttributes) > announcedAt, 'the armed watch answered after its announcement');
   });
 });
