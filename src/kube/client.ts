@@ -3,6 +3,7 @@
 // kubeconfig file and in-cluster credentials is made once.
 import * as k8s from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
+import { Agent } from 'undici';
 import { ConfigError } from '../config/errors.ts';
 import { expandHome, KubeUnreachableError, statusOf } from './basics.ts';
 
@@ -56,11 +57,21 @@ export function loadKubeConfig(opts: KubeOptions = {}): k8s.KubeConfig {
 type CreateDispatcher = (cluster: k8s.Cluster | null, agentOptions: object) => unknown;
 
 /**
+ * How long an idle connection to the API server is kept for the next call.
+ * undici's default is 4 s, so a call after a quiet spell (the weeder's delete
+ * when an outage ends) paid a new TCP and TLS handshake. The API server closes
+ * idle connections after 90 s; closing them first, at 60 s, avoids reusing one
+ * the server is closing.
+ */
+export const KEEP_ALIVE_MS = 60_000;
+
+/**
  * client-node 2.0 builds a new undici Agent for every API call, so each call
  * opens a new TCP and TLS connection (a handshake of several milliseconds,
  * before a delete can even be sent). Keep the dispatcher while the TLS
- * settings stay the same, so that calls reuse kept-alive connections; new
- * settings (a rotated client certificate) get a new one.
+ * settings stay the same, so that calls reuse kept-alive connections (for
+ * KEEP_ALIVE_MS when idle); new settings (a rotated client certificate) get a
+ * new one.
  */
 function reuseConnections(kc: k8s.KubeConfig): void {
   const target = kc as unknown as { createDispatcher?: CreateDispatcher };
@@ -72,7 +83,11 @@ function reuseConnections(kc: k8s.KubeConfig): void {
     const key = createHash('sha256').update(JSON.stringify({ server: cluster?.server, settings })).digest('hex');
     if (last?.key !== key) {
       const previous = last?.dispatcher as { close?: () => Promise<void> } | undefined;
-      last = { key, dispatcher: create(cluster, agentOptions) };
+      // A direct connection: the same Agent client-node makes, with idle connections kept longer.
+      const dispatcher = settings.type === 'agent'
+        ? new Agent({ connect: settings.connect, keepAliveTimeout: KEEP_ALIVE_MS, keepAliveMaxTimeout: KEEP_ALIVE_MS })
+        : create(cluster, agentOptions);
+      last = { key, dispatcher };
       // Requests already on the old one finish; it then closes.
       void previous?.close?.().catch(() => undefined);
     }
