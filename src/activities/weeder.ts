@@ -307,6 +307,8 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
           onUpsert: (pod) => {
             podsNow.set(pod.metadata!.uid!, pod);
             if (synced && slicesNow && consider(pod)) linger ??= setTimeout(finish, LINGER_MS);
+            // Armed, the Service down: a dependant that starts crash-looping is announced now, not when the Service is back.
+            else if (input.openOnReady && out.readyAt === undefined) announceAhead();
           },
           onDelete: (pod) => { podsNow.delete(pod.metadata!.uid!); },
         });

@@ -62,6 +62,7 @@ describe('weeder: a dependant whose init container crash-loops on its upstream',
     }, { timeoutMs: 120_000, intervalMs: 100 });
     assert.equal(before!.status?.containerStatuses?.[0]?.state?.waiting?.reason, 'PodInitializing', 'the app container never started');
 
+    const dbBackAt = Date.now();
     await kube().apps.patchNamespacedDeploymentScale({ namespace: ns, name: 'db', body: { spec: { replicas: 1 } } }, mergePatch);
     const outcome = await waitFor('api weeded, or recovered by itself', async () => {
       const pods = await podsOf(kube(), ns, 'app=api');
@@ -89,6 +90,9 @@ describe('weeder: a dependant whose init container crash-loops on its upstream',
     const announcedAt = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'armedWeeding' &&
       payloads(e).some((text) => text.includes(before!.metadata!.uid!)));
     assert.ok(announcedAt > 0, 'an armedWeeding signal names the pod');
+    const announcedTime = events[announcedAt]!.eventTime!;
+    assert.ok(Number(announcedTime.seconds) * 1000 + Math.floor((announcedTime.nanos ?? 0) / 1e6) < dbBackAt,
+      'announced while db was still down, as the pod started crash-looping, not when db came back');
     const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType?.name);
     assert.ok(!scheduled.includes('weedPods'), `no deleting activity: ${scheduled.join(', ')}`);
     assert.ok(events.findIndex((e, i) => i > announcedAt && e.activityTaskCompletedEventAttributes) > announcedAt, 'the armed watch answered after its announcement');
