@@ -216,13 +216,10 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
             if (await weed(kube, target, podsNow.get(c.uid)!, c.containers)) outcomes.set(c.uid, { uid: c.uid, outcome: 'deleted', at });
             else outcomes.set(c.uid, { uid: c.uid, outcome: 'skipped', reason: 'gone (or replaced) when deleted' });
           } catch (err) {
-            const code = statusOf(err);
-            if (code !== undefined && code >= 400 && code < 500 && code !== 429) {
-              outcomes.set(c.uid, { uid: c.uid, outcome: 'failed', reason: `delete refused (${code}): ${errorMessage(err)}`, at });
-            } else {
-              // Not known to be deleted: handed back; the workflow's deleting activity tries again, judging it afresh.
-              wlog.warn({ pod: c.name, err: errorMessage(err) }, 'weeder: a deletion failed; handed to the deleting activity');
-            }
+            const refused = refusedForGood(err, c.uid, at);
+            if (refused) outcomes.set(c.uid, refused);
+            // Not known to be deleted: handed back; the workflow's deleting activity tries again, judging it afresh.
+            else wlog.warn({ pod: c.name, err: errorMessage(err) }, 'weeder: a deletion failed; handed to the deleting activity');
           }
         }));
       };
@@ -410,11 +407,8 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
             if (retried) return { uid: c.uid, outcome: 'deleted', at, earlier: true };
             return { uid: c.uid, outcome: 'skipped', reason: 'gone (or replaced) when deleted' };
           } catch (err) {
-            // Refused for good (forbidden, invalid, a webhook's no): recorded, not retried.
-            const code = statusOf(err);
-            if (code !== undefined && code >= 400 && code < 500 && code !== 429) {
-              return { uid: c.uid, outcome: 'failed', reason: `delete refused (${code}): ${errorMessage(err)}`, at };
-            }
+            const refused = refusedForGood(err, c.uid, at);
+            if (refused) return refused;
             throw err;
           }
         }));
@@ -465,6 +459,13 @@ async function readPod(kube: KubeClients, namespace: string, name: string): Prom
 }
 
 interface Acting { workflowId: string; namespace: string; service: string }
+
+/** A delete the API refused for good (forbidden, invalid, a webhook's no): recorded as failed, not retried. Anything else: undefined. */
+function refusedForGood(err: unknown, uid: string, at: string): WeedOutcome | undefined {
+  const code = statusOf(err);
+  if (code === undefined || code < 400 || code >= 500 || code === 429) return undefined;
+  return { uid, outcome: 'failed', reason: `delete refused (${code}): ${errorMessage(err)}`, at };
+}
 
 /** Deletes the pod (UID precondition) and records the Event: false when it was gone or replaced already. */
 async function weed(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers: string[]): Promise<boolean> {
