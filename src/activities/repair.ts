@@ -12,7 +12,6 @@
 // configured fails non-retryably, naming it, and nothing runs.
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { z } from 'zod';
 import type * as k8s from '@kubernetes/client-node';
 import type { RepairConfig } from '../config/repair.ts';
 import type { KubeClients } from '../kube/client.ts';
@@ -22,7 +21,10 @@ import { toSelectorString, type LabelSelector } from '../config/label-selector.t
 import { decideDrain, drainLeft, type PodView } from '../repair/decide.ts';
 import { keyName, lookupCommand, lookupOperation, planOf, requestProblems, type RepairPlan, type ResolvedCommand } from '../repair/procedure.ts';
 import { runOnce as runGroup, stateDir, type RunResult } from '../repair/process.ts';
-import { addInputSchema, check, entryKeySchema, indexSchema, MAX_REQUESTS_PER_ADD } from '../repair/validate.ts';
+import { addInputSchema, check, entryKeyFields, entryKeySchema, indexSchema, MAX_REQUESTS_PER_ADD, type EntryKey } from '../repair/validate.ts';
+import {
+  array, integer, max, maxItems, min, number, oneOf, optional, strictObject, string, type Infer, type Shape,
+} from '../checks/shape.ts';
 import { recordEvent } from '../kube/events.ts';
 import { log } from '../log.ts';
 import { repairCommands } from '../metrics/registry.ts';
@@ -39,31 +41,35 @@ export const REPAIR_CORDON_ANNOTATION = 'tend.dev/repair-cordoned';
 /** The health check is polled this often during a watch (times time_scale). */
 export const HEALTH_POLL_SECONDS = 10;
 
-export type EntryKey = z.output<typeof entryKeySchema>;
+export type { EntryKey } from '../repair/validate.ts';
 
-const stepSchema = z.number({ error: 'step must be a step number' }).int('step must be a whole number').min(0, 'step must be 0 or more').max(10_000);
-const epochMs = z.number({ error: 'must be a time in epoch milliseconds' }).int().min(0);
+const stepSchema = number('step must be a step number', (n) => (Number.isSafeInteger(n) ? undefined : 'step must be a whole number'),
+  (n) => (n >= 0 ? undefined : 'step must be 0 or more'), max(10_000));
+const epochMs = number('must be a time in epoch milliseconds', integer, min(0));
 
 /** How long an activity asked again after a paused answer waits in place for the resume (ms); 0: answers `paused` at once. */
-const holdSchema = z.number({ error: 'holdMs must be a number of milliseconds' }).int().min(0).max(3_600_000).optional();
+const holdSchema = optional(number('holdMs must be a number of milliseconds', integer, min(0), max(3_600_000)));
 
-const commandInputSchema = entryKeySchema.extend({
+const commandInputSchema = strictObject({
+  ...entryKeyFields,
   step: stepSchema,
-  kind: z.enum(['repair_command', 'success_command'], { error: 'kind must be repair_command or success_command' }),
+  kind: oneOf(['repair_command', 'success_command'], 'kind must be repair_command or success_command'),
   /** Runs of this command already done before a pause held the next one: the retries go on from there. */
-  after: z.number({ error: 'after must be a number of runs' }).int().min(0).max(1000).optional(),
+  after: optional(number('after must be a number of runs', integer, min(0), max(1000))),
   holdMs: holdSchema,
 });
-export type CommandInput = z.output<typeof commandInputSchema>;
+export type CommandInput = Infer<typeof commandInputSchema>;
 
-const watchInputSchema = entryKeySchema.extend({ step: stepSchema, until: epochMs });
-export type WatchInput = z.output<typeof watchInputSchema>;
+const watchInputSchema = strictObject({ ...entryKeyFields, step: stepSchema, until: epochMs });
+export type WatchInput = Infer<typeof watchInputSchema>;
 
-const drainInputSchema = entryKeySchema.extend({ step: stepSchema, deadline: epochMs });
-export type DrainInput = z.output<typeof drainInputSchema>;
+const drainInputSchema = strictObject({ ...entryKeyFields, step: stepSchema, deadline: epochMs });
+export type DrainInput = Infer<typeof drainInputSchema>;
 
-const queueSettingsInputSchema = z.strictObject({
-  entries: z.array(z.strictObject({ index: indexSchema, machine_type: z.string(), operation: z.string() })).max(100_000),
+const uncordonInputSchema = strictObject({ index: entryKeyFields.index, address: entryKeyFields.address, holdMs: holdSchema });
+
+const queueSettingsInputSchema = strictObject({
+  entries: array(strictObject({ index: indexSchema, machine_type: string(), operation: string() }), undefined, maxItems(100_000)),
 });
 
 export interface CommandResult {
@@ -110,7 +116,7 @@ class HeldOut extends Error {
 }
 
 /** Refuses an input, non-retryably, with the reason: nothing has run. */
-function parsed<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+function parsed<T>(schema: Shape<T>, value: unknown, what: string): T {
   const r = check(schema, value, what);
   if (!r.ok) throw ApplicationFailure.nonRetryable(`refused: ${r.reason}`, 'InvalidRepairInput');
   return r.value;
@@ -422,7 +428,7 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
 
     /** Lifts the cordon this entry set on the address's Node; any other cordon stays. */
     async repairUncordon(input: Pick<EntryKey, 'index' | 'address'> & { holdMs?: number }): Promise<UncordonOutcome> {
-      const key = parsed(entryKeySchema.pick({ index: true, address: true }).extend({ holdMs: holdSchema }), input, 'repairUncordon');
+      const key = parsed(uncordonInputSchema, input, 'repairUncordon');
       const node = await nodeOf(key.address);
       if (!node) return 'unchanged';
       if (!key.holdMs) return setCordon(node.metadata!.name!, key.index, false);

@@ -2,7 +2,7 @@
 // split): the queue's choice of entries to start, an entry's next operation,
 // a drain's treatment of each pod, and the drain back-off. Pure:
 // imported by workflow code, tested table-driven in test/unit/repair-decide.
-import { matches, type LabelSelector } from '../config/label-selector.ts';
+import { matches, type LabelSelector } from '../config/selector.ts';
 import { isFinished, type RepairQueueEntry, type RepairStepStatus } from './entry.ts';
 
 // ---------------------------------------------------------------- the queue

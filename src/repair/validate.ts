@@ -5,183 +5,178 @@
 // flag) and anything else, an unknown field above all (a command an attacker
 // slipped in), is refused with the reason. Pure: imported by workflow code.
 import { ApplicationFailure } from '@temporalio/common';
-import { z } from 'zod';
+import {
+  array, boolean, integer, literal, max, maxItems, maxLength, min, minItems, minLength, number, oneOf, optional, parse,
+  pattern, record, strictObject, string, transform, union, above, type Infer, type Issue, type Shape,
+} from '../checks/shape.ts';
 import { addressProblem, repairStatuses, repairStepStatuses, serialProblem } from './entry.ts';
 
 const NAME_MAX = 253;
 
-export const indexSchema = z.string({ error: 'index must be a string of digits, e.g. "3"' })
-  .regex(/^[1-9]\d{0,15}$/, 'index must be a string of digits, e.g. "3"');
+const indexMessage = 'index must be a string of digits, e.g. "3"';
+export const indexSchema = string(indexMessage, pattern(/^[1-9]\d{0,15}$/, indexMessage));
 
-const nameSchema = (what: string) => z.string({ error: `${what} must be a string` })
-  .min(1, `${what} must not be empty`).max(NAME_MAX, `${what} is longer than ${NAME_MAX} characters`)
-  .regex(/^[^\s\0]+$/, `${what} must not contain spaces or control characters`);
+const nameSchema = (what: string) => string(`${what} must be a string`,
+  minLength(1, `${what} must not be empty`), maxLength(NAME_MAX, `${what} is longer than ${NAME_MAX} characters`),
+  pattern(/^[^\s\0]+$/, `${what} must not contain spaces or control characters`));
 
-export const addressSchema = z.string({ error: 'address must be a string (an IP address or a DNS name)' })
-  .superRefine((a, ctx) => {
-    const p = addressProblem(a);
-    if (p) ctx.addIssue({ code: 'custom', message: p });
-  });
+export const addressSchema = string('address must be a string (an IP address or a DNS name)', addressProblem);
 
-const serialSchema = z.string({ error: 'serial must be a string' }).superRefine((s, ctx) => {
-  const p = serialProblem(s);
-  if (p) ctx.addIssue({ code: 'custom', message: p });
-});
+const serialSchema = string('serial must be a string', serialProblem);
 
-export const requestSchema = z.strictObject({
+export const requestSchema = strictObject({
   operation: nameSchema('operation'),
   machine_type: nameSchema('machine_type'),
   address: addressSchema,
-  serial: serialSchema.optional(),
+  serial: optional(serialSchema),
 });
 
 /** At most this many requests per `add`: a batch stays well inside one update's payload. */
 export const MAX_REQUESTS_PER_ADD = 1000;
 
-export const addInputSchema = z.strictObject({
-  requests: z.array(requestSchema, { error: 'requests must be a list of {operation, machine_type, address, serial?}' })
-    .min(1, 'requests must hold at least one request').max(MAX_REQUESTS_PER_ADD, `at most ${MAX_REQUESTS_PER_ADD} requests per add`),
-});
+export const addInputSchema = strictObject({
+  requests: array(requestSchema, 'requests must be a list of {operation, machine_type, address, serial?}',
+    minItems(1, 'requests must hold at least one request'), maxItems(MAX_REQUESTS_PER_ADD, `at most ${MAX_REQUESTS_PER_ADD} requests per add`)),
+}, 'add needs {"requests": [{"operation", "machine_type", "address", "serial"?}]}');
 
-export const deleteInputSchema = z.strictObject({
-  index: z.union([indexSchema, z.number().int().positive().transform(String)], { error: 'index must be an entry\'s index, e.g. "3"' }),
-});
+export const deleteInputSchema = strictObject({
+  index: union([indexSchema, transform(number(undefined, integer, above(0)), String)], 'index must be an entry\'s index, e.g. "3"'),
+}, 'delete needs {"index": "N"}');
 
-const rfc3339 = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time');
-const count = z.number().int().min(0).max(1_000_000);
-const epochMs = z.number().int().min(0).max(8.64e15);
-const seconds = z.number().min(0).max(1e9);
+const rfc3339 = string(undefined, pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time'));
+const count = number(undefined, integer, min(0), max(1_000_000));
+const epochMs = number(undefined, integer, min(0), max(8.64e15));
+const seconds = number(undefined, min(0), max(1e9));
+const maxName = string(undefined, maxLength(NAME_MAX));
 
 /** The queue's chain: its first run id (a UUID). */
-export const chainSchema = z.string({ error: 'queue must be the repair queue\'s run id' })
-  .regex(/^[0-9A-Za-z-]{1,64}$/, 'queue must be the repair queue\'s run id');
+export const chainSchema = string('queue must be the repair queue\'s run id', pattern(/^[0-9A-Za-z-]{1,64}$/, 'queue must be the repair queue\'s run id'));
 
 /** An entry's plan: numbers for its timers, never a command. */
-export const planSchema = z.strictObject({
-  steps: z.array(z.strictObject({
-    need_drain: z.boolean(), watch_seconds: seconds, command_timeout_seconds: seconds, command_retries: count, command_interval: seconds,
-  })).min(1).max(10_000),
+export const planSchema = strictObject({
+  steps: array(strictObject({
+    need_drain: boolean(), watch_seconds: seconds, command_timeout_seconds: seconds, command_retries: count, command_interval: seconds,
+  }), undefined, minItems(1), maxItems(10_000)),
   command_timeout_seconds: seconds,
-  success_command_timeout: seconds.optional(),
+  success_command_timeout: optional(seconds),
   eviction_timeout_seconds: seconds,
-  time_scale: z.number().gt(0).max(1),
+  time_scale: number(undefined, above(0), max(1)),
 });
 
 /** Where an entry's run left off when it continued-as-new: numbers and flags only. */
-export const entryResumeSchema = z.strictObject({
-  nodename: z.string().max(NAME_MAX),
+export const entryResumeSchema = strictObject({
+  nodename: maxName,
   step: count,
-  step_status: z.enum(repairStepStatuses),
-  last_transition_time: rfc3339.optional(),
+  step_status: oneOf(repairStepStatuses),
+  last_transition_time: optional(rfc3339),
   drain_backoff_count: count,
   drain_backoff_expire: rfc3339,
-  drained: z.boolean(),
-  commandDone: z.boolean(),
-  cordoned: z.boolean(),
-  healthyAtStart: z.boolean().optional(),
-  healthy: z.boolean().optional(),
+  drained: boolean(),
+  commandDone: boolean(),
+  cordoned: boolean(),
+  healthyAtStart: optional(boolean()),
+  healthy: optional(boolean()),
   watchUntil: epochMs,
   backoffExpire: epochMs,
-  drainDeadline: epochMs.optional(),
+  drainDeadline: optional(epochMs),
   /** Runs of the step's repair command done before a pause held the next one. */
-  commandRuns: count.optional(),
+  commandRuns: optional(count),
   plan: planSchema,
 });
 
 /** What a queue starts an entry's workflow with: keys only (and, when it continued-as-new, where it left off). */
-export const entryInputSchema = z.strictObject({
+export const entryInputSchema = strictObject({
   index: indexSchema,
   address: addressSchema,
   machine_type: nameSchema('machine_type'),
   operation: nameSchema('operation'),
-  serial: serialSchema.optional(),
-  enabled: z.boolean({ error: 'enabled must be true or false' }),
+  serial: optional(serialSchema),
+  enabled: boolean('enabled must be true or false'),
   queue: chainSchema,
-  resume: entryResumeSchema.optional(),
-});
+  resume: optional(entryResumeSchema),
+}, 'repairEntryWorkflow needs {index, address, machine_type, operation, serial?, enabled, queue}');
 
 /** The fields of an entry its workflow may change; the entry's identity (index, address, keys) never changes. */
-export const reportFieldsSchema = z.strictObject({
-  nodename: z.string().max(NAME_MAX).optional(),
-  status: z.enum(repairStatuses).optional(),
-  step: count.optional(),
-  step_status: z.enum(repairStepStatuses).optional(),
-  last_transition_time: rfc3339.optional(),
-  drain_backoff_count: count.optional(),
-  drain_backoff_expire: rfc3339.optional(),
+export const reportFieldsSchema = strictObject({
+  nodename: optional(maxName),
+  status: optional(oneOf(repairStatuses)),
+  step: optional(count),
+  step_status: optional(oneOf(repairStepStatuses)),
+  last_transition_time: optional(rfc3339),
+  drain_backoff_count: optional(count),
+  drain_backoff_expire: optional(rfc3339),
 });
 
-export const entryReportSchema = z.strictObject({
+export const entryReportSchema = strictObject({
   index: indexSchema,
   queue: chainSchema,
-  fields: reportFieldsSchema.optional(),
-  removed: z.literal(true).optional(),
-});
+  fields: optional(reportFieldsSchema),
+  removed: optional(literal(true)),
+}, 'entry-report needs {index, queue, fields} or {index, queue, removed: true}');
 
-const entryStateSchema = z.strictObject({
+const entryStateSchema = strictObject({
   index: indexSchema,
   address: addressSchema,
-  nodename: z.string().max(NAME_MAX),
+  nodename: maxName,
   machine_type: nameSchema('machine_type'),
   operation: nameSchema('operation'),
-  serial: serialSchema.optional(),
-  status: z.enum(repairStatuses),
+  serial: optional(serialSchema),
+  status: oneOf(repairStatuses),
   step: count,
-  step_status: z.enum(repairStepStatuses),
-  last_transition_time: rfc3339.optional(),
+  step_status: oneOf(repairStepStatuses),
+  last_transition_time: optional(rfc3339),
   drain_backoff_count: count,
   drain_backoff_expire: rfc3339,
 });
 
 /** What the queue carries across continue-as-new: entries and switches, never configuration. */
-export const queueStateSchema = z.strictObject({
-  entries: z.array(entryStateSchema),
-  nextIndex: z.number().int().min(1),
-  enabled: z.boolean(),
-  closing: z.record(indexSchema, addressSchema),
-  deleting: z.array(entryStateSchema).optional(),
-});
+export const queueStateSchema = strictObject({
+  entries: array(entryStateSchema),
+  nextIndex: number(undefined, integer, min(1)),
+  enabled: boolean(),
+  closing: record(indexSchema, addressSchema),
+  deleting: optional(array(entryStateSchema)),
+}, 'repairQueueWorkflow takes no input, or the state of its previous run {entries, nextIndex, enabled, closing, deleting?}');
 
 /** The key every repair activity is called with; argv and settings are looked up by it in the worker's configuration. */
-export const entryKeySchema = z.strictObject({
+export const entryKeyFields = {
   index: indexSchema,
   address: addressSchema,
   machine_type: nameSchema('machine_type'),
   operation: nameSchema('operation'),
-});
+};
+export const entryKeySchema = strictObject(entryKeyFields);
+export type EntryKey = Infer<typeof entryKeySchema>;
+
+export type RepairRequest = Infer<typeof requestSchema>;
+export type EntryResume = Infer<typeof entryResumeSchema>;
 
 /** Which command of an operation: the step's repair command, the health check, the success command. */
 export const commandKinds = ['repair_command', 'health_check_command', 'success_command'] as const;
 export type CommandKind = (typeof commandKinds)[number];
 
-/** What each message looks like, for a refusal of something that is not even an object. */
-const usage = new Map<z.ZodType, string>([
-  [addInputSchema, 'add needs {"requests": [{"operation", "machine_type", "address", "serial"?}]}'],
-  [deleteInputSchema, 'delete needs {"index": "N"}'],
-  [entryInputSchema, 'repairEntryWorkflow needs {index, address, machine_type, operation, serial?, enabled, queue}'],
-  [entryReportSchema, 'entry-report needs {index, queue, fields} or {index, queue, removed: true}'],
-  [queueStateSchema, 'repairQueueWorkflow takes no input, or the state of its previous run {entries, nextIndex, enabled, closing, deleting?}'],
-]);
-
 /** One issue per line, each with the path of the field it is about. */
-export function describeIssues(error: z.ZodError): string {
-  return error.issues.map((i) => {
+export function describeIssues(issues: readonly Issue[]): string {
+  return issues.map((i) => {
     const path = i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').replace(/^\./, '');
     return path ? `${path}: ${i.message}` : i.message;
   }).join('; ');
 }
 
-/** The parsed value, or the reason it is refused (prefixed with `what`). */
-export function check<T>(schema: z.ZodType<T>, value: unknown, what: string): { ok: true; value: T } | { ok: false; reason: string } {
-  const r = schema.safeParse(value);
-  if (r.success) return { ok: true, value: r.data };
-  const notAnObject = r.error.issues.some((i) => i.path.length === 0 && i.code === 'invalid_type');
-  const how = usage.get(schema);
-  return { ok: false, reason: `${what}: ${notAnObject && how ? `${how} (got ${JSON.stringify(value)?.slice(0, 200) ?? 'nothing'})` : describeIssues(r.error)}` };
+/**
+ * The checked value, or the reason it is refused (prefixed with `what`). A message that is not
+ * even an object is refused with what it should look like (the schema's own type error) and
+ * what came.
+ */
+export function check<T>(schema: Shape<T>, value: unknown, what: string): { ok: true; value: T } | { ok: false; reason: string } {
+  const r = parse(schema, value);
+  if (r.ok) return r;
+  const notAnObject = r.issues.find((i) => i.path.length === 0 && i.code === 'invalid_type');
+  return { ok: false, reason: `${what}: ${notAnObject ? `${notAnObject.message} (got ${JSON.stringify(value)?.slice(0, 200) ?? 'nothing'})` : describeIssues(r.issues)}` };
 }
 
 /** Throws a non-retryable failure with the reason: for update validators, whose throw rejects the update before it reaches history. */
-export function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+export function parseOrThrow<T>(schema: Shape<T>, value: unknown, what: string): T {
   const r = check(schema, value, what);
   if (!r.ok) throw ApplicationFailure.nonRetryable(r.reason, 'InvalidRepairRequest');
   return r.value;

@@ -7,7 +7,7 @@
 // anything else (an unknown field, a name tend does not know) is refused with
 // the reason. Pure: imported by workflow code.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { z } from 'zod';
+import { array, boolean, integer, max, maxItems, maxLength, min, number, optional, parse, pattern, strictObject, string, type Shape } from '../checks/shape.ts';
 
 /** One per Temporal namespace, like `repair-queue`. */
 export const SAFETY_WORKFLOW_ID = 'tend-safety';
@@ -66,56 +66,55 @@ export function emptySafetyState(): SafetyState {
 
 // ------------------------------------------------------------------ checks
 
-const capabilitiesSchema = z.array(z.string({ error: 'capabilities must be a list of capability names' }), {
-  error: `capabilities must be a list of capability names (${PAUSABLE.join(', ')})`,
-}).max(PAUSABLE.length * 4, 'capabilities lists too many names').superRefine((names, ctx) => {
-  const unknown = names.filter((n) => !(PAUSABLE as readonly string[]).includes(n));
-  if (unknown.length > 0) {
-    ctx.addIssue({ code: 'custom', message: `unknown capability ${unknown.map((n) => JSON.stringify(n.slice(0, 60))).join(', ')} (known: ${PAUSABLE.join(', ')})` });
-  }
-}).transform((names) => names as PausableCapability[]);
+const capabilitiesSchema = array(string('capabilities must be a list of capability names'),
+  `capabilities must be a list of capability names (${PAUSABLE.join(', ')})`,
+  maxItems(PAUSABLE.length * 4, 'capabilities lists too many names'),
+  (names) => {
+    const unknown = names.filter((n) => !(PAUSABLE as readonly string[]).includes(n));
+    return unknown.length > 0 ? `unknown capability ${unknown.map((n) => JSON.stringify(n.slice(0, 60))).join(', ')} (known: ${PAUSABLE.join(', ')})` : undefined;
+  }) as Shape<PausableCapability[]>;
 
-const textSchema = (what: string, max: number, required: boolean) => z.string({ error: `${what} must be a string` })
-  .max(max, `${what} is longer than ${max} characters`)
-  .refine((s) => !required || s.trim() !== '', `${what} must not be empty`)
-  .refine((s) => !/[\u0000-\u0008\u000b-\u001f\u007f]/.test(s), `${what} must not contain control characters`);
+const textSchema = (what: string, maxChars: number, required: boolean) => string(`${what} must be a string`,
+  maxLength(maxChars, `${what} is longer than ${maxChars} characters`),
+  (s) => (required && s.trim() === '' ? `${what} must not be empty` : undefined),
+  (s) => (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(s) ? `${what} must not contain control characters` : undefined));
 
-const byOf = textSchema('by', BY_MAX, false).optional();
+const byOf = optional(textSchema('by', BY_MAX, false));
 
-export const pauseInputSchema = z.strictObject({
-  capabilities: capabilitiesSchema.optional(),
+export const pauseInputSchema: Shape<PauseInput> = strictObject({
+  capabilities: optional(capabilitiesSchema),
   reason: textSchema('reason', REASON_MAX, true),
   by: byOf,
-}, { error: (iss) => (iss.code === 'invalid_type' ? 'pause takes {"capabilities"?: [names], "reason": "text", "by"?: "who"}' : undefined) });
+}, 'pause takes {"capabilities"?: [names], "reason": "text", "by"?: "who"}');
 
-export const resumeInputSchema = z.strictObject({
-  capabilities: capabilitiesSchema.optional(),
+export const resumeInputSchema: Shape<ResumeInput> = strictObject({
+  capabilities: optional(capabilitiesSchema),
   by: byOf,
-}, { error: (iss) => (iss.code === 'invalid_type' ? 'resume takes {"capabilities"?: [names], "by"?: "who"}' : undefined) });
+}, 'resume takes {"capabilities"?: [names], "by"?: "who"}');
 
-const rfc3339 = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time');
+const rfc3339 = string(undefined, pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time'));
 
-const capabilityPauseSchema = z.strictObject({
-  paused: z.boolean(),
-  reason: textSchema('reason', REASON_MAX, false).optional(),
-  since: rfc3339.optional(),
+const capabilityPauseSchema = strictObject({
+  paused: boolean(),
+  reason: optional(textSchema('reason', REASON_MAX, false)),
+  since: optional(rfc3339),
   by: byOf,
 });
 
 /** The whole state: what a continued run carries and what readers find in the memo. */
-export const safetyStateSchema = z.strictObject({
-  revision: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-  capabilities: z.strictObject(Object.fromEntries(PAUSABLE.map((c) => [c, capabilityPauseSchema])) as Record<PausableCapability, typeof capabilityPauseSchema>),
-  changedAt: rfc3339.optional(),
+export const safetyStateSchema: Shape<SafetyState> = strictObject({
+  revision: number(undefined, integer, min(0), max(Number.MAX_SAFE_INTEGER)),
+  capabilities: strictObject(Object.fromEntries(PAUSABLE.map((c) => [c, capabilityPauseSchema])) as Record<PausableCapability, typeof capabilityPauseSchema>),
+  changedAt: optional(rfc3339),
 });
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 /** Checks `value` against `schema`; the reason names each problem by its path, prefixed with `what`. */
-export function check<T>(schema: z.ZodType<T>, value: unknown, what: string): Checked<T> {
-  const r = schema.safeParse(value);
-  if (r.success) return { ok: true, value: r.data };
-  const problems = r.error.issues.map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message));
+export function check<T>(schema: Shape<T>, value: unknown, what: string): Checked<T> {
+  const r = parse(schema, value);
+  if (r.ok) return r;
+  const problems = r.issues.map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message));
   return { ok: false, reason: `${what}: ${problems.join('; ')}` };
 }
 

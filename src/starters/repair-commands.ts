@@ -17,6 +17,7 @@ import {
 } from '../repair/messages.ts';
 import { requestProblems } from '../repair/procedure.ts';
 import { indexSchema } from '../repair/validate.ts';
+import { parse } from '../checks/shape.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { connectClient } from '../temporal/connection.ts';
 import { configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
@@ -228,7 +229,7 @@ export function parseRepairFile(text: string, file: string): { r: RepairRequest;
 /** INDEX: an entry's index as the queue writes it (1 to 16 digits, no leading zero); leading zeros are dropped. */
 export function index(v: string): string {
   const digits = /^\d+$/.test(v) ? v.replace(/^0+(?=\d)/, '') : undefined;
-  if (digits === undefined || !indexSchema.safeParse(digits).success) {
+  if (digits === undefined || !parse(indexSchema, digits).ok) {
     throw new InvalidArgumentError(`INDEX must be an entry's index, a whole number from 1 to ${'9'.repeat(16)} (got "${v}")`);
   }
   return digits;
