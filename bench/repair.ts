@@ -30,6 +30,7 @@ import { runOnce } from '../src/activities/repair.ts';
 import { listQuery, REPAIR_QUEUE_WORKFLOW_ID } from '../src/repair/messages.ts';
 import type { RepairQueueEntry } from '../src/repair/entry.ts';
 import { freeLoopbackPort } from '../src/workers/runtime.ts';
+import { workflowBundleOptions } from '../src/workers/worker.ts';
 import { pgCounters, pgCountersSettled, persistenceRates } from './lib/persistence.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -272,7 +273,7 @@ try {
   // nondeterministic (it shows only when a worker rebuilds a run from its history) fails the benchmark.
   const { bundleWorkflowCode, Worker } = await import('@temporalio/worker');
   const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
-  const { code } = await bundleWorkflowCode({ workflowsPath: join(repo, 'src/workflows/index.ts'), logger: quiet });
+  const { code } = await bundleWorkflowCode({ ...workflowBundleOptions(), logger: quiet });
   const replayFailures: string[] = [];
   const toReplay = [...queueRunIds.map((runId) => ({ workflowId: REPAIR_QUEUE_WORKFLOW_ID, runId })), ...sample.map((e) => ({ workflowId: `repair/${e.index}`, runId: undefined }))];
   for (const w of toReplay) {

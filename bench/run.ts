@@ -17,7 +17,7 @@ if (unknown.length) {
 let failed = 0;
 for (const name of wanted.length ? wanted : all) {
   console.log(`\n=== bench ${name}`);
-  const r = spawnSync(process.execPath, [join(dir, `${name}.ts`)], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--expose-gc', join(dir, `${name}.ts`)], { stdio: 'inherit' });
   if (r.status !== 0) failed++;
 }
 process.exit(failed ? 1 : 0);

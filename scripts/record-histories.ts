@@ -31,7 +31,7 @@ import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection, type WorkflowExecutionInfo } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { workflowsPath } from '../src/workers/worker.ts';
+import { workflowBundleOptions, workflowsPath } from '../src/workers/worker.ts';
 import { pauseSignal, SAFETY_WORKFLOW_ID } from '../src/safety/messages.ts';
 import { pause as safetyPause, resume as safetyResume } from '../src/starters/safety-commands.ts';
 import type { Config } from '../src/config/load.ts';
@@ -408,7 +408,8 @@ async function recordSafetyOnly() {
     const client = new Client({ connection });
     Runtime.install({ logger: new DefaultLogger('WARN') });
     const native = await NativeConnection.connect({ address });
-    const worker = await Worker.create({ connection: native, taskQueue: TASK_QUEUE, workflowsPath, activities: {} });
+    const { preloadModules } = workflowBundleOptions();
+    const worker = await Worker.create({ connection: native, taskQueue: TASK_QUEUE, workflowsPath, bundlerOptions: { preloadModules }, activities: {} });
     const config = { temporal: { address, namespace: 'default', taskQueue: TASK_QUEUE } } as Config;
     say('safety: pause and resume through the CLI\'s functions');
     await worker.runUntil(driveSafety(client, async (i) => void (i % 2

@@ -233,17 +233,6 @@ export function transform<T, U>(inner: Shape<T>, fn: (value: T) => U): Shape<U> 
   });
 }
 
-/** What `inner` accepts, and then passes `rules` (checks across fields; each names its own path). */
-export function refined<T>(inner: Shape<T>, check: (value: T) => { path?: Path; message: string }[]): Shape<T> {
-  return shape((value, path, issues) => {
-    const r = inner.run(value, path, issues);
-    if (r === INVALID) return INVALID;
-    const problems = check(r);
-    for (const p of problems) issues.push({ path: [...path, ...(p.path ?? [])], message: p.message, code: 'custom' });
-    return problems.length ? INVALID : r;
-  });
-}
-
 // ------------------------------------------------------------------ use
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; issues: Issue[] };

@@ -22,6 +22,34 @@ import type { WorkerSections } from '../activities/index.ts';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
+/**
+ * The modules of the workflow code that hold no state of a workflow: the capabilities' pure
+ * logic, their messages and the checks of those. The SDK evaluates every other module of the
+ * bundle again for each workflow it keeps in its cache (isolation); these it evaluates once,
+ * before any workflow, and shares frozen (npm run bench -- workflow-memory measures what that
+ * saves). A module listed here must not keep anything that changes (no module-level `let`, no
+ * Map written to): test/unit/shared-modules.test.ts checks that, and keeps this list equal to the
+ * workflow code's modules outside src/workflows. zod must stay out of the workflow code
+ * (src/checks/shape.ts says why).
+ */
+export const sharedWorkflowModules: readonly string[] = [
+  'checks/shape.ts', 'config/selector.ts', 'search-attributes.ts',
+  'safety/messages.ts',
+  'repair/entry.ts', 'repair/validate.ts', 'repair/decide.ts', 'repair/messages.ts', 'repair/queue.ts',
+  'taint/breaker.ts', 'taint/match.ts', 'taint/messages.ts', 'taint/node.ts', 'taint/replace.ts', 'taint/slots.ts',
+  'weeder/messages.ts', 'weeder/window.ts',
+  'apps/messages.ts', 'apps/entity.ts',
+].map((m) => fileURLToPath(new URL(`../${m}`, import.meta.url)));
+
+/** The workflow sources for a worker that bundles them at start-up, bundled as the pre-built bundle is. */
+export interface WorkflowSources { workflowsPath: string; bundlerOptions: { preloadModules: string[] } }
+const workflowSources = (): WorkflowSources => ({ workflowsPath, bundlerOptions: { preloadModules: [...sharedWorkflowModules] } });
+
+/** How the workflow code is bundled, everywhere it is (the worker, the pre-built bundle, tests, replay). */
+export function workflowBundleOptions(): { workflowsPath: string; preloadModules: string[] } {
+  return { workflowsPath, preloadModules: [...sharedWorkflowModules] };
+}
+
 // ---------------------------------------------------------------------------------------------
 // The pre-built workflow bundle. `npm run bundle` (and the image build) writes the workflow code
 // bundled by webpack to dist/workflow-bundle.js, and beside it the fingerprint of the sources it
@@ -63,7 +91,7 @@ async function computeFingerprint(): Promise<string> {
 /** Bundles the workflow code to `path` with its fingerprint (`npm run bundle`, the image build). */
 export async function writeWorkflowBundle(path = workflowBundlePath): Promise<{ path: string; bytes: number }> {
   const { bundleWorkflowCode } = await import('@temporalio/worker');
-  const { code } = await bundleWorkflowCode({ workflowsPath });
+  const { code } = await bundleWorkflowCode(workflowBundleOptions());
   await mkdir(dirname(path), { recursive: true });
   await writeFile(path, code);
   await writeFile(fingerprintPath(path), `${await workflowSourcesFingerprint()}\n`);
@@ -71,12 +99,12 @@ export async function writeWorkflowBundle(path = workflowBundlePath): Promise<{ 
 }
 
 /** The worker's workflow code: the pre-built bundle when it matches the sources, else the sources (bundled now). */
-export async function workflowCode(path = workflowBundlePath): Promise<{ workflowBundle: { codePath: string } } | { workflowsPath: string }> {
-  if (process.env.TEND_WORKFLOW_BUNDLE === 'off' || !existsSync(path)) return { workflowsPath };
+export async function workflowCode(path = workflowBundlePath): Promise<{ workflowBundle: { codePath: string } } | WorkflowSources> {
+  if (process.env.TEND_WORKFLOW_BUNDLE === 'off' || !existsSync(path)) return workflowSources();
   const recorded = (await readFile(fingerprintPath(path), 'utf8').catch(() => '')).trim();
   if (recorded !== await workflowSourcesFingerprint()) {
     log.warn({ bundle: path }, 'the pre-built workflow bundle is not of these sources: bundling the workflows now (run `npm run bundle` to refresh it)');
-    return { workflowsPath };
+    return workflowSources();
   }
   return { workflowBundle: { codePath: path } };
 }

@@ -10,14 +10,14 @@ import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle
 import type { Client } from '@temporalio/client';
 import { ensureBinaries } from '../../src/sandbox/binaries.ts';
 import { TendCapability, TendTarget } from '../../src/search-attributes.ts';
-import { workflowsPath } from '../../src/workers/worker.ts';
+import { workflowBundleOptions } from '../../src/workers/worker.ts';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 let runtimeInstalled = false;
 
 /** The workflow code as the worker bundles it, built once per process. */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
+  bundle ??= bundleWorkflowCode({ ...workflowBundleOptions(), logger: new DefaultLogger('WARN') });
   return bundle;
 }
 

@@ -4,6 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { historyFromJSON } from './history-json.ts';
+import { workflowBundleOptions } from '../../src/workers/worker.ts';
 import type { HistoryAndWorkflowId } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type ReplayResult, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 
@@ -59,10 +60,16 @@ export function quietRuntime(): void {
   }
 }
 
-/** The workflow code at `workflowsPath`, bundled as the worker bundles it. */
+/**
+ * The workflow code at `workflowsPath`, bundled as the worker bundles it: the repository's own
+ * with its shared modules loaded once (as the worker loads them), another tree's (a generated
+ * fixture) with none.
+ */
 export function bundle(workflowsPath: string): Promise<WorkflowBundleWithSourceMap> {
+  const own = workflowBundleOptions();
   return bundleWorkflowCode({
     workflowsPath,
+    preloadModules: workflowsPath === own.workflowsPath ? own.preloadModules : [],
     logger: new DefaultLogger('WARN'),
     // A module outside the repository (a generated fixture) still finds tend's dependencies.
     webpackConfigHook: (config) => ({
