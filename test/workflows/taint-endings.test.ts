@@ -6,14 +6,12 @@
 // are left as Replaced with their conditions on; when the workflow finally
 // learns that the taint is gone, it must clear them before it completes.
 import assert from 'node:assert/strict';
-import type { Client, WorkflowHandle } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
-import { TaintStubs, type StubPod } from '../harness/taint.ts';
+import { taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { nodeStatus, startNode, startSlots, stubPod, taintWorkflowEnv } from '../harness/taint-workflows.ts';
+import { TaintStubs } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';
 
-const SLOTS = 'taint-replacements';
-const pod = (uid: string): StubPod => ({ uid, namespace: 'ns', name: `db-${uid}` });
+const pod = stubPod;
 
 /** Whether the stub's last condition write for a pod left conditions on it. */
 function carriesConditions(stubs: TaintStubs, uid: string): boolean {
@@ -28,23 +26,7 @@ function carriesConditions(stubs: TaintStubs, uid: string): boolean {
 
 describe('taint workflows: no conditions outlive the node workflow (stub activities)', function () {
   this.timeout(180_000);
-  let env: TestWorkflowEnvironment;
-
-  before(async () => {
-    env = await startWorkflowEnv();
-  });
-  after(async () => {
-    await env?.teardown();
-  });
-  afterEach(async () => {
-    await env.client.workflow.getHandle(SLOTS).terminate('test over').catch(() => undefined);
-  });
-
-  const startSlots = (client: Client, queue: string) =>
-    client.workflow.start('taintReplacementsWorkflow', { taskQueue: queue, workflowId: SLOTS, args: [{}] });
-  const startNode = (client: Client, queue: string, node: string): Promise<WorkflowHandle> =>
-    client.workflow.start('taintNodeWorkflow', { taskQueue: queue, workflowId: `taint/${node}`, args: [{ node }] });
-  const nodeStatus = (h: WorkflowHandle) => h.query<{ pod: string; state: string; lastError?: string }[]>('status');
+  const env = taintWorkflowEnv();
 
   it('replacements placed on the node, marked, then refused once the taint went unseen: cleared when the workflow ends', async () => {
     const stubs = new TaintStubs();
@@ -54,7 +36,7 @@ describe('taint workflows: no conditions outlive the node workflow (stub activit
     // The taint is gone from the Node by the time these are granted: the eviction activity refuses them.
     for (const uid of late) stubs.evictions.set(uid, ['refuse']);
     const queue = taskQueue('taint-endings');
-    await withWorker(env, queue, stubs.activities(), async (client) => {
+    await withWorker(env(), queue, stubs.activities(), async (client) => {
       await startSlots(client, queue);
       const h = await startNode(client, queue, node);
       await waitFor('a replaced', async () => (await nodeStatus(h)).some((p) => p.pod === 'db-a' && p.state === 'Replaced'), { timeoutMs: 60_000 });

@@ -5,15 +5,14 @@
 // written the old way; the later marks (NodeTaintReplacing, clearing) are
 // unchanged.
 import assert from 'node:assert/strict';
-import type { Client, WorkflowHandle } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import type { WorkflowHandle } from '@temporalio/client';
+import { taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { nodeStatus, startNode, startSlots, stubPod, taintWorkflowEnv } from '../harness/taint-workflows.ts';
 import { TaintStubs, type StubPod } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';
 import type { ListTaintPodsInput } from '../../src/activities/taint.ts';
 
-const SLOTS = 'taint-replacements';
-const pod = (uid: string): StubPod => ({ uid, namespace: 'ns', name: `db-${uid}` });
+const pod = stubPod;
 
 /** The stubs, with a listTaintPods that marks the pods it lists as new (all but `skip`), as the activity does. */
 function marking(stubs: TaintStubs, skip: Set<string> = new Set()) {
@@ -34,25 +33,10 @@ function marking(stubs: TaintStubs, skip: Set<string> = new Set()) {
 
 describe('taint: the listing activity writes the first mark', function () {
   this.timeout(180_000);
-  let env: TestWorkflowEnvironment;
+  const env = taintWorkflowEnv();
   let n = 0;
 
-  before(async () => {
-    env = await startWorkflowEnv();
-  });
-  after(async () => {
-    await env?.teardown();
-  });
-  afterEach(async () => {
-    await env.client.workflow.getHandle(SLOTS).terminate('test over').catch(() => undefined);
-  });
-
   const fresh = () => `lm${++n}-${Date.now() % 100000}`;
-  const startSlots = (client: Client, queue: string) =>
-    client.workflow.start('taintReplacementsWorkflow', { taskQueue: queue, workflowId: SLOTS, args: [{}] });
-  const startNode = (client: Client, queue: string, node: string): Promise<WorkflowHandle> =>
-    client.workflow.start('taintNodeWorkflow', { taskQueue: queue, workflowId: `taint/${node}`, args: [{ node }] });
-  const nodeStatus = (h: WorkflowHandle) => h.query<{ pod: string; state: string; condition: string }[]>('status');
   const untaint = async (stubs: TaintStubs, h: WorkflowHandle, node: string) => {
     stubs.taints.set(node, []);
     await h.signal('nodeTaints', { taints: [] });
@@ -70,7 +54,7 @@ describe('taint: the listing activity writes the first mark', function () {
     stubs.settings.taintReplacementTimeSeconds = 1;
     stubs.taint(node, [pod('a'), pod('b')]);
     const queue = taskQueue('taint-list-marks');
-    await withWorker(env, queue, marking(stubs), async (client) => {
+    await withWorker(env(), queue, marking(stubs), async (client) => {
       await startSlots(client, queue);
       const h = await startNode(client, queue, node);
       await waitFor('both pods Detected', async () => (await nodeStatus(h)).filter((p) => p.state === 'Detected' && p.condition === 'NodeTaintDetected').length === 2,
@@ -96,7 +80,7 @@ describe('taint: the listing activity writes the first mark', function () {
     stubs.settings.taintReplacementTimeSeconds = 3600;
     stubs.taint(node, [pod('c'), pod('d')]);
     const queue = taskQueue('taint-list-skip');
-    await withWorker(env, queue, marking(stubs, new Set(['d'])), async (client) => {
+    await withWorker(env(), queue, marking(stubs, new Set(['d'])), async (client) => {
       await startSlots(client, queue);
       const h = await startNode(client, queue, node);
       await waitFor('both pods Replacing', async () => (await nodeStatus(h)).filter((p) => p.condition === 'NodeTaintReplacing').length === 2,
@@ -117,7 +101,7 @@ describe('taint: the listing activity writes the first mark', function () {
     stubs.settings.taintReplacementOptions[0]!.durationInSeconds = 3600;
     stubs.taint(node, [pod('e')]);
     const queue = taskQueue('taint-list-later');
-    await withWorker(env, queue, marking(stubs), async (client) => {
+    await withWorker(env(), queue, marking(stubs), async (client) => {
       await startSlots(client, queue);
       const h = await startNode(client, queue, node);
       await waitFor('e Detected', async () => (await nodeStatus(h)).some((p) => p.pod === 'db-e' && p.condition === 'NodeTaintDetected'), { timeoutMs: 30_000 });
