@@ -202,7 +202,8 @@ export function record<V>(key: Shape<string>, value: Shape<V>): Shape<Record<str
       const rk = key.run(k, [...path, k], issues);
       const rv = value.run(v, [...path, k], issues);
       if (rk === INVALID || rv === INVALID) ok = false;
-      else out[rk] = rv;
+      // Defined, not assigned: a key "__proto__" is a key like any other, never the result's prototype.
+      else Object.defineProperty(out, rk, { value: rv, enumerable: true, writable: true, configurable: true });
     }
     return ok ? out : INVALID;
   });

@@ -65,6 +65,9 @@ describe('message checks', () => {
     const r = record(string(undefined, pattern(/^\d+$/, 'digits')), string());
     assert.deepEqual(accepted(r, { 1: 'a' }), { 1: 'a' });
     assert.deepEqual(reasons(r, { x: 'a', 2: 3 }), ['2|Invalid input: expected string, received number|invalid_type', 'x|digits|custom']);
+    const any = accepted(record(string(), number()), JSON.parse('{"__proto__":1,"a":2}'));
+    assert.equal(Object.getPrototypeOf(any), Object.prototype);
+    assert.deepEqual(Object.entries(any), [['__proto__', 1], ['a', 2]]);
     const u = union([string(undefined, pattern(/^\d+$/, 'digits')), transform(number(undefined, integer, above(0)), String)], 'an index');
     assert.equal(accepted(u, '3'), '3');
     assert.equal(accepted(u, 4), '4');
