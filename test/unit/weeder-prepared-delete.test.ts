@@ -1,0 +1,119 @@
+// The weeder's prepared pod DELETE (src/kube/prepared.ts) against a local
+// HTTP server standing in for the API server: what it sends (the UID
+// precondition, the credentials client-node resolves) and how it reads the
+// answers, the same outcomes as deletePodIfSameUid.
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as k8s from '@kubernetes/client-node';
+import { preparedPodDelete } from '../../src/kube/prepared.ts';
+import { errorMessage, statusOf } from '../../src/kube/writes.ts';
+
+interface Seen { method?: string; url?: string; auth?: string; type?: string; body: unknown; port?: number }
+
+describe('weeder: the prepared pod delete', () => {
+  let server: Server;
+  let answers: { status: number; body: unknown }[] = [];
+  let seen: Seen[] = [];
+  let kc: k8s.KubeConfig;
+  let token = 'first';
+
+  const read = (req: IncomingMessage) => new Promise<string>((resolve) => {
+    let s = '';
+    req.on('data', (d) => (s += d));
+    req.on('end', () => resolve(s));
+  });
+
+  before(async () => {
+    server = createServer(async (req, res) => {
+      const text = await read(req);
+      if (req.url === '/version') {
+        seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body: undefined, port: req.socket.remotePort });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ gitVersion: 'v1.36.3' }));
+        return;
+      }
+      seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, type: req.headers['content-type'], body: text ? JSON.parse(text) : undefined, port: req.socket.remotePort });
+      const a = answers.shift() ?? { status: 500, body: { kind: 'Status', message: 'no answer prepared' } };
+      res.writeHead(a.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(a.body));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    kc = new k8s.KubeConfig();
+    // A token that the test rotates: client-node reads it from the user on each resolution.
+    const user = { name: 'u', get token() { return token; } } as unknown as k8s.User;
+    kc.loadFromClusterAndUser({ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }, user);
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  beforeEach(() => {
+    answers = [];
+    seen = [];
+    token = 'first';
+  });
+
+  const pod = { namespace: 'ns 1', name: 'api-0', uid: 'uid-1' };
+
+  const deletes = () => seen.filter((s) => s.url !== '/version');
+
+  it('sends a DELETE of the pod with its UID as precondition and the resolved credentials', async () => {
+    const del = preparedPodDelete(kc);
+    await del.prepare();
+    answers.push({ status: 200, body: { kind: 'Pod', metadata: { name: 'api-0' } } });
+    assert.deepEqual(await del.delete(pod), { outcome: 'deleted' });
+    assert.equal(deletes().length, 1);
+    assert.deepEqual({ ...deletes()[0]!, port: undefined }, {
+      method: 'DELETE', url: '/api/v1/namespaces/ns%201/pods/api-0', auth: 'Bearer first', type: 'application/json',
+      body: { preconditions: { uid: 'uid-1' } }, port: undefined,
+    });
+  });
+
+  it('prepare opens an idle connection when the pool has none, and the DELETE goes over it', async () => {
+    const del = preparedPodDelete(kc);
+    assert.equal(await del.prepare(), true, 'a new pool: a connection opened');
+    assert.deepEqual(seen.map((s) => [s.method, s.url, s.auth]), [['GET', '/version', 'Bearer first']]);
+    await new Promise((resolve) => setImmediate(resolve)); // undici counts the connection idle once its answer is processed
+    assert.equal(await del.prepare(), false, 'an idle connection already: nothing sent');
+    assert.equal(seen.length, 1);
+    answers.push({ status: 200, body: {} });
+    assert.deepEqual(await del.delete(pod), { outcome: 'deleted' });
+    assert.equal(seen[1]!.port, seen[0]!.port, 'the DELETE went over the connection prepare opened');
+  });
+
+  it('202 is a deletion; 404 and 409 (the UID precondition failed) are gone', async () => {
+    const del = preparedPodDelete(kc);
+    answers.push({ status: 202, body: {} }, { status: 404, body: { kind: 'Status', code: 404 } },
+      { status: 409, body: { kind: 'Status', code: 409, message: 'Precondition failed: UID in precondition: uid-1, UID in object meta: uid-2' } });
+    assert.deepEqual(await del.delete(pod), { outcome: 'deleted' }, 'resolved on first use when not prepared');
+    assert.deepEqual(await del.delete(pod), { outcome: 'gone' });
+    assert.deepEqual(await del.delete(pod), { outcome: 'gone' });
+  });
+
+  it('any other answer is thrown as client-node throws it: its status code and the Status message readable', async () => {
+    const del = preparedPodDelete(kc);
+    answers.push({ status: 403, body: { kind: 'Status', code: 403, message: 'pods "api-0" is forbidden: by a webhook' } });
+    const err = await del.delete(pod).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof k8s.ApiException);
+    assert.equal(statusOf(err), 403);
+    assert.equal(errorMessage(err), 'pods "api-0" is forbidden: by a webhook');
+    answers.push({ status: 500, body: { kind: 'Status', code: 500, message: 'etcdserver: request timed out' } });
+    await assert.rejects(del.delete(pod), (e: unknown) => statusOf(e) === 500);
+  });
+
+  it('a 401 (the token rotated since it was prepared) resolves the credentials afresh and sends once more', async () => {
+    const del = preparedPodDelete(kc);
+    await del.prepare();
+    token = 'second';
+    answers.push({ status: 401, body: { kind: 'Status', code: 401 } }, { status: 200, body: {} });
+    assert.deepEqual(await del.delete(pod), { outcome: 'deleted' });
+    assert.deepEqual(deletes().map((s) => s.auth), ['Bearer first', 'Bearer second']);
+    answers.push({ status: 401, body: { kind: 'Status', code: 401 } }, { status: 401, body: { kind: 'Status', code: 401 } });
+    await assert.rejects(del.delete(pod), (e: unknown) => statusOf(e) === 401, 'a second 401 is thrown, not retried again');
+    assert.equal(deletes().length, 4);
+  });
+
+  it('refuses a reference without namespace, name or UID before sending anything', async () => {
+    const del = preparedPodDelete(kc);
+    await assert.rejects(del.delete({ ...pod, uid: '' }), /uid must be a non-empty string/);
+    assert.equal(seen.length, 0);
+  });
+});
