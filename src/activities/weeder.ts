@@ -28,6 +28,7 @@
 // weeder`, and an observed one as soon as the worker's configuration says act.
 import type { WeederConfig } from '../config/weeder.ts';
 import * as k8s from '@kubernetes/client-node';
+import diagnostics from 'node:diagnostics_channel';
 import { Context, CancelledFailure } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { toSelectorString } from '../config/label-selector.ts';
@@ -35,6 +36,7 @@ import { deletePodIfSameUid, errorMessage, statusOf } from '../kube/writes.ts';
 import type { KubeClients } from '../kube/client.ts';
 import { recordEvent } from '../kube/events.ts';
 import { startInformer, type RunningInformer } from '../kube/informer.ts';
+import { preparedPodDelete, type PreparedPodDelete } from '../kube/prepared.ts';
 import { log } from '../log.ts';
 import { noteReadyAt, weederOutcomes } from '../metrics/weeder.ts';
 import { controllerOf, decidePod, isDependant } from '../weeder/crashloop.ts';
@@ -105,7 +107,21 @@ function targetOf(config: WeederConfig | undefined, namespace: unknown, service:
   return r.target;
 }
 
+/** Now, as epoch milliseconds with sub-millisecond precision: the reaction's timings, comparable across processes. */
+const epochNow = () => performance.timeOrigin + performance.now();
+/** New connections undici has opened in this process (to any server): the reaction's timings say whether a delete needed one. */
+let connectsOpened = 0;
+diagnostics.channel('undici:client:beforeConnect').subscribe(() => { connectsOpened++; });
+/** The armed deletions' requests (method and path) whose body was written to the socket, and when (epoch ms). */
+const deletesWritten = new Map<string, number | undefined>();
+diagnostics.channel('undici:request:bodySent').subscribe((m) => {
+  const key = `${(m as { request?: { method?: string; path?: string } }).request?.method} ${(m as { request?: { path?: string } }).request?.path}`;
+  if (deletesWritten.has(key) && deletesWritten.get(key) === undefined) deletesWritten.set(key, epochNow());
+});
+
 export function createWeederActivities(kube: KubeClients, config?: WeederConfig, gates?: SafetyGates) {
+  // The armed watch's deletions: prepared (credentials resolved while it waits), sent with no await before them.
+  const podDelete = preparedPodDelete(kube.kc);
   /**
    * Waits in place, heartbeating, while observe mode or the pause stops the
    * weeder from deleting, until `until` (epoch ms) at the latest. A
@@ -155,6 +171,23 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
       let weeding: Promise<void> | undefined;
       const outcomes = new Map<string, WeedOutcome>();
       const target = { workflowId, namespace, service };
+      // The reaction's timings (epoch ms), logged at debug level once the deletions are answered:
+      // the ready slice's event delivered, the deletions started, each DELETE handed to the client.
+      // sliceEventMono: the same moment on the monotonic clock, in a CPU profile's (node --cpu-prof) microseconds.
+      const timing: { sliceEvent?: number; sliceEventMono?: bigint; weedStart?: number; sent: number[]; keys: string[]; connects?: number } = { sent: [], keys: [] };
+
+      /**
+       * Armed to delete: the DELETE's credentials resolved and an idle connection
+       * to the API server ready, off the reaction's path. Called when the watch
+       * starts, once its watches run, at each heartbeat and at each pod event while
+       * the Service is down (the watches take connections as they start).
+       */
+      const prepare = () => {
+        if (weedToken === undefined || done) return;
+        podDelete.prepare().then((opened) => {
+          if (opened) wlog.debug('weeder: opened a connection to the API server for the armed deletions (the pool had no idle one)');
+        }, (err: unknown) => wlog.warn({ err: errorMessage(err) }, 'weeder: could not prepare the delete; it is prepared when sent'));
+      };
 
       /** Tells the workflow these pods are to be deleted (armedWeeding): in its history before any is. */
       const announce = async (pods: Candidate[]): Promise<boolean> => {
@@ -213,7 +246,10 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
         await Promise.all(deletable.map(async (c) => {
           const at = new Date().toISOString();
           try {
-            if (await weed(kube, target, podsNow.get(c.uid)!, c.containers)) outcomes.set(c.uid, { uid: c.uid, outcome: 'deleted', at });
+            timing.sent.push(epochNow());
+            timing.keys.push(`DELETE /api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(c.name)}`);
+            deletesWritten.set(timing.keys.at(-1)!, undefined);
+            if (await weed(kube, target, podsNow.get(c.uid)!, c.containers, podDelete)) outcomes.set(c.uid, { uid: c.uid, outcome: 'deleted', at });
             else outcomes.set(c.uid, { uid: c.uid, outcome: 'skipped', reason: 'gone (or replaced) when deleted' });
           } catch (err) {
             const refused = refusedForGood(err, c.uid, at);
@@ -259,6 +295,8 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
         // Armed: once every watch has listed, the first sight of the Service
         // ready opens the window, returned at once with what there is to weed.
         if (input.openOnReady && out.readyAt === undefined && serviceReady(slicesNow)) {
+          timing.weedStart = epochNow();
+          timing.connects = connectsOpened;
           out.readyAt = Date.now();
           noteReadyAt(namespace, service, out.readyAt);
           // Nothing more is proposed once the deletions start: what they act on is what this answer lists.
@@ -266,7 +304,18 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
             done = true;
             weeding = weedAtOnce().catch((err: unknown) => {
               wlog.warn({ err: errorMessage(err) }, 'weeder: deleting at once failed');
-            }).finally(finish);
+            }).finally(() => {
+              const { sliceEvent, sliceEventMono, weedStart, sent } = timing;
+              if (sliceEvent !== undefined && sent.length > 0) {
+                wlog.debug({
+                  sliceEvent, sliceEventUs: Number(sliceEventMono! / 1000n), weedStart, sent, sinceEventMs: sent.map((t) => +(t - sliceEvent).toFixed(3)),
+                  connectionsOpened: connectsOpened - (timing.connects ?? connectsOpened),
+                  written: timing.keys.map((k) => deletesWritten.get(k)),
+                }, 'weeder: armed deletions sent');
+              }
+              for (const k of timing.keys) deletesWritten.delete(k);
+              finish();
+            });
           } else {
             finish();
           }
@@ -288,7 +337,16 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
         labelSelector: sliceSelector,
         log: wlog,
         resyncMs: RESYNC_MS,
-        onUpsert: () => { slicesNow = slices.list(namespace); evaluate(); },
+        // Armed to delete: its slice event goes before the other informers' (the watcher's on the same slice).
+        urgent: weedToken !== undefined,
+        onUpsert: () => {
+          if (timing.weedStart === undefined) {
+            timing.sliceEvent = epochNow();
+            timing.sliceEventMono = process.hrtime.bigint();
+          }
+          slicesNow = slices.list(namespace);
+          evaluate();
+        },
         onDelete: () => { slicesNow = slices.list(namespace); },
       });
       const pods: RunningInformer<k8s.V1Pod>[] = podSelectors.map((selector) => {
@@ -305,7 +363,10 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
             podsNow.set(pod.metadata!.uid!, pod);
             if (synced && slicesNow && consider(pod)) linger ??= setTimeout(finish, LINGER_MS);
             // Armed, the Service down: a dependant that starts crash-looping is announced now, not when the Service is back.
-            else if (input.openOnReady && out.readyAt === undefined) announceAhead();
+            else if (input.openOnReady && out.readyAt === undefined) {
+              announceAhead();
+              prepare();
+            }
           },
           onDelete: (pod) => { podsNow.delete(pod.metadata!.uid!); },
         });
@@ -316,10 +377,15 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
         synced = true;
         slicesNow = slices.list(namespace);
         evaluate();
+        prepare();
       });
 
       const heartbeatEvery = Math.max(1000, (ctx.info.heartbeatTimeoutMs ?? 60_000) / 2);
-      const heartbeat = setInterval(() => ctx.heartbeat(), heartbeatEvery);
+      prepare();
+      const heartbeat = setInterval(() => {
+        ctx.heartbeat();
+        prepare();
+      }, heartbeatEvery);
       const deadline = setTimeout(finish, Math.max(0, until - Date.now()));
 
       try {
@@ -467,12 +533,16 @@ function refusedForGood(err: unknown, uid: string, at: string): WeedOutcome | un
   return { uid, outcome: 'failed', reason: `delete refused (${code}): ${errorMessage(err)}`, at };
 }
 
-/** Deletes the pod (UID precondition) and records the Event: false when it was gone or replaced already. */
-async function weed(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers: string[]): Promise<boolean> {
+/**
+ * Deletes the pod (UID precondition) and records the Event: false when it was gone or replaced already.
+ * `prepared`: the delete is sent by it (the armed watch's), else by client-node.
+ */
+async function weed(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers: string[], prepared?: PreparedPodDelete): Promise<boolean> {
   const { name, uid, namespace } = pod.metadata as { name: string; uid: string; namespace: string };
   const owner = controllerOf(pod)!;
   // The UID precondition: never delete a pod that replaced this one under the same name.
-  if ((await deletePodIfSameUid(kube, { namespace, name, uid })).outcome === 'gone') return false;
+  const ref = { namespace, name, uid };
+  if ((await (prepared ? prepared.delete(ref) : deletePodIfSameUid(kube, ref))).outcome === 'gone') return false;
   log.info({ workflowId: input.workflowId, pod: name, uid, containers }, 'weeded a crash-looping pod');
   await recordEvent(kube, {
     regarding: { apiVersion: owner.apiVersion, kind: owner.kind, namespace, name: owner.name, uid: owner.uid },

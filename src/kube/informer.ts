@@ -35,6 +35,16 @@
 // brought back. This repairs a watch that stalls without an error, or a
 // handler that missed an event, within one period.
 //
+// Urgency. Several informers in one process may get the same change at once
+// (the weeder's watcher and its armed watch both watch a Service's slices):
+// the first socket read runs its handlers, and the promises they start, before
+// the next socket is read. An informer started with `urgent` counts as such
+// while it runs; meanwhile every other informer's watch events go to its
+// handlers from a setImmediate (in order; the cache is updated at once), so an
+// urgent one's event read in the same turn of the event loop goes first. A
+// list's deliveries first run the events still waiting, so order is kept and
+// `synced` still means delivered.
+//
 // Errors. client-node's ListWatch reconnects on its own after a watch times
 // out or expires (410), but when a list or watch request fails outright it
 // only reports the error and stops. A watch that silently stops is worse than
@@ -47,6 +57,9 @@ import type { Logger } from '../log.ts';
 import { errorMessage, olderVersion } from './api.ts';
 
 const MAX_RETRY_MS = 30_000;
+
+/** Urgent informers running in this process (see Urgency in the header). */
+let urgentRunning = 0;
 
 /** Lists the collection (in `namespace`, or cluster-wide when undefined), with the same selectors as the watch. */
 export type InformerList<T extends KubernetesObject> = (namespace?: string) => Promise<KubernetesListObject<T>>;
@@ -76,6 +89,14 @@ export interface InformerOptions<T extends KubernetesObject> {
   onRestart?(err: unknown): void;
   /** First delay before restarting after an error; it doubles while errors go on, up to 30 s. */
   retryMs?: number;
+  /**
+   * Its watch events are waited for by something that must act at once (the
+   * weeder's armed watch): while such an informer runs in this process, the
+   * others deliver their watch events one turn of the event loop later
+   * (setImmediate, in order), so that an urgent informer whose event arrived
+   * in the same turn is not kept waiting behind their handlers. See the header.
+   */
+  urgent?: boolean;
 }
 
 /** Reads the informer's current objects. */
@@ -279,6 +300,7 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
   const scopes: (string | undefined)[] = opts.namespaces ? [...new Set(opts.namespaces)] : [undefined];
   const store = new VersionedStore<T>();
   let stopped = false;
+  if (opts.urgent) urgentRunning++;
 
   const deliver = (fn: () => void) => {
     try {
@@ -287,12 +309,31 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
       opts.log.warn({ path: opts.path, err: errorMessage(err) }, 'informer handler failed');
     }
   };
+  // Watch events waiting for the next turn while an urgent informer runs (see Urgency).
+  let waiting: (() => void)[] = [];
+  let waitTimer: NodeJS.Immediate | undefined;
+  const flush = () => {
+    if (waitTimer) clearImmediate(waitTimer);
+    waitTimer = undefined;
+    const now = waiting;
+    waiting = [];
+    for (const fn of now) if (!stopped) deliver(fn);
+  };
+  const deliverEvent = (fn: () => void) => {
+    if (opts.urgent || urgentRunning === 0) {
+      if (waiting.length > 0) flush();
+      deliver(fn);
+      return;
+    }
+    waiting.push(fn);
+    waitTimer ??= setImmediate(flush);
+  };
   const upsert = (obj: T) => {
-    if (!stopped && store.upsert(obj)) deliver(() => opts.onUpsert(obj));
+    if (!stopped && store.upsert(obj)) deliverEvent(() => opts.onUpsert(obj));
   };
   const remove = (obj: T) => {
     const gone = stopped ? undefined : store.remove(obj);
-    if (gone) deliver(() => opts.onDelete(gone));
+    if (gone) deliverEvent(() => opts.onDelete(gone));
   };
   /** Lists one scope and merges it into the store, delivering the differences. */
   const relist = async (scope: string | undefined): Promise<KubernetesListObject<T>> => {
@@ -312,6 +353,7 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
       result = { ...result, items };
     }
     const { upserts, deletes } = store.relisted(scope, items, result.metadata?.resourceVersion);
+    flush();
     if (!stopped) {
       for (const o of deletes) deliver(() => opts.onDelete(o));
       for (const o of upserts) deliver(() => opts.onUpsert(o));
@@ -396,8 +438,11 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
     synced: Promise.all(watches.map((w) => w.synced)).then(() => undefined),
     resync,
     async stop() {
+      if (!stopped && opts.urgent) urgentRunning--;
       stopped = true;
       clearInterval(timer);
+      if (waitTimer) clearImmediate(waitTimer);
+      waiting = [];
       await Promise.all(watches.map((w) => w.stop()));
     },
   };
