@@ -6,7 +6,16 @@
 // delete issued) over many trials for tend and dependency-watchdog; then the
 // Temporal actions tend spent per window. Figures go to stdout.
 //
-//   node bench/weeder.ts [--state-dir DIR] [--trials 30] [--down-restarts 6]
+//   node bench/weeder.ts [--state-dir DIR] [--trials 30] [--down-restarts 6] [--trace DIR]
+//
+// --trace DIR: tend logs at debug level to DIR/tend.log, with a CPU profile
+// (node --cpu-prof, sampled every 100 us) in DIR, and each tend trial's
+// reaction is split at the armed watch's own timings (its debug line
+// "weeder: armed deletions sent"): this process sees the slice ready -> tend's
+// watch delivers it -> the deletions start -> the first DELETE is handed to
+// the client -> its body is written to the socket (undici's diagnostics
+// channel) -> this process sees the pod deleted. Both processes read the
+// same clock (performance.timeOrigin + performance.now()).
 //
 // Each arm runs in its own namespace. dependency-watchdog watches every
 // namespace, so only its arm names its Services as the seed does
@@ -15,7 +24,8 @@ import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -39,7 +49,9 @@ const { values: opts } = parseArgs({ options: {
   trials: { type: 'string', default: '30' },
   'down-restarts': { type: 'string', default: '6' },
   'watch-duration': { type: 'string', default: '5s' },
+  trace: { type: 'string' },
 } });
+const TRACE = opts.trace;
 const TRIALS = Number(opts.trials);
 const DOWN_RESTARTS = Number(opts['down-restarts']);
 const WATCH = opts['watch-duration']!;
@@ -188,10 +200,13 @@ async function main() {
   await writeFile(dwdConfig, toYaml({ watchDuration: WATCH, servicesAndDependantSelectors: seedSelectors('etcd-main-client', 'kube-apiserver') }));
   const node = process.execPath;
   // Its own HTTP port, so that the benchmark runs beside a tend already serving the default one.
-  const tend = spawn(node, [join(repo, 'src/starters/cli.ts'), 'run', '--config', tendConfig, '--http-address', `127.0.0.1:${await freeLoopbackPort()}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: 'warn' } });
+  if (TRACE) await mkdir(TRACE, { recursive: true });
+  const traceArgs = TRACE ? ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', TRACE] : [];
+  const tend = spawn(node, [...traceArgs, join(repo, 'src/starters/cli.ts'), 'run', '--config', tendConfig, '--http-address', `127.0.0.1:${await freeLoopbackPort()}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: TRACE ? 'debug' : 'warn' } });
   children.push(tend);
   let tendErr = ''; let dwdErr = '';
   tend.stderr!.on('data', (d) => (tendErr = (tendErr + d).slice(-4000)));
+  if (TRACE) tend.stderr!.pipe(createWriteStream(join(TRACE, 'tend.log')));
   tend.once('exit', (code) => { if (!stopping) { say(`tend exited (${code}):\n${tendErr}`); process.exit(1); } });
   // dependency-watchdog v1.7.0 can crash (a nil watch after a cancelled context, internal/weeder/watcher.go:59).
   // In a cluster its Deployment would restart it; here it is restarted at once, and its crashes counted.
@@ -239,6 +254,8 @@ async function main() {
 
   // ---- reaction latency ----
   const latency: Record<'tend' | 'dwd', number[]> = { tend: [], dwd: [] };
+  /** tend's trials: this process's readyAt and deletedAt, as epoch ms. */
+  const tendTrials: { readyAt: number; deletedAt: number }[] = [];
   const whileDown: Record<'tend' | 'dwd', number> = { tend: 0, dwd: 0 };
   const recoveredAlone: Record<'tend' | 'dwd', number> = { tend: 0, dwd: 0 };
   const latArms = [arms[0]!, arms[2]!];
@@ -279,7 +296,10 @@ async function main() {
       }, 60_000, 20);
       if (outcome.deletedAt === undefined) recoveredAlone[name]++;
       else if (outcome.deletedAt < readyAt) whileDown[name]++;
-      else latency[name].push(outcome.deletedAt - readyAt);
+      else {
+        latency[name].push(outcome.deletedAt - readyAt);
+        if (name === 'tend') tendTrials.push({ readyAt: performance.timeOrigin + readyAt, deletedAt: performance.timeOrigin + outcome.deletedAt });
+      }
       await scaleEtcd(a.ns, 3);
     }
   }));
@@ -379,7 +399,35 @@ async function main() {
       `(idle: ${persistence.idleTransactionsPerSecond}/s), ${persistence.transactionsPerAction} transactions and ${persistence.rowsWrittenPerAction} rows written per action (${actions} actions)`);
   }
   for (const c of children) c.kill('SIGTERM');
+  if (TRACE) {
+    await Promise.race([new Promise((r) => tend.once('exit', r)), sleep(30_000)]); // its profile written, its log flushed
+    console.log(breakdown(await readFile(join(TRACE, 'tend.log'), 'utf8'), tendTrials));
+  }
   for (const a of arms) await kube.core.deleteNamespace({ name: a.ns }).catch(() => undefined);
+}
+
+/** Each tend trial split at the armed watch's timings (its debug lines in tend's log), and the medians. */
+function breakdown(tendLog: string, trials: { readyAt: number; deletedAt: number }[]): string {
+  const sent: { sliceEvent: number; weedStart: number; sent: number[]; written?: (number | null)[] }[] = [];
+  for (const line of tendLog.split('\n')) {
+    if (!line.includes('armed deletions sent')) continue;
+    try { sent.push(JSON.parse(line)); } catch { /* not a log line */ }
+  }
+  const rows: number[][] = [];
+  for (const t of trials) {
+    // The armed watch's line for this trial: its slice event nearest this process's.
+    const s = sent.filter((x) => Math.abs(x.sliceEvent - t.readyAt) < 500).sort((a, b) => Math.abs(a.sliceEvent - t.readyAt) - Math.abs(b.sliceEvent - t.readyAt))[0];
+    if (!s) continue;
+    const first = Math.min(...s.sent);
+    const written = Math.min(...(s.written ?? []).filter((w): w is number => typeof w === 'number'));
+    const w = Number.isFinite(written) ? written : first;
+    rows.push([s.sliceEvent - t.readyAt, s.weedStart - s.sliceEvent, first - s.weedStart, w - first, t.deletedAt - w, t.deletedAt - t.readyAt]);
+  }
+  const med = (i: number) => quantile(rows.map((r) => r[i]!), 0.5).toFixed(2);
+  const head = ['bench sees ready -> tend\'s watch delivers it', '-> deletions start', '-> first DELETE handed to the client',
+    '-> written to the socket', '-> bench sees the pod deleted', 'total'];
+  return [`tend's reaction split (${rows.length} of ${trials.length} trials matched), ms:`, `  ${head.join(' | ')}`,
+    ...rows.map((r) => `  ${r.map((x) => x.toFixed(2)).join(' | ')}`), `  median: ${head.map((_, i) => med(i)).join(' | ')}`].join('\n');
 }
 
 
