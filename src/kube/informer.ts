@@ -61,6 +61,43 @@ const MAX_RETRY_MS = 30_000;
 /** Urgent informers running in this process (see Urgency in the header). */
 let urgentRunning = 0;
 
+/**
+ * How one informer hands its watch events to its handlers (see Urgency in the header): at once
+ * when it is urgent or no urgent informer runs, else from a setImmediate, in order. `flush` runs
+ * what waits (a list's deliveries call it first); `stop` drops it. Exported for its unit test.
+ */
+export function eventDelivery(urgent: boolean, deliver: (fn: () => void) => void) {
+  if (urgent) urgentRunning++;
+  let stopped = false;
+  let waiting: (() => void)[] = [];
+  let timer: NodeJS.Immediate | undefined;
+  const flush = () => {
+    if (timer) clearImmediate(timer);
+    timer = undefined;
+    const now = waiting;
+    waiting = [];
+    for (const fn of now) if (!stopped) deliver(fn);
+  };
+  return {
+    event(fn: () => void) {
+      if (urgent || urgentRunning === 0) {
+        if (waiting.length > 0) flush();
+        deliver(fn);
+        return;
+      }
+      waiting.push(fn);
+      timer ??= setImmediate(flush);
+    },
+    flush,
+    stop() {
+      if (!stopped && urgent) urgentRunning--;
+      stopped = true;
+      if (timer) clearImmediate(timer);
+      waiting = [];
+    },
+  };
+}
+
 /** Lists the collection (in `namespace`, or cluster-wide when undefined), with the same selectors as the watch. */
 export type InformerList<T extends KubernetesObject> = (namespace?: string) => Promise<KubernetesListObject<T>>;
 
@@ -300,7 +337,6 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
   const scopes: (string | undefined)[] = opts.namespaces ? [...new Set(opts.namespaces)] : [undefined];
   const store = new VersionedStore<T>();
   let stopped = false;
-  if (opts.urgent) urgentRunning++;
 
   const deliver = (fn: () => void) => {
     try {
@@ -309,31 +345,14 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
       opts.log.warn({ path: opts.path, err: errorMessage(err) }, 'informer handler failed');
     }
   };
-  // Watch events waiting for the next turn while an urgent informer runs (see Urgency).
-  let waiting: (() => void)[] = [];
-  let waitTimer: NodeJS.Immediate | undefined;
-  const flush = () => {
-    if (waitTimer) clearImmediate(waitTimer);
-    waitTimer = undefined;
-    const now = waiting;
-    waiting = [];
-    for (const fn of now) if (!stopped) deliver(fn);
-  };
-  const deliverEvent = (fn: () => void) => {
-    if (opts.urgent || urgentRunning === 0) {
-      if (waiting.length > 0) flush();
-      deliver(fn);
-      return;
-    }
-    waiting.push(fn);
-    waitTimer ??= setImmediate(flush);
-  };
+  // Watch events wait for the next turn while an urgent informer runs (see Urgency).
+  const events = eventDelivery(opts.urgent === true, deliver);
   const upsert = (obj: T) => {
-    if (!stopped && store.upsert(obj)) deliverEvent(() => opts.onUpsert(obj));
+    if (!stopped && store.upsert(obj)) events.event(() => opts.onUpsert(obj));
   };
   const remove = (obj: T) => {
     const gone = stopped ? undefined : store.remove(obj);
-    if (gone) deliverEvent(() => opts.onDelete(gone));
+    if (gone) events.event(() => opts.onDelete(gone));
   };
   /** Lists one scope and merges it into the store, delivering the differences. */
   const relist = async (scope: string | undefined): Promise<KubernetesListObject<T>> => {
@@ -353,7 +372,7 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
       result = { ...result, items };
     }
     const { upserts, deletes } = store.relisted(scope, items, result.metadata?.resourceVersion);
-    flush();
+    events.flush();
     if (!stopped) {
       for (const o of deletes) deliver(() => opts.onDelete(o));
       for (const o of upserts) deliver(() => opts.onUpsert(o));
@@ -438,11 +457,9 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
     synced: Promise.all(watches.map((w) => w.synced)).then(() => undefined),
     resync,
     async stop() {
-      if (!stopped && opts.urgent) urgentRunning--;
       stopped = true;
+      events.stop();
       clearInterval(timer);
-      if (waitTimer) clearImmediate(waitTimer);
-      waiting = [];
       await Promise.all(watches.map((w) => w.stop()));
     },
   };

@@ -1,7 +1,8 @@
 // The informer's merge rules, on their own: what a watch event or a relist
 // does to the cache and what the handlers are told.
 import assert from 'node:assert/strict';
-import { mergeRelist, namespacedPath, VersionedStore } from '../../src/kube/informer.ts';
+import { eventDelivery, mergeRelist, namespacedPath, VersionedStore } from '../../src/kube/informer.ts';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
 interface Obj { metadata: { namespace?: string; name: string; resourceVersion: string }; tag: string }
 const o = (name: string, rv: string, tag = `${name}@${rv}`, namespace = 'ns'): Obj => ({ metadata: { namespace, name, resourceVersion: rv }, tag });
@@ -118,5 +119,52 @@ describe('informer: namespaced paths', () => {
   for (const [path, want] of cases) it(`${path} -> ${want}`, () => assert.equal(namespacedPath(path, 'ns'), want));
   it('refuses a path that is already namespaced, naming it', () => {
     assert.throws(() => namespacedPath('/api/v1/namespaces/x/pods', 'ns'), /\/api\/v1\/namespaces\/x\/pods.*cluster-wide collection path/);
+  });
+});
+
+describe('informer: urgency (the weeder\'s armed watch goes first)', () => {
+  const run = (fn: () => void) => fn();
+
+  it('delivers at once while no urgent informer runs', () => {
+    const seen: string[] = [];
+    const plain = eventDelivery(false, run);
+    plain.event(() => seen.push('a'));
+    assert.deepEqual(seen, ['a']);
+    plain.stop();
+  });
+
+  it('while an urgent one runs, the others deliver a turn later and in order; the urgent one at once', async () => {
+    const seen: string[] = [];
+    const plain = eventDelivery(false, run);
+    const urgent = eventDelivery(true, run);
+    try {
+      plain.event(() => seen.push('plain 1'));
+      plain.event(() => seen.push('plain 2'));
+      urgent.event(() => seen.push('urgent'));
+      assert.deepEqual(seen, ['urgent']);
+      await nextTurn();
+      assert.deepEqual(seen, ['urgent', 'plain 1', 'plain 2']);
+    } finally {
+      urgent.stop();
+      plain.stop();
+    }
+  });
+
+  it('a flush (a list\'s deliveries) runs what waits first; a stopped one drops it; once the urgent one stops, at once again', async () => {
+    const seen: string[] = [];
+    const plain = eventDelivery(false, run);
+    const dropped = eventDelivery(false, run);
+    const urgent = eventDelivery(true, run);
+    plain.event(() => seen.push('waiting'));
+    dropped.event(() => seen.push('never'));
+    plain.flush();
+    assert.deepEqual(seen, ['waiting']);
+    dropped.stop();
+    urgent.stop();
+    plain.event(() => seen.push('at once'));
+    assert.deepEqual(seen, ['waiting', 'at once']);
+    await nextTurn();
+    assert.deepEqual(seen, ['waiting', 'at once']);
+    plain.stop();
   });
 });
