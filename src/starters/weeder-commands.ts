@@ -31,8 +31,12 @@ export function registerWeederCommands(program: Command): void {
     .addOption(jsonAliasOption())
     .action(async (flags: ConfigFlags & { output: OutputFormat; json?: boolean }) => {
       const config = await configOrSandbox(flags);
-      const rows = await listWindows(config.temporal);
+      const { rows, unanswered } = await listWindows(config.temporal);
       await printOutput(formatOf(flags), rows, (wide) => formatWindows(rows, wide));
+      if (unanswered.length > 0) {
+        process.stderr.write(`tend: ${unanswered.length} running window${unanswered.length > 1 ? 's' : ''} did not answer within ${QUERY_TIMEOUT_MS / 1000} s ` +
+          `(is a worker polling ${config.temporal.taskQueue}?), not listed: ${unanswered.join(', ')}\n`);
+      }
     });
 }
 
@@ -48,15 +52,27 @@ export function formatWindows(rows: readonly WindowRow[], wide: boolean): string
     ...(safety ? [r.observed.join(',') || '-', r.held.join(',') || '-'] : []), ...(wide ? [r.workflowId] : [])]));
 }
 
-async function listWindows(temporal: Parameters<typeof import('../temporal/connection.ts').connectClient>[0]): Promise<WindowRow[]> {
+/** How long `weeder list` waits for a window's answer: a run no worker serves is named, not waited for. */
+const QUERY_TIMEOUT_MS = 5_000;
+/** Windows asked at once. */
+const QUERIES_AT_ONCE = 20;
+
+async function listWindows(temporal: Parameters<typeof import('../temporal/connection.ts').connectClient>[0]): Promise<{ rows: WindowRow[]; unanswered: string[] }> {
   const { connectClient } = await import('../temporal/connection.ts');
   const { windowQuery } = await import('../weeder/messages.ts');
+  const { WorkflowNotFoundError } = await import('@temporalio/client');
   const client = await connectClient(temporal);
   try {
+    const found: { workflowId: string; runId: string }[] = [];
+    for await (const wf of client.workflow.list({ query: 'TendCapability="weeder" AND ExecutionStatus="Running"' })) found.push(wf);
     const rows: WindowRow[] = [];
-    for await (const wf of client.workflow.list({ query: 'TendCapability="weeder" AND ExecutionStatus="Running"' })) {
+    const unanswered: string[] = [];
+    // Asked side by side, each with a deadline: a window whose worker is gone (its task queue
+    // unpolled) would otherwise hold the whole list for the server's query timeout.
+    const ask = async (wf: { workflowId: string; runId: string }) => {
       try {
-        const w = await client.workflow.getHandle(wf.workflowId, wf.runId).query(windowQuery);
+        const w = await client.withDeadline(Date.now() + QUERY_TIMEOUT_MS,
+          () => client.workflow.getHandle(wf.workflowId, wf.runId).query(windowQuery));
         const open = w.deadline > Date.now() || !w.armed;
         rows.push({
           workflowId: wf.workflowId,
@@ -70,11 +86,13 @@ async function listWindows(temporal: Parameters<typeof import('../temporal/conne
           observed: (w.observed ?? []).map((p) => p.name),
           held: (w.held ?? []).map((p) => p.name),
         });
-      } catch {
-        // Closed between the list and the query: no longer open.
+      } catch (err) {
+        // Gone between the list and the query: no longer open. Anything else: no answer.
+        if (!(err instanceof WorkflowNotFoundError)) unanswered.push(wf.workflowId);
       }
-    }
-    return rows.sort((a, b) => a.service.localeCompare(b.service));
+    };
+    for (let i = 0; i < found.length; i += QUERIES_AT_ONCE) await Promise.all(found.slice(i, i + QUERIES_AT_ONCE).map(ask));
+    return { rows: rows.sort((a, b) => a.service.localeCompare(b.service)), unanswered: unanswered.sort() };
   } finally {
     await client.connection.close();
   }

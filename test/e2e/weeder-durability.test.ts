@@ -15,6 +15,7 @@ import type { WeederResult, WindowSnapshot } from '../../src/weeder/window.ts';
 import type { WindowRow } from '../../src/starters/weeder-commands.ts';
 import { ReadinessStore } from '../../src/weeder/record.ts';
 import { DEFAULT_TEND_NAMESPACE } from '../../src/config/weeder.ts';
+import { TendCapability } from '../../src/search-attributes.ts';
 
 describe('weeder: signals, the list, and killing its parts', function () {
   this.timeout(240_000);
@@ -102,6 +103,28 @@ describe('weeder: signals, the list, and killing its parts', function () {
     }, { timeoutMs: 15_000 });
     assert.equal(result.stopped, 'operator says so');
     assert.equal(result.transitions, 2, 'the opening transition and the extension');
+  });
+
+  it('tend weeder list names a running window no worker answers, within seconds, instead of waiting for it', async () => {
+    const orphan = `weeder/${ns}/orphan`;
+    const h = await temporal.workflow.start('weederWorkflow', {
+      taskQueue: `nobody-polls-${ns}`, workflowId: orphan, args: [{}], typedSearchAttributes: [{ key: TendCapability, value: 'weeder' }],
+    });
+    try {
+      await waitFor('the orphan window in the visibility store', async () => {
+        for await (const wf of temporal.workflow.list({ query: `WorkflowId = '${orphan}' AND TendCapability = 'weeder'` })) return wf;
+        return undefined;
+      });
+      const t0 = Date.now();
+      const r = await runTend(['weeder', 'list', '--json', '--config', config]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok(Date.now() - t0 < 20_000, `answered in ${Date.now() - t0} ms`);
+      assert.match(r.stderr, new RegExp(`did not answer within 5 s .*not listed: .*${orphan.replace(/[/.-]/g, '\\$&')}`));
+      const rows = JSON.parse(r.stdout) as WindowRow[];
+      assert.equal(rows.some((w) => w.workflowId === orphan), false);
+    } finally {
+      await h.terminate('test over');
+    }
   });
 
   it('a quiet window costs one activity, no timers', async () => {

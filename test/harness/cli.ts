@@ -27,6 +27,7 @@ export interface CliResult {
 }
 
 export function runTend(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
+  const timeoutMs = opts.timeoutMs ?? 60_000;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cli, ...withHttpAddress(args)], { env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -35,8 +36,8 @@ export function runTend(args: string[], opts: { env?: NodeJS.ProcessEnv; timeout
     child.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`tend ${args.join(' ')} did not finish within ${opts.timeoutMs}ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, opts.timeoutMs ?? 60_000);
+      reject(new Error(`tend ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
     child.once('error', reject);
     child.once('close', (code) => {
       clearTimeout(timer);
