@@ -13,12 +13,14 @@
 // prepare() off the hot path and kept for AUTH_TTL_MS; a 401 (a token
 // rotated meanwhile) resolves them afresh and sends once more.
 //
-// A connection ready for it. Requests go over HTTP/1.1, one at a time per
-// connection, and every watch holds a connection of the same pool for as long
-// as it runs: the armed watch's own watches start right after its lists and
-// take the connections those lists left idle. The DELETE then found no idle
-// connection and opened one (TCP and TLS handshakes before the request could
-// leave: milliseconds, many more on a loaded machine). prepare() therefore
+// A connection ready for it. Over HTTP/1.1 (one request at a time per
+// connection) every watch holds a connection of the same pool for as long as
+// it runs: the armed watch's own watches start right after its lists and take
+// the connections those lists left idle, and a DELETE that finds no idle
+// connection opens one (TCP and TLS handshakes before the request can leave:
+// milliseconds, many more on a loaded machine). Where the API server speaks
+// HTTP/2 to undici, every call shares one connection and this costs nothing.
+// prepare() therefore
 // also makes sure the pool has an idle connection to the API server (a GET
 // /version, which every authenticated identity may read, when it has none);
 // the armed watch calls it when it starts and at every heartbeat, and idle
