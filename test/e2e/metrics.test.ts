@@ -101,9 +101,10 @@ describe('metrics: the HTTP port of `tend run`', function () {
     assert.ok(sample(text, 'tend_weeder_windows', { state: 'armed' }) !== undefined, 'weeder windows gauge');
   });
 
-  it("the core's log lines are tend's JSON, with the task queue as a field", () => {
-    const line = tend!.output.split('\n').find((l) => l.includes('"Initializing worker"'));
-    assert.ok(line, 'the core logged its worker start');
+  it("the core's log lines are tend's JSON, with the task queue as a field", async () => {
+    // The SDK forwards the core's lines in batches: the worker's start may be in the next one.
+    const line = await waitFor('the core to log its worker start', () => tend!.output.split('\n').find((l) => l.includes('"Initializing worker"')),
+      { timeoutMs: 30_000 });
     const entry = JSON.parse(line) as Record<string, unknown>;
     assert.equal(entry.source, 'temporal-core');
     assert.equal(entry.taskQueue, TASK_QUEUE);
