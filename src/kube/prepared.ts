@@ -31,7 +31,7 @@
 // statusOf and errorMessage read it.
 import * as k8s from '@kubernetes/client-node';
 import { request, type Dispatcher } from 'undici';
-import { deleteOutcome, type DeleteOutcome, type ObjectRef } from './writes.ts';
+import { checkRef, deleteIfSameUid, type DeleteOutcome, type ObjectRef } from './writes.ts';
 
 /** How long resolved credentials are used before prepare() resolves them again. */
 export const AUTH_TTL_MS = 60_000;
@@ -70,10 +70,10 @@ export function preparedPodDelete(kc: k8s.KubeConfig): PreparedPodDelete {
   };
   const fresh = () => (auth && Date.now() - auth.at < AUTH_TTL_MS ? auth : undefined);
 
-  const send = async (a: Auth, pod: ObjectRef): Promise<{ status: number; body: string }> => {
+  const send = async (a: Auth, pod: ObjectRef, body: object): Promise<{ status: number; body: string }> => {
     const path = `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/pods/${encodeURIComponent(pod.name)}`;
     const res = await request(a.server + path, {
-      method: 'DELETE', headers: a.headers, body: JSON.stringify({ preconditions: { uid: pod.uid } }),
+      method: 'DELETE', headers: a.headers, body: JSON.stringify(body),
       ...(a.dispatcher ? { dispatcher: a.dispatcher } : {}),
     });
     return { status: res.statusCode, body: await res.body.text() };
@@ -107,19 +107,15 @@ export function preparedPodDelete(kc: k8s.KubeConfig): PreparedPodDelete {
       return warm(fresh() ?? await resolve());
     },
     async delete(pod) {
-      for (const field of ['namespace', 'name', 'uid'] as const) {
-        if (typeof pod?.[field] !== 'string' || pod[field] === '') {
-          throw new Error(`deletePodIfSameUid: ${field} must be a non-empty string (got ${JSON.stringify(pod)})`);
-        }
-      }
-      let answer = await send(fresh() ?? await resolve(), pod);
-      if (answer.status === 401) answer = await send(await resolve(), pod);
-      if (answer.status >= 200 && answer.status < 300) return { outcome: 'deleted' };
-      // As client-node throws it: the body as text (errorMessage reads the Status's message from it).
-      const err = new k8s.ApiException<string>(answer.status, answer.status === 401 ? 'Unauthorized' : 'Unknown API Status Code!', answer.body, {});
-      const outcome = deleteOutcome(err);
-      if (outcome) return outcome;
-      throw err;
+      checkRef('preparedPodDelete', pod);
+      // The body (the UID precondition) and the outcomes are deleteIfSameUid's, as for every delete.
+      return deleteIfSameUid(async (body) => {
+        let answer = await send(fresh() ?? await resolve(), pod, body);
+        if (answer.status === 401) answer = await send(await resolve(), pod, body);
+        if (answer.status >= 200 && answer.status < 300) return;
+        // As client-node throws it: the body as text (errorMessage reads the Status's message from it).
+        throw new k8s.ApiException<string>(answer.status, answer.status === 401 ? 'Unauthorized' : 'Unknown API Status Code!', answer.body, {});
+      }, pod.uid);
     },
   };
 }

@@ -39,7 +39,7 @@ export interface ObjectRef {
 export type EvictOutcome = { outcome: 'evicted' } | { outcome: 'gone' } | { outcome: 'blocked'; message: string };
 export type DeleteOutcome = { outcome: 'deleted' } | { outcome: 'gone' };
 
-function checkRef(what: string, ref: ObjectRef): void {
+export function checkRef(what: string, ref: ObjectRef): void {
   for (const field of ['namespace', 'name', 'uid'] as const) {
     if (typeof ref?.[field] !== 'string' || ref[field] === '') {
       throw new Error(`${what}: ${field} must be a non-empty string (got ${JSON.stringify(ref)})`);
