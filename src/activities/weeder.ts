@@ -111,13 +111,18 @@ function targetOf(config: WeederConfig | undefined, namespace: unknown, service:
 const epochNow = () => performance.timeOrigin + performance.now();
 /** New connections undici has opened in this process (to any server): the reaction's timings say whether a delete needed one. */
 let connectsOpened = 0;
-diagnostics.channel('undici:client:beforeConnect').subscribe(() => { connectsOpened++; });
 /** The armed deletions' requests (method and path) whose body was written to the socket, and when (epoch ms). */
 const deletesWritten = new Map<string, number | undefined>();
-diagnostics.channel('undici:request:bodySent').subscribe((m) => {
-  const key = `${(m as { request?: { method?: string; path?: string } }).request?.method} ${(m as { request?: { path?: string } }).request?.path}`;
-  if (deletesWritten.has(key) && deletesWritten.get(key) === undefined) deletesWritten.set(key, epochNow());
-});
+// Only when the timings are logged (TEND_LOG_LEVEL=debug, as `bench/weeder.ts --trace` runs tend):
+// otherwise every request of the process would pass through these.
+if (log.isLevelEnabled('debug')) {
+  diagnostics.channel('undici:client:beforeConnect').subscribe(() => { connectsOpened++; });
+  diagnostics.channel('undici:request:bodySent').subscribe((m) => {
+    const request = (m as { request?: { method?: string; path?: string } }).request;
+    const key = `${request?.method} ${request?.path}`;
+    if (deletesWritten.has(key) && deletesWritten.get(key) === undefined) deletesWritten.set(key, epochNow());
+  });
+}
 
 export function createWeederActivities(kube: KubeClients, config?: WeederConfig, gates?: SafetyGates) {
   // The armed watch's deletions: prepared (credentials resolved while it waits), sent with no await before them.
