@@ -234,6 +234,9 @@ export function transform<T, U>(inner: Shape<T>, fn: (value: T) => U): Shape<U> 
   });
 }
 
+/** A time as Kubernetes and Temporal write one: `2026-01-01T00:00:00Z`, fractions and offsets allowed. */
+export const rfc3339 = string(undefined, pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time'));
+
 // ------------------------------------------------------------------ use
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; issues: Issue[] };

@@ -7,7 +7,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import {
   array, boolean, integer, literal, max, maxItems, maxLength, min, minItems, minLength, number, oneOf, optional, parse,
-  pattern, record, strictObject, string, transform, union, above, type Infer, type Issue, type Shape,
+  pattern, record, rfc3339, strictObject, string, transform, union, above, type Infer, type Issue, type Shape,
 } from '../checks/shape.ts';
 import { addressProblem, repairStatuses, repairStepStatuses, serialProblem } from './entry.ts';
 
@@ -43,7 +43,6 @@ export const deleteInputSchema = strictObject({
   index: union([indexSchema, transform(number(undefined, integer, above(0)), String)], 'index must be an entry\'s index, e.g. "3"'),
 }, 'delete needs {"index": "N"}');
 
-const rfc3339 = string(undefined, pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time'));
 const count = number(undefined, integer, min(0), max(1_000_000));
 const epochMs = number(undefined, integer, min(0), max(8.64e15));
 const seconds = number(undefined, min(0), max(1e9));
@@ -147,9 +146,6 @@ export const entryKeyFields = {
 };
 export const entryKeySchema = strictObject(entryKeyFields);
 export type EntryKey = Infer<typeof entryKeySchema>;
-
-export type RepairRequest = Infer<typeof requestSchema>;
-export type EntryResume = Infer<typeof entryResumeSchema>;
 
 /** Which command of an operation: the step's repair command, the health check, the success command. */
 export const commandKinds = ['repair_command', 'health_check_command', 'success_command'] as const;

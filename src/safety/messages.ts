@@ -7,7 +7,7 @@
 // anything else (an unknown field, a name tend does not know) is refused with
 // the reason. Pure: imported by workflow code.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { array, boolean, integer, max, maxItems, maxLength, min, number, optional, parse, pattern, strictObject, string, type Shape } from '../checks/shape.ts';
+import { array, boolean, integer, max, maxItems, maxLength, min, number, optional, parse, rfc3339, strictObject, string, type Shape } from '../checks/shape.ts';
 
 /** One per Temporal namespace, like `repair-queue`. */
 export const SAFETY_WORKFLOW_ID = 'tend-safety';
@@ -92,7 +92,6 @@ export const resumeInputSchema: Shape<ResumeInput> = strictObject({
   by: byOf,
 }, 'resume takes {"capabilities"?: [names], "by"?: "who"}');
 
-const rfc3339 = string(undefined, pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time'));
 
 const capabilityPauseSchema = strictObject({
   paused: boolean(),

@@ -43,7 +43,10 @@ export const sharedWorkflowModules: readonly string[] = [
 
 /** The workflow sources for a worker that bundles them at start-up, bundled as the pre-built bundle is. */
 export interface WorkflowSources { workflowsPath: string; bundlerOptions: { preloadModules: string[] } }
-const workflowSources = (): WorkflowSources => ({ workflowsPath, bundlerOptions: { preloadModules: [...sharedWorkflowModules] } });
+const workflowSources = (): WorkflowSources => {
+  const { preloadModules } = workflowBundleOptions();
+  return { workflowsPath, bundlerOptions: { preloadModules } };
+};
 
 /** How the workflow code is bundled, everywhere it is (the worker, the pre-built bundle, tests, replay). */
 export function workflowBundleOptions(): { workflowsPath: string; preloadModules: string[] } {
