@@ -185,6 +185,13 @@ export const stateReadErrors = new Counter({
   registers,
 });
 
+export const stateUnanswered = new Gauge({
+  name: 'tend_state_unanswered_workflows',
+  help: 'Running workflows that did not answer their query within 5 s at the last read (their task queue unpolled?): left out of the gauges above.',
+  labelNames: ['what'] as const,
+  registers,
+});
+
 export const stateReadAge = new Gauge({
   name: 'tend_state_read_age_seconds',
   help: 'Seconds since the workflow-state gauges were last read successfully.',

@@ -5,21 +5,25 @@
 // TendCapability, then each one's query, at most MAX_WORKFLOWS of each).
 //
 // Bounded and cached: one read at a time, at most once per CACHE_MS (a scrape
-// within that answers the last values), each read given READ_TIMEOUT_MS. A
-// failed read (a worker that does not answer queries, Temporal down) keeps the
-// last values, counts tend_state_read_errors_total and lets
-// tend_state_read_age_seconds grow: stale gauges are visible as such.
+// within that answers the last values), each list and each query given
+// READ_TIMEOUT_MS. A failed read (no worker answers queries, Temporal down)
+// keeps the last values, counts tend_state_read_errors_total and lets
+// tend_state_read_age_seconds grow: stale gauges are visible as such. Of many
+// workflows, one that does not answer (its task queue unpolled) does not fail
+// the read: the others are counted, and it in tend_state_unanswered_workflows.
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { QueryDefinition } from '@temporalio/common';
 import type { Config } from '../config/load.ts';
 import { isEnabledQuery, listQuery, REPAIR_QUEUE_WORKFLOW_ID } from '../repair/messages.ts';
 import { repairStatuses, type RepairQueueEntry } from '../repair/entry.ts';
 import { nodeStatusQuery, SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../taint/messages.ts';
+import { queryEach } from '../temporal/query-each.ts';
 import { windowQuery } from '../weeder/messages.ts';
 import type { WindowSnapshot } from '../weeder/window.ts';
 import type { PodStatusRow } from '../taint/node.ts';
 import {
-  onScrape, repairQueueEnabled, repairQueueEntry, repairQueueItems, stateReadAge, stateReadErrors, taintBreakerOpen,
-  taintInFlight, taintNodesTainted, taintPods, taintQueued, weederWindows,
+  onScrape, repairQueueEnabled, repairQueueEntry, repairQueueItems, stateReadAge, stateReadErrors, stateUnanswered,
+  taintBreakerOpen, taintInFlight, taintNodesTainted, taintPods, taintQueued, weederWindows,
 } from './registry.ts';
 
 export const CACHE_MS = 10_000;
@@ -69,14 +73,22 @@ export function startStateGauges(client: Client, config: Sections): () => void {
       stateReadErrors.inc({ what });
     }
   };
-  const running_ = async (capability: string, prefix?: string): Promise<string[]> => {
-    const ids: string[] = [];
-    const query = `TendCapability = '${capability}' AND ExecutionStatus = 'Running'`;
-    for await (const wf of client.workflow.list({ query, pageSize: 100 })) {
-      if (!prefix || wf.workflowId.startsWith(prefix)) ids.push(wf.workflowId);
-      if (ids.length >= MAX_WORKFLOWS) break;
-    }
-    return ids;
+  /** Each running workflow's answer to `query`: the list under one deadline, each query under its own. */
+  const askRunning = async <T>(what: string, capability: string, prefix: string | undefined, query: QueryDefinition<T, []>): Promise<T[]> => {
+    const runs = await timed(async () => {
+      const found: { workflowId: string; runId: string }[] = [];
+      const q = `TendCapability = '${capability}' AND ExecutionStatus = 'Running'`;
+      for await (const wf of client.workflow.list({ query: q, pageSize: 100 })) {
+        if (!prefix || wf.workflowId.startsWith(prefix)) found.push({ workflowId: wf.workflowId, runId: wf.runId });
+        if (found.length >= MAX_WORKFLOWS) break;
+      }
+      return found;
+    });
+    const { answers, unanswered } = await queryEach(client, runs, query, { timeoutMs: READ_TIMEOUT_MS, atOnce: MAX_WORKFLOWS });
+    stateUnanswered.set({ what }, unanswered.length);
+    // None answered: no worker serves these queries, so there is nothing true to show.
+    if (answers.length === 0 && unanswered.length > 0) throw new Error(`no ${capability} workflow answered its query`);
+    return answers.map((a) => a.value);
   };
 
   const refresh = async () => {
@@ -118,27 +130,13 @@ export function startStateGauges(client: Client, config: Sections): () => void {
         }
       }));
       reads.push(read('taint-nodes', async () => {
-        const rows = await timed(async () => {
-          const ids = await running_('taint', 'taint/');
-          const all = await Promise.all(ids.map((id) => client.workflow.getHandle(id).query(nodeStatusQuery).catch((err: unknown) => {
-            if (err instanceof WorkflowNotFoundError) return [] as PodStatusRow[]; // ended since it was listed
-            throw err;
-          })));
-          return all.flat();
-        });
+        const rows = (await askRunning('taint-nodes', 'taint', 'taint/', nodeStatusQuery)).flat();
         for (const [condition, n] of Object.entries(podsByCondition(rows))) taintPods.set({ condition }, n);
       }));
     }
     if (config.weeder) {
       reads.push(read('weeder', async () => {
-        const windows = await timed(async () => {
-          const ids = await running_('weeder');
-          const all = await Promise.all(ids.map((id) => client.workflow.getHandle(id).query(windowQuery).catch((err: unknown) => {
-            if (err instanceof WorkflowNotFoundError) return undefined;
-            throw err;
-          })));
-          return all.filter((w): w is WindowSnapshot => w !== undefined);
-        });
+        const windows: WindowSnapshot[] = await askRunning('weeder', 'weeder', undefined, windowQuery);
         const { open, armed } = windowStates(windows, Date.now());
         weederWindows.set({ state: 'open' }, open);
         weederWindows.set({ state: 'armed' }, armed);

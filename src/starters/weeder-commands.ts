@@ -59,40 +59,31 @@ const QUERIES_AT_ONCE = 20;
 
 async function listWindows(temporal: Parameters<typeof import('../temporal/connection.ts').connectClient>[0]): Promise<{ rows: WindowRow[]; unanswered: string[] }> {
   const { connectClient } = await import('../temporal/connection.ts');
+  const { queryEach } = await import('../temporal/query-each.ts');
   const { windowQuery } = await import('../weeder/messages.ts');
-  const { WorkflowNotFoundError } = await import('@temporalio/client');
   const client = await connectClient(temporal);
   try {
     const found: { workflowId: string; runId: string }[] = [];
     for await (const wf of client.workflow.list({ query: 'TendCapability="weeder" AND ExecutionStatus="Running"' })) found.push(wf);
-    const rows: WindowRow[] = [];
-    const unanswered: string[] = [];
     // Asked side by side, each with a deadline: a window whose worker is gone (its task queue
     // unpolled) would otherwise hold the whole list for the server's query timeout.
-    const ask = async (wf: { workflowId: string; runId: string }) => {
-      try {
-        const w = await client.withDeadline(Date.now() + QUERY_TIMEOUT_MS,
-          () => client.workflow.getHandle(wf.workflowId, wf.runId).query(windowQuery));
-        const open = w.deadline > Date.now() || !w.armed;
-        rows.push({
-          workflowId: wf.workflowId,
-          service: wf.workflowId.replace(/^weeder\//, ''),
-          state: open ? 'open' : 'armed',
-          until: new Date(open ? w.deadline : w.armed!.until).toISOString(),
-          notReadySince: w.armed ? new Date(w.armed.since).toISOString() : undefined,
-          transitions: w.transitions,
-          weeded: w.weeded.map((p) => p.name),
-          reported: w.reported.map((p) => p.name),
-          observed: (w.observed ?? []).map((p) => p.name),
-          held: (w.held ?? []).map((p) => p.name),
-        });
-      } catch (err) {
-        // Gone between the list and the query: no longer open. Anything else: no answer.
-        if (!(err instanceof WorkflowNotFoundError)) unanswered.push(wf.workflowId);
-      }
-    };
-    for (let i = 0; i < found.length; i += QUERIES_AT_ONCE) await Promise.all(found.slice(i, i + QUERIES_AT_ONCE).map(ask));
-    return { rows: rows.sort((a, b) => a.service.localeCompare(b.service)), unanswered: unanswered.sort() };
+    const { answers, unanswered } = await queryEach(client, found, windowQuery, { timeoutMs: QUERY_TIMEOUT_MS, atOnce: QUERIES_AT_ONCE });
+    const rows = answers.map(({ run, value: w }): WindowRow => {
+      const open = w.deadline > Date.now() || !w.armed;
+      return {
+        workflowId: run.workflowId,
+        service: run.workflowId.replace(/^weeder\//, ''),
+        state: open ? 'open' : 'armed',
+        until: new Date(open ? w.deadline : w.armed!.until).toISOString(),
+        notReadySince: w.armed ? new Date(w.armed.since).toISOString() : undefined,
+        transitions: w.transitions,
+        weeded: w.weeded.map((p) => p.name),
+        reported: w.reported.map((p) => p.name),
+        observed: (w.observed ?? []).map((p) => p.name),
+        held: (w.held ?? []).map((p) => p.name),
+      };
+    });
+    return { rows: rows.sort((a, b) => a.service.localeCompare(b.service)), unanswered };
   } finally {
     await client.connection.close();
   }

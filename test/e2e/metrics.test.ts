@@ -10,7 +10,9 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
+import { Client, Connection } from '@temporalio/client';
 import type { KubeClients } from '../../src/kube/client.ts';
+import { TendCapability } from '../../src/search-attributes.ts';
 import { mergePatch } from '../../src/kube/api.ts';
 import { runTend, TendProcess } from '../harness/cli.ts';
 import { testPort } from '../harness/env.ts';
@@ -131,6 +133,34 @@ describe('metrics: the HTTP port of `tend run`', function () {
     assert.ok(!now || now.metadata?.uid !== api!.metadata!.uid || !!now.metadata?.deletionTimestamp, 'the pod was weeded');
     // The armed watch deleted it itself (no deleting activity); the SDK counted that activity.
     assert.ok((sample(after, 'temporal_activity_execution_latency_seconds_count', { activity_type: 'watchDependants' }) ?? 0) >= 1, 'the SDK counted the activity');
+  });
+
+  it('a running window no worker answers is counted as unanswered; the state read still succeeds and counts the rest', async () => {
+    const fresh = async () => {
+      // A read newer than the last: the age gauge drops below the 10 s cache.
+      const text = (await get('/metrics')).body;
+      const age = sample(text, 'tend_state_read_age_seconds', { what: 'weeder' });
+      return age !== undefined && age < 2 && text;
+    };
+    const baseline = sample(await waitFor('a fresh weeder read', fresh, { timeoutMs: 60_000, intervalMs: 1000 }),
+      'tend_state_unanswered_workflows', { what: 'weeder' }) ?? 0;
+    const temporal = new Client({ connection: await Connection.connect({ address: sandbox().temporalAddress }) });
+    const orphan = `weeder/${ns}/orphan`;
+    const h = await temporal.workflow.start('weederWorkflow', {
+      taskQueue: `nobody-polls-${ns}`, workflowId: orphan, args: [{}], typedSearchAttributes: [{ key: TendCapability, value: 'weeder' }],
+    });
+    try {
+      const text = await waitFor('the orphan window counted as unanswered in a fresh read', async () => {
+        const t = await fresh();
+        return t && (sample(t, 'tend_state_unanswered_workflows', { what: 'weeder' }) ?? 0) >= baseline + 1 && t;
+      }, { timeoutMs: 60_000, intervalMs: 1000 });
+      // db's window (opened by the weeding above) still answers, and is counted.
+      const counted = (sample(text, 'tend_weeder_windows', { state: 'open' }) ?? 0) + (sample(text, 'tend_weeder_windows', { state: 'armed' }) ?? 0);
+      assert.ok(counted >= 1, `windows counted beside the orphan: ${counted}`);
+    } finally {
+      await h.terminate('test over');
+      await temporal.connection.close();
+    }
   });
 
   it('a taint replacement moves the taint counters', async () => {
