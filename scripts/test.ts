@@ -1,58 +1,158 @@
 // `npm test`: every test, in two lanes run side by side.
-//   e2e      the end-to-end tests, on the test sandbox (the root hooks bring it up);
+//   e2e      the end-to-end tests, on test sandboxes (two by default, each with its
+//            own ports and state folder). Each file runs in a mocha of its own on
+//            whichever sandbox is free, the files measured slowest first, so the
+//            sandboxes finish together. The first file on a sandbox brings it up
+//            (the root hooks); this script takes down those it started.
 //   offline  unit tests, replay of the recorded histories, then the workflow tests
 //            (each file on a Temporal dev server of its own; no sandbox).
-// The workflow tests mostly wait for timers and servers, so beside the e2e tests
-// they cost the run little: it takes about as long as the e2e tests alone.
-// Each line is prefixed with its lane; the exit code is 1 when any lane failed.
+// The tests mostly wait (for timers, back-offs, servers): side by side they cost
+// the run little CPU, and it takes about as long as its longest sandbox.
+// Each line is prefixed with its lane (and sandbox); the exit code is 1 when any
+// lane failed.
 //
-//   node scripts/test.ts [--lane e2e|offline]   (one lane only)
+//   node scripts/test.ts [--lane e2e|offline] [--e2e-sandboxes N] [E2E_FILE...]
+//   (files named: only those of the e2e lane run)
 import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { ensureBinaries } from '../src/sandbox/binaries.ts';
+import { down, status } from '../src/sandbox/sandbox.ts';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const mocha = fileURLToPath(new URL('../node_modules/mocha/bin/mocha.js', import.meta.url));
 
 const lanes: Record<string, string[]> = {
-  e2e: ['test/e2e/**/*.test.ts'],
+  e2e: [], // sharded: see runE2e
   offline: ['--no-config', '--timeout', '120000', '--slow', '10000', '--reporter', 'spec', '--exit',
     'test/unit/**/*.test.ts', 'test/replay/**/*.test.ts', 'test/workflows/**/*.test.ts'],
 };
 
-const { values } = parseArgs({ options: { lane: { type: 'string', multiple: true } } });
+/**
+ * The e2e files measured slowest (a full run's per-file times, longest first): they start first, so
+ * that no sandbox is left with a long file at the end. The other files follow by name.
+ */
+const slowestFirst = [
+  'taint-throttle', 'faults-run', 'weeder-durability', 'pause-taint', 'observe-taint', 'two-replicas', 'taint-fdb',
+  'repair-kill', 'metrics', 'repair-drain', 'security-capabilities', 'taint-replacement', 'weeder-cascade', 'sandbox',
+];
+/** Each further sandbox's ports: the first's plus this many (clear of every port the tests use, and of their +50 sandboxes). */
+const SANDBOX_PORT_STEP = 40;
+const MAX_SANDBOXES = 3;
+
+const { values, positionals } = parseArgs({
+  options: { lane: { type: 'string', multiple: true }, 'e2e-sandboxes': { type: 'string', default: '2' } }, allowPositionals: true,
+});
 const chosen = values.lane ?? Object.keys(lanes);
 const unknown = chosen.filter((l) => !(l in lanes));
 if (unknown.length) {
   console.error(`test: no lane named ${unknown.join(', ')}; there are: ${Object.keys(lanes).join(', ')}`);
   process.exit(2);
 }
+const sandboxes = Number(values['e2e-sandboxes']);
+if (!Number.isInteger(sandboxes) || sandboxes < 1 || sandboxes > MAX_SANDBOXES) {
+  console.error(`test: --e2e-sandboxes must be a whole number from 1 to ${MAX_SANDBOXES}, not ${JSON.stringify(values['e2e-sandboxes'])}`);
+  process.exit(2);
+}
 
-const width = Math.max(...chosen.map((l) => l.length));
+const prefixes = chosen.flatMap((l) => (l === 'e2e' && sandboxes > 1 ? Array.from({ length: sandboxes }, (_, i) => `e2e.${i + 1}`) : [l]));
+const width = Math.max(...prefixes.map((p) => p.length));
 const t0 = Date.now();
+const seconds = () => Math.round((Date.now() - t0) / 1000);
 
 const children = new Set<ReturnType<typeof spawn>>();
+let stopping = false;
 
-function run(lane: string): Promise<{ lane: string; code: number; seconds: number }> {
+/** One mocha, its lines prefixed; resolves with its exit code and its summary's counts. */
+function mochaRun(prefix: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; passing: number; failing: number }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [mocha, ...lanes[lane]!], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [mocha, ...args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.add(child);
-    const prefix = `${lane.padEnd(width)} │ `;
+    let passing = 0;
+    let failing = 0;
+    const head = `${prefix.padEnd(width)} │ `;
     for (const stream of [child.stdout, child.stderr]) {
-      createInterface({ input: stream }).on('line', (line) => process.stdout.write(`${prefix}${line}\n`));
+      createInterface({ input: stream }).on('line', (line) => {
+        const m = /^ {2}(\d+) (passing|failing)\b/.exec(line);
+        if (m?.[2] === 'passing') passing += Number(m[1]);
+        if (m?.[2] === 'failing') failing += Number(m[1]);
+        process.stdout.write(`${head}${line}\n`);
+      });
     }
-    child.on('close', (code, signal) => resolve({ lane, code: code ?? (signal ? 1 : 0), seconds: Math.round((Date.now() - t0) / 1000) }));
+    child.on('close', (code, signal) => {
+      children.delete(child);
+      resolve({ code: code ?? (signal ? 1 : 0), passing, failing });
+    });
   });
 }
 
-// Stopped (Ctrl-C, a CI timeout): each lane's mocha gets the signal and stops its own sandbox and servers.
+/** The e2e files, each in its own mocha, on whichever sandbox is free; the sandboxes this run started are taken down. */
+async function runE2e(): Promise<number> {
+  const e2eDir = join(repoRoot, 'test', 'e2e');
+  const all = readdirSync(e2eDir).filter((f) => f.endsWith('.test.ts')).map((f) => f.slice(0, -'.test.ts'.length)).sort();
+  // Names given on the command line (`weeder-init`, or test/e2e/weeder-init.test.ts): only those.
+  const wanted = positionals.map((p) => p.replace(/^.*\//, '').replace(/\.test\.ts$/, ''));
+  const missing = wanted.filter((w) => !all.includes(w));
+  if (missing.length) {
+    console.error(`test: no e2e test file named ${missing.join(', ')} in test/e2e`);
+    return 2;
+  }
+  const names = wanted.length ? all.filter((n) => wanted.includes(n)) : all;
+  const rank = (n: string) => (slowestFirst.includes(n) ? slowestFirst.indexOf(n) : slowestFirst.length);
+  const queue = names.sort((a, b) => rank(a) - rank(b)).map((n) => `test/e2e/${n}.test.ts`);
+  const baseOffset = Number(process.env.TEND_TEST_PORT_OFFSET ?? 0);
+  const baseDir = process.env.TEND_TEST_SANDBOX_DIR ?? join(repoRoot, '.tend', 'test-sandbox');
+  const shards = Array.from({ length: sandboxes }, (_, i) => ({
+    prefix: sandboxes > 1 ? `e2e.${i + 1}` : 'e2e',
+    dir: i === 0 ? baseDir : `${baseDir}-${i + 1}`,
+    offset: baseOffset + i * SANDBOX_PORT_STEP,
+  }));
+  // A sandbox already up before this run (a developer's test sandbox) is reused and left up.
+  const upBefore = await Promise.all(shards.map(async (s) => (await status(s.dir)).every((c) => c.running)));
+  const failed: string[] = [];
+  let passing = 0;
+  let failing = 0;
+  const drain = async (shard: (typeof shards)[number]) => {
+    const env = { ...process.env, TEND_TEST_PORT_OFFSET: String(shard.offset), TEND_TEST_SANDBOX_DIR: shard.dir, TEND_TEST_KEEP_SANDBOX: '1' };
+    for (let file = queue.shift(); file && !stopping; file = queue.shift()) {
+      const r = await mochaRun(shard.prefix, [file], env);
+      passing += r.passing;
+      failing += r.failing;
+      if (r.code !== 0) failed.push(file);
+    }
+  };
+  try {
+    await Promise.all(shards.map(drain));
+  } finally {
+    await Promise.all(shards.map(async (s, i) => {
+      if (!upBefore[i] && !process.env.TEND_TEST_KEEP_SANDBOX) await down(s.dir);
+    }));
+  }
+  console.log(`${'e2e'.padEnd(width)} │ ${passing} passing, ${failing} failing, in ${names.length} files on ${sandboxes} sandbox${sandboxes > 1 ? 'es' : ''}` +
+    (failed.length ? `; failed: ${failed.join(', ')}` : ''));
+  return failed.length || stopping ? 1 : 0;
+}
+
+async function run(lane: string): Promise<{ lane: string; code: number; seconds: number }> {
+  const code = lane === 'e2e' ? await runE2e() : (await mochaRun(lane, lanes[lane]!)).code;
+  return { lane, code, seconds: seconds() };
+}
+
+// Stopped (Ctrl-C, a CI timeout): each mocha gets the signal and stops its own servers; no further
+// e2e file starts, and the sandboxes this run started are taken down.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
+    stopping = true;
     for (const child of children) child.kill(signal);
   });
 }
 
+// Both lanes need the binaries (the offline lane Temporal's dev server): built here once, not by
+// each mocha at the same time (the first run on a machine; later runs find them cached).
+await ensureBinaries((m) => console.log(`test: ${m}`));
 const results = await Promise.all(chosen.map(run));
 for (const r of results) console.log(`test: ${r.lane} ${r.code === 0 ? 'passed' : `FAILED (exit ${r.code})`} after ${r.seconds} s`);
 process.exit(results.some((r) => r.code !== 0) ? 1 : 0);
