@@ -423,7 +423,12 @@ export async function enableAuditLog(dir: string, progress?: (m: string) => void
   const rec = await readRecord(pidFile(info, 'kube-apiserver'));
   const logging = rec?.args.some((a) => a.startsWith('--audit-log-path=')) ?? false;
   if (!settings.auditLog) await writeFile(join(stateDir, 'sandbox.json'), JSON.stringify(info.settings, null, 2));
-  if (!logging && (await isRunning(rec))) await restartComponent(stateDir, 'kube-apiserver', { progress });
+  if (!logging && (await isRunning(rec))) {
+    await restartComponent(stateDir, 'kube-apiserver', { progress });
+    // A component still starting when the API server went away can exit (kube-controller-manager
+    // does when its controllers' first requests are refused): whatever stopped is started again.
+    for (const c of await status(stateDir)) if (!c.running) await restartComponent(stateDir, c.name as ComponentName, { progress });
+  }
   return auditLogFile(info);
 }
 
