@@ -17,7 +17,9 @@ import { pool } from '../pool.ts';
 import { isConflict, isNotFound, strategicMergePatch } from '../kube/api.ts';
 import { evictPod as evictPodOnce, type EvictOutcome } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
-import type { ConditionWrite, ListedPod, OwnerRef, TaintSettings } from '../taint/node.ts';
+import {
+  startMark, type ConditionWrite, type ListedPod, type OwnerRef, type TaintSettings,
+} from '../taint/node.ts';
 import { controllerWhole } from '../taint/replace.ts';
 import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metrics/registry.ts';
 import { recordWould, writeHold, type SafetyGates } from './safety-gate.ts';
@@ -46,6 +48,37 @@ export interface ListedAndMarked {
   written: string[];
   /** uid -> the NodeTaintReplacing lastTransitionTime written, when the mark set it. */
   marked: Record<string, number>;
+}
+
+export interface TaintNodeStartInput {
+  node: string;
+  /** The watcher's first sight of each taint without timeAdded (taint id -> ms), from the start's signal: a hint. */
+  hints?: Record<string, number>;
+}
+
+/** taintNodeStart's answer: the node's state; when it carries a configured taint, its pods listed and marked too. */
+export interface TaintNodeStartResult {
+  /** The configured taints the Node carries, each with the first sight (seenAt) the mark was decided with. */
+  taints: MatchedTaint[];
+  settings: TaintSettings;
+  /** When the pods were listed (ms); absent when the node carries no configured taint (nothing listed). */
+  listedAt?: number;
+  /** The first mark written on `written` (absent when none was due). */
+  mark?: Pick<ConditionWrite, 'detected' | 'replacing'>;
+  pods?: ListedPod[];
+  written?: string[];
+  marked?: Record<string, number>;
+}
+
+/** The settings of a taintReplacement section that a node workflow decides with. */
+function settingsOf(c: TaintReplacementConfig): TaintSettings {
+  return {
+    taintReplacementOptions: c.taintReplacementOptions,
+    taintReplacementTimeSeconds: c.taintReplacementTimeSeconds,
+    maxConcurrentReplacements: c.maxConcurrentReplacements,
+    podSelector: c.podSelector,
+    ...(c.namespaces ? { namespaces: c.namespaces } : {}),
+  };
 }
 
 /** The failure type of every taint replacement refusal. */
@@ -317,6 +350,53 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     return { written, gone, marked, uids };
   };
 
+  /**
+   * The node's managed pods, with the taint conditions they carry; with `mark`, the first mark is
+   * written on those not `known` yet, while the node carries a configured taint (`taintsChecked`:
+   * the caller has just read that it does).
+   */
+  const listAndMark = async (c: TaintReplacementConfig, node: string, mark: ListTaintPodsInput['mark'], taintsChecked: boolean):
+  Promise<ListedPod[] | ListedAndMarked> => {
+    const pods = (await listOnNode(c, node)).filter(live);
+    const listed = pods.map((pod) => {
+      const controller = pod.metadata?.ownerReferences?.find((o) => o.controller);
+      const detectedSince = conditionTime(pod, DETECTED);
+      const replacingSince = conditionTime(pod, REPLACING);
+      const createdAt = timeOf(pod.metadata?.creationTimestamp);
+      return {
+        uid: pod.metadata!.uid!,
+        namespace: pod.metadata!.namespace!,
+        name: pod.metadata!.name!,
+        ...(controller ? { controllerUid: controller.uid, controller: { apiVersion: controller.apiVersion, kind: controller.kind, name: controller.name } } : {}),
+        ...(detectedSince !== undefined ? { detectedSince } : {}),
+        ...(replacingSince !== undefined ? { replacingSince } : {}),
+        ...(createdAt !== undefined ? { createdAt } : {}),
+      };
+    });
+    if (mark === undefined) return listed;
+    const condition = (x: unknown) => x === null || (typeof x === 'object' && typeof (x as { since?: unknown }).since === 'number' &&
+      Number.isFinite((x as { since: number }).since) && typeof (x as { message?: unknown }).message === 'string');
+    if (!mark || typeof mark !== 'object' || !Array.isArray(mark.known) || !mark.detected || !condition(mark.detected) || !condition(mark.replacing ?? null)) {
+      return refuse('mark must be { known: [uid], detected: { since, message }, replacing: { since, message } | null }');
+    }
+    const known = new Set(mark.known);
+    const fresh = pods.filter((p) => !known.has(p.metadata?.uid ?? ''));
+    // Listed with the configured podSelector, namespaces and node: each is managed and on this
+    // node (checked again, as any write checks it); marked only while the node carries a
+    // configured taint (else nothing is written, and the workflow decides again).
+    if (fresh.length === 0 || (!taintsChecked && (await configuredTaints(c, node)).length === 0)) return { pods: listed, written: [], marked: {} };
+    const checked = await Promise.all(fresh.map(async (pod) => {
+      const w: ConditionWrite = {
+        uid: pod.metadata!.uid!, namespace: pod.metadata!.namespace!, name: pod.metadata!.name!,
+        detected: mark.detected, replacing: mark.replacing ?? null,
+      };
+      const same = await checkedPod(c, node, w, false, async () => [], new Map([[w.uid, pod]]));
+      return same ? { w, pod: same } : undefined;
+    }));
+    const done = await patchChecked(checked.filter((x): x is { w: ConditionWrite; pod: k8s.V1Pod } => x !== undefined));
+    return { pods: listed, written: done.uids, marked: done.marked };
+  };
+
   return {
     /** The settings of the worker's own configuration that the coordinator keeps. */
     async taintSlotSettings(): Promise<SlotSettings> {
@@ -338,62 +418,36 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
      */
     async taintNodeState(input: { node: string }): Promise<{ taints: MatchedTaint[]; settings: TaintSettings }> {
       const c = configured();
-      const taints = await configuredTaints(c, nodeName(input?.node));
-      return {
-        taints,
-        settings: {
-          taintReplacementOptions: c.taintReplacementOptions,
-          taintReplacementTimeSeconds: c.taintReplacementTimeSeconds,
-          maxConcurrentReplacements: c.maxConcurrentReplacements,
-          podSelector: c.podSelector,
-          ...(c.namespaces ? { namespaces: c.namespaces } : {}),
-        },
-      };
+      return { taints: await configuredTaints(c, nodeName(input?.node)), settings: settingsOf(c) };
+    },
+
+    /**
+     * A new node workflow's first step, in one activity: the node's configured
+     * taints and the settings (as taintNodeState), and, when it carries one, its
+     * managed pods listed and their first mark written (as listTaintPods with a
+     * mark), the mark decided here from the taints as the workflow would decide
+     * it. `hints`: the watcher's first sight of each taint (taint id -> ms), from
+     * the signal the workflow was started with; believed at most SEEN_AT_TRUST_MS
+     * back, as the workflow believes them. The taints come back with the first
+     * sight used, so that the workflow keeps the same times.
+     */
+    async taintNodeStart(input: TaintNodeStartInput): Promise<TaintNodeStartResult> {
+      const c = configured();
+      const node = nodeName(input?.node);
+      const hints = input?.hints ?? {};
+      if (typeof hints !== 'object' || Array.isArray(hints)) return refuse('hints must be an object of taint id -> time (ms)');
+      const now = Date.now();
+      const settings = settingsOf(c);
+      const { taints, mark } = startMark(node, await configuredTaints(c, node), settings, hints as Record<string, unknown>, now);
+      if (taints.length === 0) return { taints, settings };
+      const listed = await listAndMark(c, node, mark && { known: [], ...mark }, true);
+      return { taints, settings, listedAt: now, ...(mark ? { mark } : {}), ...(Array.isArray(listed) ? { pods: listed, written: [], marked: {} } : listed) };
     },
 
     /** The managed pods on a node, with the taint conditions they already carry. */
     async listTaintPods(input: ListTaintPodsInput): Promise<ListedPod[] | ListedAndMarked> {
       const c = configured();
-      const node = nodeName(input?.node);
-      const pods = (await listOnNode(c, node)).filter(live);
-      const listed = pods.map((pod) => {
-        const controller = pod.metadata?.ownerReferences?.find((o) => o.controller);
-        const detectedSince = conditionTime(pod, DETECTED);
-        const replacingSince = conditionTime(pod, REPLACING);
-        const createdAt = timeOf(pod.metadata?.creationTimestamp);
-        return {
-          uid: pod.metadata!.uid!,
-          namespace: pod.metadata!.namespace!,
-          name: pod.metadata!.name!,
-          ...(controller ? { controllerUid: controller.uid, controller: { apiVersion: controller.apiVersion, kind: controller.kind, name: controller.name } } : {}),
-          ...(detectedSince !== undefined ? { detectedSince } : {}),
-          ...(replacingSince !== undefined ? { replacingSince } : {}),
-          ...(createdAt !== undefined ? { createdAt } : {}),
-        };
-      });
-      if (input.mark === undefined) return listed;
-      const mark = input.mark;
-      const condition = (x: unknown) => x === null || (typeof x === 'object' && typeof (x as { since?: unknown }).since === 'number' &&
-        Number.isFinite((x as { since: number }).since) && typeof (x as { message?: unknown }).message === 'string');
-      if (!mark || typeof mark !== 'object' || !Array.isArray(mark.known) || !mark.detected || !condition(mark.detected) || !condition(mark.replacing ?? null)) {
-        return refuse('mark must be { known: [uid], detected: { since, message }, replacing: { since, message } | null }');
-      }
-      const known = new Set(mark.known);
-      const fresh = pods.filter((p) => !known.has(p.metadata?.uid ?? ''));
-      // Listed with the configured podSelector, namespaces and node: each is managed and on this
-      // node (checked again, as any write checks it); marked only while the node carries a
-      // configured taint (else nothing is written, and the workflow decides again).
-      if (fresh.length === 0 || (await configuredTaints(c, node)).length === 0) return { pods: listed, written: [], marked: {} };
-      const checked = await Promise.all(fresh.map(async (pod) => {
-        const w: ConditionWrite = {
-          uid: pod.metadata!.uid!, namespace: pod.metadata!.namespace!, name: pod.metadata!.name!,
-          detected: mark.detected, replacing: mark.replacing ?? null,
-        };
-        const same = await checkedPod(c, node, w, false, async () => [], new Map([[w.uid, pod]]));
-        return same ? { w, pod: same } : undefined;
-      }));
-      const done = await patchChecked(checked.filter((x): x is { w: ConditionWrite; pod: k8s.V1Pod } => x !== undefined));
-      return { pods: listed, written: done.uids, marked: done.marked };
+      return listAndMark(c, nodeName(input?.node), input?.mark, false);
     },
 
     /**

@@ -170,6 +170,24 @@ export function firstMark(d: NodeTaintData, now: number): Pick<ConditionWrite, '
   return w?.detected ? { detected: w.detected, replacing: w.replacing } : undefined;
 }
 
+/**
+ * A new node's first step (the taintNodeStart activity): its taints with the first sight each is
+ * counted from (the watcher's hint, believed at most SEEN_AT_TRUST_MS back and never ahead of
+ * `now`; else `now`), and the first mark of the pods a listing at `now` finds.
+ */
+export function startMark(node: string, taints: readonly MatchedTaint[], settings: TaintSettings, hints: Readonly<Record<string, unknown>>, now: number):
+{ taints: MatchedTaint[]; mark?: Pick<ConditionWrite, 'detected' | 'replacing'> } {
+  const seen = taints.map((t) => {
+    const hint = hints[taintId(t)];
+    return { ...t, seenAt: typeof hint === 'number' && Number.isFinite(hint) ? Math.min(now, Math.max(hint, now - SEEN_AT_TRUST_MS)) : now };
+  });
+  if (seen.length === 0) return { taints: seen };
+  const data = newNodeTaintData(node, settings);
+  observeTaints(data, seen, settings, now);
+  const mark = firstMark(data, now);
+  return { taints: seen, ...(mark ? { mark } : {}) };
+}
+
 /** A pod's conditions to write: a since-time (ms) sets the condition, null removes it. */
 export interface ConditionWrite {
   uid: string;
@@ -320,6 +338,9 @@ export function evictionBackoffMs(attempts: number): number {
 }
 
 /** How long a replacement may stay in flight before its slot is given back anyway. */
+/** How far back a watcher's hint of a taint's first sight (for a taint without timeAdded) is believed. */
+export const SEEN_AT_TRUST_MS = 5 * 60_000;
+
 export const IN_FLIGHT_TIMEOUT_MS = 10 * 60_000;
 
 export interface PodStatusRow {

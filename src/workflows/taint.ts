@@ -11,8 +11,8 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import {
-  decideNode, firstMark, markWritten, newNodeTaintData, observeTaints, reconcilePods, statusRows, type ConditionWrite, type NodeTaintData,
-  type PodState, type TaintSettings,
+  decideNode, firstMark, markWritten, newNodeTaintData, observeTaints, reconcilePods, SEEN_AT_TRUST_MS, statusRows, type ConditionWrite,
+  type NodeTaintData, type PodState, type TaintSettings,
 } from '../taint/node.ts';
 import {
   nodeCountsSignal, nodeStatusQuery, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, releaseReplacementSignal,
@@ -20,6 +20,7 @@ import {
   withdrawNodeSignal, announceSlotsSignal, slotsHeldSignal,
 } from '../taint/messages.ts';
 import { taintId, type MatchedTaint } from '../taint/match.ts';
+import type { TaintNodeStartResult } from '../activities/taint.ts';
 import {
   askFor, awaitDone, decideReplacements, evictDone, giveBack, holders, noteGrants, outboxOf, STEP_RETRY_MS, takeGrants, type EvictOutcome,
   type ReplaceOp,
@@ -41,8 +42,9 @@ const waiting = proxyActivities<Activities>({ startToCloseTimeout: '90s', retry:
 
 /**
  * Names the node only. Its taints are read from the Node, and the settings
- * from the worker's configuration, by an activity (taintNodeState) at the
- * start and on every nodeTaints signal: a signal says "look again", nothing more.
+ * from the worker's configuration, by an activity at the start (taintNodeStart,
+ * which lists and marks the pods too) and on every nodeTaints signal
+ * (taintNodeState): a signal says "look again", nothing more.
  */
 export interface TaintNodeInput {
   node: string;
@@ -57,13 +59,20 @@ export interface TaintNodeInput {
  */
 export const TAINT_LIST_MARKS_PATCH = 'taint-list-marks';
 
-/** How far back a signal's seenAt (the watcher's first sight of a taint without timeAdded) is believed. */
-const SEEN_AT_TRUST_MS = 5 * 60_000;
+/**
+ * A new run reads the node, lists its pods and writes their first mark in one
+ * activity (taintNodeStart): one activity, one workflow task and one Node read
+ * less per node; histories from before it read the node, then list.
+ * docs/upgrading.md.
+ */
+export const TAINT_START_LIST_PATCH = 'taint-start-list';
 
 /** How long to wait before sending the coordinator a message again after it could not be delivered. */
 const RESEND_MS = 10_000;
 
 const { taintNodeState, taintSlotSettings, taintNodeCounts } = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry });
+// Reads the node and lists and marks its pods: the listing's minute.
+const { taintNodeStart } = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry });
 
 export interface TaintNodeResult {
   node: string;
@@ -141,8 +150,30 @@ async function runNode(
   });
   // Answered from the first workflow task on (a run continued as new is queried while it reads the node).
   setHandler(nodeStatusQuery, () => (d ? statusRows(d) : []));
+  // The watcher's first sight of each taint (a hint, for taints without timeAdded).
+  const seenHints = new Map<string, number>();
+  let recheck = false;
+  const onTaints = (m: { taints?: unknown } | undefined) => {
+    for (const t of Array.isArray(m?.taints) ? m.taints as MatchedTaint[] : []) {
+      if (typeof t?.key === 'string' && typeof t.effect === 'string' && typeof t.seenAt === 'number' && Number.isFinite(t.seenAt)) {
+        seenHints.set(taintId(t), t.seenAt);
+      }
+    }
+    recheck = true;
+    dirty = true;
+  };
+  // A new run reads, lists and marks in one activity, with the hints of the signals it was started with
+  // (their handler set first, so that they are taken in before the activity is asked).
+  const startsListing = !carried && patched(TAINT_START_LIST_PATCH);
+  if (startsListing) {
+    setHandler(nodeTaintsSignal, onTaints);
+    // Those signals are read with the node; one that comes while the activity runs has the node read again.
+    recheck = false;
+  }
   // Refuses (non-retryably) when the worker has no taint replacement configured, or the name is no node's.
-  const first = await taintNodeState({ node });
+  const first: TaintNodeStartResult = startsListing
+    ? await taintNodeStart({ node, hints: Object.fromEntries(seenHints) })
+    : await taintNodeState({ node });
   if (!carried && first.taints.length === 0) {
     // A new workflow for a node without a configured taint: nothing it could do (a run carried
     // over by continue-as-new goes on, to clear its pods' conditions once the taint has gone).
@@ -154,11 +185,8 @@ async function runNode(
   publish(data);
   noteGrants(data, early);
   let listNeeded = true;
-  let recheck = false;
   let stepRetryAt: number | undefined;
   let resendAt: number | undefined;
-  // The watcher's first sight of each taint (a hint, for taints without timeAdded).
-  const seenHints = new Map<string, number>();
   /** Replacement activities under way, by pod. */
   const running = new Map<string, Promise<void>>();
   let taskFailure: unknown;
@@ -172,18 +200,20 @@ async function runNode(
     });
     observeTaints(data, taints, state.settings, now);
   };
-  setHandler(nodeTaintsSignal, (m) => {
-    for (const t of Array.isArray(m?.taints) ? m.taints : []) {
-      if (typeof t?.key === 'string' && typeof t.effect === 'string' && typeof t.seenAt === 'number' && Number.isFinite(t.seenAt)) {
-        seenHints.set(taintId(t), t.seenAt);
-      }
+  if (startsListing) {
+    // The taints carry the first sights the activity decided the mark with: taken as they are.
+    observeTaints(data, first.taints, first.settings, Date.now());
+    if (first.pods) {
+      listNeeded = false;
+      reconcilePods(data, first.pods, first.listedAt!);
+      if (first.mark) for (const uid of first.written ?? []) markWritten(data, { uid, namespace: '', name: '', ...first.mark }, first.marked?.[uid]);
     }
-    recheck = true;
-    dirty = true;
-  });
-  // The signals delivered with the start were sent before `first` was read.
-  observe(first);
-  recheck = false;
+  } else {
+    setHandler(nodeTaintsSignal, onTaints);
+    // The signals delivered with the start were sent before `first` was read.
+    observe(first);
+    recheck = false;
+  }
   setHandler(podsChangedSignal, () => {
     listNeeded = true;
     dirty = true;

@@ -13,6 +13,7 @@ import { runTend, TendProcess } from './cli.ts';
 import { testStateDir } from './env.ts';
 import { deleteNamespace, deployment, grantConfiguredRights, isReady, podsOf } from './kube.ts';
 import { ApplicationFailure } from '@temporalio/common';
+import { startMark } from '../../src/taint/node.ts';
 import { waitFor } from './wait.ts';
 import { sandbox } from './hooks.ts';
 
@@ -163,13 +164,18 @@ export class TaintStubs {
   writeDelayMs = 0;
   /** When set, evictPod waits for this before answering (to cancel a workflow during an eviction). */
   evictGate: Promise<void> | undefined;
-  /** When set, taintNodeState refuses (as a worker without taint replacement does). */
+  /** When set, taintNodeState and taintNodeStart refuse (as a worker without taint replacement does). */
   refuseState = false;
   calls: { at: number; name: string; input: unknown; result?: unknown }[] = [];
 
   taint(node: string, pods: StubPod[]): void {
     this.taints.set(node, [{ key: 'example.org/maintenance', effect: 'NoSchedule', durationInSeconds: this.settings.taintReplacementOptions[0]!.durationInSeconds, matchedBy: 'example.org/maintenance' }]);
     this.pods.set(node, pods);
+  }
+
+  /** The node's pods as the listing answers them. */
+  listed(node: string) {
+    return (this.pods.get(node) ?? []).map((p) => ({ ...p, controllerUid: 'rs-uid', controller: { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'db' } }));
   }
 
   callsOf(name: string): { at: number; name: string; input: unknown; result?: unknown }[] {
@@ -198,8 +204,15 @@ export class TaintStubs {
         if (this.refuseState) throw refuse('taint replacement is not configured on this worker');
         return record('taintNodeState', input, { taints: this.taints.get(input.node) ?? [], settings: this.settings });
       },
-      listTaintPods: async (input: { node: string }) =>
-        record('listTaintPods', input, (this.pods.get(input.node) ?? []).map((p) => ({ ...p, controllerUid: 'rs-uid', controller: { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'db' } }))),
+      // Reads the node and lists its pods; marks none (the workflow writes the first mark itself).
+      taintNodeStart: async (input: { node: string; hints?: Record<string, number> }) => {
+        if (this.refuseState) throw refuse('taint replacement is not configured on this worker');
+        const now = Date.now();
+        const { taints, mark } = startMark(input.node, this.taints.get(input.node) ?? [], this.settings, input.hints ?? {}, now);
+        if (taints.length === 0) return record('taintNodeStart', input, { taints, settings: this.settings });
+        return record('taintNodeStart', input, { taints, settings: this.settings, listedAt: now, ...(mark ? { mark } : {}), pods: this.listed(input.node), written: [], marked: {} });
+      },
+      listTaintPods: async (input: { node: string }) => record('listTaintPods', input, this.listed(input.node)),
       writeTaintConditions: async (input: { node: string; writes: { uid: string; replacing: unknown }[] }) => {
         if (this.writeDelayMs > 0) await new Promise((r) => setTimeout(r, this.writeDelayMs));
         const at = Date.now();

@@ -180,3 +180,49 @@ describe('taint: the listing activity writes the first mark of the pods it finds
     assert.equal(firstMark(newNodeTaintData('sim-1', settings), T0), undefined, 'no taint: nothing to mark');
   });
 });
+
+describe('taint: a new node workflow reads the node, lists and marks in one activity (taintNodeStart)', () => {
+  const taintId = `${KEY}:NoSchedule`;
+
+  it('one Node read and one LIST; every pod listed gets the first mark it decides; the taints come back with their first sight', async () => {
+    const pods = Array.from({ length: 5 }, (_, i) => pod(i));
+    const { kube, calls, patched } = stubKube(pods);
+    const before = Date.now();
+    const r = await createTaintActivities(kube, config).taintNodeStart({ node: 'sim-1' });
+    assert.deepEqual(calls, { list: 1, get: 0, patch: 5, nodes: 1 });
+    assert.deepEqual([...r.written!].sort(), pods.map((p) => p.metadata!.uid!).sort());
+    assert.equal(patched.length, 5);
+    assert.equal(r.taints.length, 1);
+    assert.ok(r.taints[0]!.seenAt! >= before && r.taints[0]!.seenAt === r.listedAt, 'no hint: first seen as it is read');
+    assert.equal(r.mark!.replacing, null, 'due 60 s after: Detected only');
+    assert.equal(r.settings.taintReplacementTimeSeconds, 30, 'the settings of the worker\'s configuration');
+  });
+
+  it("a hint of the watcher's first sight is believed up to 5 minutes back: a taint seen 2 minutes ago is due already", async () => {
+    const { kube } = stubKube([pod(1)]);
+    const seen = Date.now() - 120_000;
+    const r = await createTaintActivities(kube, config).taintNodeStart({ node: 'sim-1', hints: { [taintId]: seen } });
+    assert.equal(r.taints[0]!.seenAt, seen);
+    assert.ok(r.mark!.replacing, 'NodeTaintReplacing in the first mark');
+    const old = Date.now() - 3_600_000;
+    const r2 = await createTaintActivities(stubKube([pod(1)]).kube, config).taintNodeStart({ node: 'sim-1', hints: { [taintId]: old } });
+    assert.ok(r2.taints[0]!.seenAt! - r2.listedAt! >= -300_000 - 1, 'an hour back is believed only 5 minutes back');
+    const ahead = await createTaintActivities(stubKube([pod(1)]).kube, config).taintNodeStart({ node: 'sim-1', hints: { [taintId]: Date.now() + 3_600_000 } });
+    assert.equal(ahead.taints[0]!.seenAt, ahead.listedAt, 'a hint ahead of now is now');
+  });
+
+  it('a node without a configured taint: its state only, nothing listed or written', async () => {
+    const { kube, calls } = stubKube([pod(1)], []);
+    const r = await createTaintActivities(kube, config).taintNodeStart({ node: 'sim-1' });
+    assert.deepEqual(r.taints, []);
+    assert.equal(r.pods, undefined);
+    assert.deepEqual(calls, { list: 0, get: 0, patch: 0, nodes: 1 });
+  });
+
+  it('refuses malformed hints and a bad node name before reading anything', async () => {
+    const { kube, calls } = stubKube([pod(1)]);
+    await assert.rejects(createTaintActivities(kube, config).taintNodeStart({ node: 'sim-1', hints: [1] as never }), /refused: hints must be an object/);
+    await assert.rejects(createTaintActivities(kube, config).taintNodeStart({ node: 'Not A Node' }), /refused: "Not A Node" is not a node name/);
+    assert.deepEqual(calls, { list: 0, get: 0, patch: 0, nodes: 0 });
+  });
+});

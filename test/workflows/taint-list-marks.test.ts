@@ -1,24 +1,35 @@
 // The node workflow's first mark is written by the listing activity itself
 // (patch taint-list-marks): the list is the pods' re-read, and a pod found new
-// is NodeTaintDetected without a writeTaintConditions of its own. Pods the
-// listing did not mark (gone meanwhile, or an activity that lists only) are
-// written the old way; the later marks (NodeTaintReplacing, clearing) are
-// unchanged.
+// is NodeTaintDetected without a writeTaintConditions of its own. A new run
+// reads the node, lists and marks in one activity (patch taint-start-list,
+// taintNodeStart), with the hints of the signal it was started with; later
+// listings are listTaintPods. Pods a listing did not mark (gone meanwhile, or
+// an activity that lists only) are written the old way; the later marks
+// (NodeTaintReplacing, clearing) are unchanged.
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { nodeStatus, startNode, startSlots, stubPod, taintWorkflowEnv } from '../harness/taint-workflows.ts';
 import { TaintStubs, type StubPod } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';
-import type { ListTaintPodsInput } from '../../src/activities/taint.ts';
+import type { ListTaintPodsInput, TaintNodeStartInput, TaintNodeStartResult } from '../../src/activities/taint.ts';
 
 const pod = stubPod;
 
-/** The stubs, with a listTaintPods that marks the pods it lists as new (all but `skip`), as the activity does. */
+/** The stubs, with a taintNodeStart and a listTaintPods that mark the pods they list as new (all but `skip`), as the activities do. */
 function marking(stubs: TaintStubs, skip: Set<string> = new Set()) {
   const base = stubs.activities();
   return {
     ...base,
+    taintNodeStart: async (input: TaintNodeStartInput) => {
+      const r = (await base.taintNodeStart!(input as never)) as TaintNodeStartResult;
+      if (!r.pods || !r.mark) return r;
+      const at = Date.now();
+      const written = r.pods.map((p) => p.uid).filter((uid) => !skip.has(uid));
+      const marked = r.mark.replacing ? Object.fromEntries(written.map((uid) => [uid, at])) : {};
+      stubs.calls.push({ at, name: 'taintNodeStart:marked', input, result: { ...r, written, marked } });
+      return { ...r, written, marked };
+    },
     listTaintPods: async (input: ListTaintPodsInput) => {
       const pods = ((await base.listTaintPods!(input as never)) as StubPod[]);
       if (!input.mark) return pods;
@@ -59,11 +70,10 @@ describe('taint: the listing activity writes the first mark', function () {
       const h = await startNode(client, queue, node);
       await waitFor('both pods Detected', async () => (await nodeStatus(h)).filter((p) => p.state === 'Detected' && p.condition === 'NodeTaintDetected').length === 2,
         { timeoutMs: 30_000 });
-      const list = stubs.callsOf('listTaintPods:marked')[0]!;
-      const mark = (list.input as ListTaintPodsInput).mark!;
-      assert.deepEqual(mark.known, []);
-      assert.equal(mark.replacing, null, 'the taint is 2 s young: Detected only');
-      assert.deepEqual((list.result as { written: string[] }).written.sort(), ['a', 'b']);
+      const start = stubs.callsOf('taintNodeStart:marked')[0]!.result as TaintNodeStartResult;
+      assert.equal(start.mark!.replacing, null, 'the taint is 2 s young: Detected only');
+      assert.deepEqual(start.written!.sort(), ['a', 'b']);
+      assert.equal(stubs.callsOf('taintNodeState').length + stubs.callsOf('listTaintPods').length, 0, 'read, listed and marked in one activity');
       await waitFor('both evicted', () => stubs.evicted('a') === 1 && stubs.evicted('b') === 1, { timeoutMs: 60_000 });
       assert.deepEqual(firstMarksWritten(stubs), [], 'no condition write repeated the listing\'s mark');
       const replacing = stubs.callsOf('writeTaintConditions').flatMap((c) => (c.input as { writes: { uid: string; replacing: unknown }[] }).writes)
@@ -85,12 +95,40 @@ describe('taint: the listing activity writes the first mark', function () {
       const h = await startNode(client, queue, node);
       await waitFor('both pods Replacing', async () => (await nodeStatus(h)).filter((p) => p.condition === 'NodeTaintReplacing').length === 2,
         { timeoutMs: 30_000 });
-      const mark = (stubs.callsOf('listTaintPods:marked')[0]!.input as ListTaintPodsInput).mark!;
+      const mark = (stubs.callsOf('taintNodeStart:marked')[0]!.result as TaintNodeStartResult).mark!;
       assert.ok(mark.replacing, 'a taint of 0 s is due at once: the first mark carries NodeTaintReplacing');
       const writtenUids = () => stubs.callsOf('writeTaintConditions').flatMap((c) => (c.input as { writes: { uid: string }[] }).writes).map((w) => w.uid);
       // The status shows the state the workflow decided; the write it scheduled may still be on its way.
       await waitFor('d written', () => writtenUids().includes('d'), { timeoutMs: 30_000 });
       assert.deepEqual(writtenUids(), ['d'], 'only the pod the listing did not mark is written');
+      await untaint(stubs, h, node);
+    });
+  });
+
+  it("a run started with the watcher's signal decides its first mark with the signal's first sight of the taint", async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    // Due 30 s after it is first seen: the watcher saw it 60 s ago, so it is due already.
+    stubs.settings.taintReplacementOptions[0]!.durationInSeconds = 30;
+    stubs.settings.taintReplacementTimeSeconds = 3600;
+    stubs.taint(node, [pod('s')]);
+    const queue = taskQueue('taint-start-hints');
+    const seenAt = Date.now() - 60_000;
+    await withWorker(env(), queue, marking(stubs), async (client) => {
+      await startSlots(client, queue);
+      const taint = { ...stubs.taints.get(node)![0]!, seenAt };
+      const h = await client.workflow.signalWithStart('taintNodeWorkflow', {
+        taskQueue: queue, workflowId: `taint/${node}`, args: [{ node }], signal: 'nodeTaints', signalArgs: [{ taints: [taint] }],
+      });
+      await waitFor('s marked Replacing', async () => (await nodeStatus(h)).some((p) => p.pod === 'db-s' && p.condition === 'NodeTaintReplacing'),
+        { timeoutMs: 30_000 });
+      const call = stubs.callsOf('taintNodeStart:marked')[0]!;
+      assert.deepEqual((call.input as TaintNodeStartInput).hints, { 'example.org/maintenance:NoSchedule': seenAt }, 'the signal taken in before the activity');
+      const r = call.result as TaintNodeStartResult;
+      assert.equal(r.taints[0]!.seenAt, seenAt);
+      assert.ok(r.mark!.replacing, 'the first mark carries NodeTaintReplacing: the taint is due counted from the watcher\'s sight');
+      assert.deepEqual(r.written, ['s']);
+      assert.equal(stubs.callsOf('writeTaintConditions').length, 0, 'no write of its own');
       await untaint(stubs, h, node);
     });
   });
@@ -108,7 +146,7 @@ describe('taint: the listing activity writes the first mark', function () {
       stubs.pods.set(node, [pod('e'), pod('f')]);
       await h.signal('podsChanged');
       await waitFor('f Detected', async () => (await nodeStatus(h)).some((p) => p.pod === 'db-f' && p.condition === 'NodeTaintDetected'), { timeoutMs: 30_000 });
-      const second = stubs.callsOf('listTaintPods:marked')[1]!;
+      const second = stubs.callsOf('listTaintPods:marked')[0]!;
       assert.deepEqual((second.input as ListTaintPodsInput).mark!.known, ['e']);
       assert.deepEqual((second.result as { written: string[] }).written, ['f']);
       assert.deepEqual(firstMarksWritten(stubs), []);
