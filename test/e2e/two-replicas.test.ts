@@ -50,6 +50,8 @@ describe('two watchers and two workers: every capability, no action done twice (
     for (const w of stdout.trim() ? (JSON.parse(stdout) as { execution: { workflowId: string } }[]) : []) {
       await temporalCli(['workflow', 'terminate', '--workflow-id', w.execution.workflowId, '--reason', 'test reset']).catch(() => undefined);
     }
+    // So would a taint coordinator left on another queue (it has one id for the whole cluster).
+    await temporalCli(['workflow', 'terminate', '--workflow-id', 'taint-replacements', '--reason', 'test reset']).catch(() => undefined);
     [weederNs, taintNs, appsNs] = await Promise.all(['two-weeder', 'two-taint', 'two-apps'].map((p) => tempNamespace(kube, p)));
     const weeder = await dbWithDependants(kube, weederNs, 2);
     world = repairWorld();

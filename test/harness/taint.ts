@@ -16,6 +16,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { startMark } from '../../src/taint/node.ts';
 import { waitFor } from './wait.ts';
 import { sandbox } from './hooks.ts';
+import { temporalCli } from './temporal.ts';
+import { SLOTS_WORKFLOW_ID } from '../../src/taint/messages.ts';
 
 export const TASK_QUEUE = 'tend-taint';
 
@@ -127,6 +129,9 @@ export async function cleanUpTaintTest(t: TaintTestLeftovers): Promise<void> {
       .catch((err: Error) => process.stderr.write(`cleanup: ${err.message}\n`));
   }
   await t.tend?.stop();
+  // The coordinator has one id for the whole sandbox: left running on this file's task queue, it
+  // would grant no slot to the next file's tend, on another queue.
+  await temporalCli(['workflow', 'terminate', '--workflow-id', SLOTS_WORKFLOW_ID, '--reason', 'test over']).catch(() => undefined);
   await deleteNamespace(t.kube, t.ns);
 }
 
