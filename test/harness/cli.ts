@@ -117,6 +117,19 @@ export class TendProcess {
 }
 
 /**
+ * Kills (SIGKILL) every tend process of this test run still running and returns their command
+ * lines: at the end of a run, so that none outlives it, acting on the sandbox and holding its port
+ * while the next test file runs.
+ */
+export function killLeftovers(): string[] {
+  const left = started.filter((p) => !p.exited);
+  for (const p of left) p.child.kill('SIGKILL');
+  return left.map((p) => `tend ${p.args.join(' ')}`);
+}
+// mocha --exit ends the process without waiting: none is left behind then either.
+process.once('exit', () => void killLeftovers());
+
+/**
  * The output tails of the tend processes that ran during a test that began at
  * `since` (epoch ms): what a failing test shows.
  */
