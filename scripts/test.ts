@@ -6,12 +6,17 @@
 //            (the root hooks); this script takes down those it started.
 //   offline  unit tests, replay of the recorded histories, then the workflow tests
 //            (each file on a Temporal dev server of its own; no sandbox).
+//   cluster  only when asked (--with-cluster, or --lane cluster; `npm run test:cluster`):
+//            the cluster faults and five e2e files again, on a sandbox whose Temporal
+//            is its own services over PostgreSQL (which it needs installed). Beside
+//            the offline lane it starts when that one ends, so the machine runs
+//            about as much at once all along.
 // The tests mostly wait (for timers, back-offs, servers): side by side they cost
 // the run little CPU, and it takes about as long as its longest sandbox.
 // Each line is prefixed with its lane (and sandbox); the exit code is 1 when any
 // lane failed.
 //
-//   node scripts/test.ts [--lane e2e|offline] [--e2e-sandboxes N] [E2E_FILE...]
+//   node scripts/test.ts [--lane e2e|offline|cluster] [--with-cluster] [--e2e-sandboxes N] [E2E_FILE...]
 //   (files named: only those of the e2e lane run)
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -29,7 +34,12 @@ const lanes: Record<string, string[]> = {
   e2e: [], // sharded: see runE2e
   offline: ['--no-config', '--timeout', '120000', '--slow', '10000', '--reporter', 'spec', '--exit',
     'test/unit/**/*.test.ts', 'test/replay/**/*.test.ts', 'test/workflows/**/*.test.ts'],
+  // The root config (.mocharc.json): the sandbox root hooks, here with TEND_TEST_TEMPORAL=cluster.
+  cluster: ['test/cluster/**/*.test.ts', 'test/e2e/weeder-cascade.test.ts', 'test/e2e/taint-replacement.test.ts', 'test/e2e/apps.test.ts',
+    'test/e2e/repair.test.ts', 'test/e2e/pause.test.ts'],
 };
+/** The lanes `npm test` runs when none is named. */
+const defaultLanes = ['e2e', 'offline'];
 
 /**
  * The e2e files measured slowest (a full run's per-file times, longest first): they start first, so
@@ -42,11 +52,18 @@ const slowestFirst = [
 /** Each further sandbox's ports: the first's plus this many (clear of every port the tests use, and of their +50 sandboxes). */
 const SANDBOX_PORT_STEP = 40;
 const MAX_SANDBOXES = 3;
+/** The cluster lane's ports: past every e2e sandbox's (and clear of their ports and the cluster's own). */
+const CLUSTER_PORT_STEP = SANDBOX_PORT_STEP * MAX_SANDBOXES;
 
 const { values, positionals } = parseArgs({
-  options: { lane: { type: 'string', multiple: true }, 'e2e-sandboxes': { type: 'string', default: '2' } }, allowPositionals: true,
+  options: {
+    lane: { type: 'string', multiple: true }, 'with-cluster': { type: 'boolean', default: false }, 'e2e-sandboxes': { type: 'string', default: '2' },
+  },
+  allowPositionals: true,
 });
-const chosen = values.lane ?? Object.keys(lanes);
+// The cluster lane last: beside the offline lane it waits for that one.
+const chosen = [...new Set([...(values.lane ?? defaultLanes), ...(values['with-cluster'] ? ['cluster'] : [])])]
+  .sort((a, b) => Number(a === 'cluster') - Number(b === 'cluster'));
 const unknown = chosen.filter((l) => !(l in lanes));
 if (unknown.length) {
   console.error(`test: no lane named ${unknown.join(', ')}; there are: ${Object.keys(lanes).join(', ')}`);
@@ -136,8 +153,22 @@ async function runE2e(): Promise<number> {
   return failed.length || stopping ? 1 : 0;
 }
 
+/** The cluster lane: its own sandbox (a folder and ports of its own), Temporal's services on PostgreSQL. */
+function clusterEnv(): NodeJS.ProcessEnv {
+  const dir = process.env.TEND_TEST_SANDBOX_DIR;
+  return {
+    ...process.env, TEND_TEST_TEMPORAL: 'cluster', TEND_TEST_PORT_OFFSET: String(Number(process.env.TEND_TEST_PORT_OFFSET ?? 0) + CLUSTER_PORT_STEP),
+    ...(dir ? { TEND_TEST_SANDBOX_DIR: `${dir}-cluster` } : {}),
+  };
+}
+
+const finished = new Map<string, Promise<unknown>>();
+
 async function run(lane: string): Promise<{ lane: string; code: number; seconds: number }> {
-  const code = lane === 'e2e' ? await runE2e() : (await mochaRun(lane, lanes[lane]!)).code;
+  // Beside the offline lane, the cluster lane takes its place when it ends.
+  if (lane === 'cluster' && finished.has('offline')) await finished.get('offline');
+  if (stopping) return { lane, code: 1, seconds: seconds() };
+  const code = lane === 'e2e' ? await runE2e() : (await mochaRun(lane, lanes[lane]!, lane === 'cluster' ? clusterEnv() : process.env)).code;
   return { lane, code, seconds: seconds() };
 }
 
@@ -153,6 +184,10 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 // Both lanes need the binaries (the offline lane Temporal's dev server): built here once, not by
 // each mocha at the same time (the first run on a machine; later runs find them cached).
 await ensureBinaries((m) => console.log(`test: ${m}`));
-const results = await Promise.all(chosen.map(run));
+const results = await Promise.all(chosen.map((lane) => {
+  const r = run(lane);
+  finished.set(lane, r);
+  return r;
+}));
 for (const r of results) console.log(`test: ${r.lane} ${r.code === 0 ? 'passed' : `FAILED (exit ${r.code})`} after ${r.seconds} s`);
 process.exit(results.some((r) => r.code !== 0) ? 1 : 0);
