@@ -143,17 +143,18 @@ export function startStateGauges(client: Client, config: Sections): () => void {
       }));
     }
     await Promise.all(reads);
-    const now = Date.now();
-    for (const [what, at] of lastOk) stateReadAge.set({ what }, (now - at) / 1000);
   };
 
   return onScrape(async () => {
-    if (running) return running;
-    if (Date.now() - readAt < CACHE_MS) return;
-    running = refresh().finally(() => {
-      readAt = Date.now();
-      running = undefined;
-    });
-    return running;
+    if (!running && Date.now() - readAt >= CACHE_MS) {
+      running = refresh().finally(() => {
+        readAt = Date.now();
+        running = undefined;
+      });
+    }
+    if (running) await running;
+    // As of this scrape, also when it answers cached values: the age grows between reads.
+    const now = Date.now();
+    for (const [what, at] of lastOk) stateReadAge.set({ what }, (now - at) / 1000);
   });
 }

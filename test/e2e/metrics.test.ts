@@ -136,25 +136,23 @@ describe('metrics: the HTTP port of `tend run`', function () {
   });
 
   it('a running window no worker answers is counted as unanswered; the state read still succeeds and counts the rest', async () => {
-    const fresh = async () => {
-      // A read newer than the last: the age gauge drops below the 10 s cache.
-      const text = (await get('/metrics')).body;
-      const age = sample(text, 'tend_state_read_age_seconds', { what: 'weeder' });
-      return age !== undefined && age < 2 && text;
-    };
-    const baseline = sample(await waitFor('a fresh weeder read', fresh, { timeoutMs: 60_000, intervalMs: 1000 }),
-      'tend_state_unanswered_workflows', { what: 'weeder' }) ?? 0;
+    const metrics = async () => (await get('/metrics')).body;
+    const unanswered = (text: string) => sample(text, 'tend_state_unanswered_workflows', { what: 'weeder' }) ?? 0;
+    const errors = (text: string) => sample(text, 'tend_state_read_errors_total', { what: 'weeder' }) ?? 0;
+    const before = await metrics();
     const temporal = new Client({ connection: await Connection.connect({ address: sandbox().temporalAddress }) });
     const orphan = `weeder/${ns}/orphan`;
     const h = await temporal.workflow.start('weederWorkflow', {
       taskQueue: `nobody-polls-${ns}`, workflowId: orphan, args: [{}], typedSearchAttributes: [{ key: TendCapability, value: 'weeder' }],
     });
     try {
-      const text = await waitFor('the orphan window counted as unanswered in a fresh read', async () => {
-        const t = await fresh();
-        return t && (sample(t, 'tend_state_unanswered_workflows', { what: 'weeder' }) ?? 0) >= baseline + 1 && t;
+      const text = await waitFor('the orphan window counted as unanswered', async () => {
+        const t = await metrics();
+        return unanswered(t) >= unanswered(before) + 1 && t;
       }, { timeoutMs: 60_000, intervalMs: 1000 });
-      // db's window (opened by the weeding above) still answers, and is counted.
+      // That read did not fail: no error counted, and db's window (opened by the weeding above) still answers, and is counted.
+      assert.equal(errors(text), errors(before), 'no failed weeder read');
+      assert.ok((sample(text, 'tend_state_read_age_seconds', { what: 'weeder' }) ?? Infinity) < 20, 'the weeder read succeeded lately');
       const counted = (sample(text, 'tend_weeder_windows', { state: 'open' }) ?? 0) + (sample(text, 'tend_weeder_windows', { state: 'armed' }) ?? 0);
       assert.ok(counted >= 1, `windows counted beside the orphan: ${counted}`);
     } finally {

@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runTend, TendProcess } from '../harness/cli.ts';
-import { testPort } from '../harness/env.ts';
+import { httpPortBlock } from '../harness/env.ts';
 import { admin, deleteNamespace, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { temporalCli } from '../harness/temporal.ts';
@@ -27,7 +27,7 @@ describe('observe mode and pause: Apps (e2e)', function () {
   let dir: string;
   let config: string;
   let tend: TendProcess | undefined;
-  const http = `127.0.0.1:${20000 + testPort(0) * 50 + 48}`;
+  const http = `127.0.0.1:${httpPortBlock + 48}`;
   const metric = async () => counterFor(await metricsOf(http), 'tend_apps_would_write_total', ns);
   const wouldWrite = async (name: string) => (await kube().events.listNamespacedEvent({ namespace: ns })).items
     .filter((e) => e.reason === 'WouldWrite' && (e.regarding?.name === name || e.regarding?.name?.startsWith(`${name}-`)));

@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import { TendProcess } from '../harness/cli.ts';
-import { testPort } from '../harness/env.ts';
+import { httpPortBlock } from '../harness/env.ts';
 import { admin, deleteNamespace, tempNamespace } from '../harness/kube.ts';
 import { counterFor, metricsOf } from '../harness/metrics.ts';
 import { waitFor } from '../harness/wait.ts';
@@ -76,7 +76,7 @@ describe('observe mode: a repair entry records its cordon, evictions, command an
   };
 
   it('observe: nothing written, each write recorded; act: the same writes made, on the same pods', async () => {
-    const http = `127.0.0.1:${20000 + testPort(0) * 50 + 48}`;
+    const http = `127.0.0.1:${httpPortBlock + 48}`;
     tend = new TendProcess(['run', '--config', world.config, '--http-address', http]);
     await waitFor('worker started', () => tend!.output.includes('worker started'), { timeoutMs: 180_000 });
     const d = pinned(ns, 'web', NODE);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { TendProcess } from '../harness/cli.ts';
-import { testPort } from '../harness/env.ts';
+import { httpPortBlock } from '../harness/env.ts';
 import { admin, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { cleanUpTaintTest, managedLabel, readPod, readyPodsOn, taint, taintConfig, taintStatusJson } from '../harness/taint.ts';
@@ -36,7 +36,7 @@ describe('observe mode: taint replacement records the evictions it would ask, th
       mode: 'observe', podSelector: { matchLabels: managedLabel(ns) }, namespaces: [ns],
       taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 5 }], taintReplacementTimeSeconds: 1, maxConcurrentReplacements: 2,
     });
-    const http = `127.0.0.1:${20000 + testPort(0) * 50 + 49}`;
+    const http = `127.0.0.1:${httpPortBlock + 49}`;
     tend = new TendProcess(['run', '--config', config, '--http-address', http]);
     await waitFor('tend to start its worker and taint watch',
       () => tend!.output.includes('taint watch synced') && tend!.output.includes('worker started'), { timeoutMs: 120_000 });

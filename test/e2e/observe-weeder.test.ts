@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { Client, Connection } from '@temporalio/client';
 import { TendProcess } from '../harness/cli.ts';
-import { testPort } from '../harness/env.ts';
+import { httpPortBlock } from '../harness/env.ts';
 import { sandbox } from '../harness/hooks.ts';
 import { admin, deleteNamespace, tempNamespace } from '../harness/kube.ts';
 import { counterFor, metricsOf } from '../harness/metrics.ts';
@@ -41,7 +41,7 @@ describe('observe mode: the weeder records the deletions it would make, then mak
   it('observe: nothing deleted, every deletion recorded once; act: exactly those pods deleted, at once', async () => {
     const section = await dbWithDependants(kube, ns, DEPENDANTS);
     const config = await weederConfigFile({ mode: 'observe', watchDuration: '4m', ...section });
-    const http = `127.0.0.1:${20000 + testPort(0) * 50 + 48}`;
+    const http = `127.0.0.1:${httpPortBlock + 48}`;
     tend = new TendProcess(['run', '--config', config, '--http-address', http]);
     temporal = new Client({ connection: await Connection.connect({ address: sandbox().temporalAddress }) });
     await waitFor('tend to start its worker and the weeder watch',

@@ -1,7 +1,7 @@
 // Runs the real `tend` CLI as a child process, as an operator would.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { repoRoot, testPort } from './env.ts';
+import { httpPortBlock, repoRoot } from './env.ts';
 
 const cli = join(repoRoot, 'src/starters/cli.ts');
 
@@ -16,7 +16,7 @@ let nextHttpPort = 0;
 export function withHttpAddress(args: string[]): string[] {
   if (!SERVING.has(args[0] ?? '') || args.includes('--http-address') || args.includes('--help')) return args;
   // 50 ports per TEND_TEST_PORT_OFFSET, taken in turn (a process 50 starts ago has long exited).
-  const port = 20000 + testPort(0) * 50 + (nextHttpPort++ % 50);
+  const port = httpPortBlock + (nextHttpPort++ % 50);
   return [...args, '--http-address', `127.0.0.1:${port}`];
 }
 

@@ -14,6 +14,13 @@ export const testStateDir = process.env.TEND_TEST_SANDBOX_DIR ?? join(repoRoot, 
 const offset = Number(process.env.TEND_TEST_PORT_OFFSET ?? 0);
 export const testPort = (port: number) => port + offset;
 
+/**
+ * The first of 50 ports for the HTTP addresses of the tend processes the tests start, one block per
+ * offset, all in 20000-31999: below Linux's ephemeral range (32768 and up), where an outgoing
+ * connection could hold a port the moment a tend wants to listen on it.
+ */
+export const httpPortBlock = 20000 + ((offset * 50) % 12000);
+
 export const testSettings: Omit<SandboxSettings, 'minRequestTimeoutSeconds'> = {
   nodes: 3,
   // Kubelet back-off of 10 s, 20 s, 40 s ... becomes 1 s, 2 s, 4 s ...
