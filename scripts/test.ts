@@ -46,8 +46,9 @@ const defaultLanes = ['e2e', 'offline'];
  * that no sandbox is left with a long file at the end. The other files follow by name.
  */
 const slowestFirst = [
-  'taint-throttle', 'faults-run', 'weeder-durability', 'pause-taint', 'observe-taint', 'two-replicas', 'taint-fdb',
-  'repair-kill', 'metrics', 'repair-drain', 'security-capabilities', 'taint-replacement', 'weeder-cascade', 'sandbox',
+  'taint-throttle', 'faults-run', 'weeder-durability', 'repair-drain', 'two-replicas', 'taint-replacement', 'repair-kill', 'apps',
+  'repair', 'sandbox', 'weeder-cascade', 'metrics', 'weeder-record', 'observe-apps', 'weeder-rules', 'weeder-recreate', 'pause-taint',
+  'observe-taint', 'taint-fdb', 'security-capabilities',
 ];
 /** Each further sandbox's ports: the first's plus this many (clear of every port the tests use, and of their +50 sandboxes). */
 const SANDBOX_PORT_STEP = 40;
@@ -135,7 +136,10 @@ async function runE2e(): Promise<number> {
   const drain = async (shard: (typeof shards)[number]) => {
     const env = { ...process.env, TEND_TEST_PORT_OFFSET: String(shard.offset), TEND_TEST_SANDBOX_DIR: shard.dir, TEND_TEST_KEEP_SANDBOX: '1' };
     for (let file = queue.shift(); file && !stopping; file = queue.shift()) {
+      const began = Date.now();
       const r = await mochaRun(shard.prefix, [file], env);
+      // Each file's time, for the order above.
+      console.log(`${shard.prefix.padEnd(width)} │ ${file}: ${r.code === 0 ? 'passed' : 'FAILED'} in ${Math.round((Date.now() - began) / 1000)} s`);
       passing += r.passing;
       failing += r.failing;
       if (r.code !== 0) failed.push(file);
