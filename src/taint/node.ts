@@ -179,7 +179,7 @@ export function startMark(node: string, taints: readonly MatchedTaint[], setting
 { taints: MatchedTaint[]; mark?: Pick<ConditionWrite, 'detected' | 'replacing'> } {
   const seen = taints.map((t) => {
     const hint = hints[taintId(t)];
-    return { ...t, seenAt: typeof hint === 'number' && Number.isFinite(hint) ? Math.min(now, Math.max(hint, now - SEEN_AT_TRUST_MS)) : now };
+    return { ...t, seenAt: typeof hint === 'number' && Number.isFinite(hint) ? Math.min(now, believedSeenAt(hint, now)) : now };
   });
   if (seen.length === 0) return { taints: seen };
   const data = newNodeTaintData(node, settings);
@@ -337,10 +337,15 @@ export function evictionBackoffMs(attempts: number): number {
   return Math.min(60_000, 2000 * 2 ** Math.max(0, attempts - 1));
 }
 
-/** How long a replacement may stay in flight before its slot is given back anyway. */
 /** How far back a watcher's hint of a taint's first sight (for a taint without timeAdded) is believed. */
 export const SEEN_AT_TRUST_MS = 5 * 60_000;
 
+/** A watcher's hint of a taint's first sight, as believed at `now`: at most SEEN_AT_TRUST_MS back. */
+export function believedSeenAt(hint: number, now: number): number {
+  return Math.max(hint, now - SEEN_AT_TRUST_MS);
+}
+
+/** How long a replacement may stay in flight before its slot is given back anyway. */
 export const IN_FLIGHT_TIMEOUT_MS = 10 * 60_000;
 
 export interface PodStatusRow {

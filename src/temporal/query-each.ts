@@ -28,14 +28,12 @@ export interface QueryEachOptions {
 /** Asks each run `query`; runs gone since they were listed are left out, runs that do not answer are named. */
 export async function queryEach<T>(client: Client, runs: readonly Run[], query: QueryDefinition<T, []>,
   { timeoutMs, atOnce }: QueryEachOptions): Promise<QueryEachResult<T>> {
-  const values: (T | undefined)[] = new Array(runs.length);
-  const answered: boolean[] = new Array(runs.length).fill(false);
+  const results: (QueryEachResult<T>['answers'][number] | undefined)[] = new Array(runs.length);
   const unanswered: string[] = [];
   const ask = async (i: number) => {
     const run = runs[i]!;
     try {
-      values[i] = await client.withDeadline(Date.now() + timeoutMs, () => client.workflow.getHandle(run.workflowId, run.runId).query(query));
-      answered[i] = true;
+      results[i] = { run, value: await client.withDeadline(Date.now() + timeoutMs, () => client.workflow.getHandle(run.workflowId, run.runId).query(query)) };
     } catch (err) {
       // Ended between the list and the query: nothing to show. Anything else: no answer.
       if (!(err instanceof WorkflowNotFoundError)) unanswered.push(run.workflowId);
@@ -44,7 +42,6 @@ export async function queryEach<T>(client: Client, runs: readonly Run[], query: 
   for (let i = 0; i < runs.length; i += atOnce) {
     await Promise.all(runs.slice(i, i + atOnce).map((_, j) => ask(i + j)));
   }
-  const answers: QueryEachResult<T>['answers'] = [];
-  runs.forEach((run, i) => { if (answered[i]) answers.push({ run, value: values[i] as T }); });
+  const answers = results.filter((r) => r !== undefined);
   return { answers, unanswered: unanswered.sort() };
 }

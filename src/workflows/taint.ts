@@ -11,7 +11,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import {
-  decideNode, firstMark, markWritten, newNodeTaintData, observeTaints, reconcilePods, SEEN_AT_TRUST_MS, statusRows, type ConditionWrite,
+  decideNode, firstMark, markWritten, newNodeTaintData, observeTaints, reconcilePods, believedSeenAt, statusRows, type ConditionWrite,
   type NodeTaintData, type PodState, type TaintSettings,
 } from '../taint/node.ts';
 import {
@@ -196,7 +196,7 @@ async function runNode(
     const now = Date.now();
     const taints = state.taints.map((t) => {
       const hint = seenHints.get(taintId(t));
-      return hint === undefined ? t : { ...t, seenAt: Math.max(hint, now - SEEN_AT_TRUST_MS) };
+      return hint === undefined ? t : { ...t, seenAt: believedSeenAt(hint, now) };
     });
     observeTaints(data, taints, state.settings, now);
   };

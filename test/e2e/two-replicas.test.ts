@@ -15,6 +15,7 @@ import { parse, stringify } from 'yaml';
 import { runTend, TendProcess } from '../harness/cli.ts';
 import { sandbox } from '../harness/hooks.ts';
 import { admin, deleteNamespace, grantConfiguredRights, tempNamespace } from '../harness/kube.ts';
+import { SLOTS_WORKFLOW_ID } from '../../src/taint/messages.ts';
 import { waitFor } from '../harness/wait.ts';
 import { dbBack, dbWithDependants, deletedOf, dependantsCrashLooping } from '../harness/weeder.ts';
 import { managedLabel, readPod, readyPodsOn, taint, taintStatusJson, untaint } from '../harness/taint.ts';
@@ -51,7 +52,7 @@ describe('two watchers and two workers: every capability, no action done twice (
       await temporalCli(['workflow', 'terminate', '--workflow-id', w.execution.workflowId, '--reason', 'test reset']).catch(() => undefined);
     }
     // So would a taint coordinator left on another queue (it has one id for the whole cluster).
-    await temporalCli(['workflow', 'terminate', '--workflow-id', 'taint-replacements', '--reason', 'test reset']).catch(() => undefined);
+    await temporalCli(['workflow', 'terminate', '--workflow-id', SLOTS_WORKFLOW_ID, '--reason', 'test reset']).catch(() => undefined);
     [weederNs, taintNs, appsNs] = await Promise.all(['two-weeder', 'two-taint', 'two-apps'].map((p) => tempNamespace(kube, p)));
     const weeder = await dbWithDependants(kube, weederNs, 2);
     world = repairWorld();
@@ -89,7 +90,7 @@ describe('two watchers and two workers: every capability, no action done twice (
     }
     await Promise.all([...watchers, ...workers].map((p) => p.stop()));
     // The coordinator (one id for the whole sandbox), left on this file's task queue, would grant no slot to the next file's tend.
-    await temporalCli(['workflow', 'terminate', '--workflow-id', 'taint-replacements', '--reason', 'test over']).catch(() => undefined);
+    await temporalCli(['workflow', 'terminate', '--workflow-id', SLOTS_WORKFLOW_ID, '--reason', 'test over']).catch(() => undefined);
     await Promise.all([weederNs, taintNs, appsNs].map((ns) => deleteNamespace(kube, ns)));
     await resetRepairQueue();
   });
