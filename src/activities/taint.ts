@@ -137,6 +137,24 @@ export const LIST_PAGE = 50;
 /** After a 429 (the API server's flow control has no room for the request): the wait before the write goes again, and the most tries. */
 const THROTTLED_WAIT_MS = 1000;
 const THROTTLED_TRIES = 20;
+/** The wait after a 429: about THROTTLED_WAIT_MS, spread (0.5 to 1.5 times) so that requests refused together do not come back together. */
+const throttledWait = () => sleep(THROTTLED_WAIT_MS * (0.5 + Math.random()));
+
+/**
+ * A read that the API server's flow control refuses (429) waits and goes again, up to
+ * THROTTLED_TRIES times, inside the activity: failing the activity would have Temporal
+ * retry all of it (every read and write before) after its own backoff.
+ */
+async function unthrottled<T>(read: () => Promise<T>): Promise<T> {
+  for (let throttled = 1; ; throttled++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (statusOf(err) !== 429 || throttled >= THROTTLED_TRIES) throw err;
+      await throttledWait();
+    }
+  }
+}
 
 export function createTaintActivities(kube: KubeClients, config?: TaintReplacementConfig, gates?: SafetyGates) {
   /** The worker's own taintReplacement section, or a refusal when it has none (or it is off). */
@@ -163,7 +181,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
   /** The node's taints that the configuration names (none when the node is gone). */
   const configuredTaints = async (c: TaintReplacementConfig, node: string): Promise<MatchedTaint[]> => {
     // A list by name, not a get: tend's rights on Nodes are list and watch (the watcher's informer).
-    const nodes = await kube.core.listNode({ fieldSelector: `metadata.name=${node}` });
+    const nodes = await unthrottled(() => kube.core.listNode({ fieldSelector: `metadata.name=${node}` }));
     return matchingTaints(nodes.items[0]?.spec?.taints, c.taintReplacementOptions);
   };
   /**
@@ -218,7 +236,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       const items: k8s.V1Pod[] = [];
       let next: string | undefined;
       do {
-        const l = await page(next);
+        const l = await unthrottled(() => page(next));
         items.push(...l.items);
         next = l.metadata?._continue || undefined;
       } while (next);
@@ -331,7 +349,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
           // activity failing and every write of the node being made again.
           if (statusOf(err) === 429 && ++throttled < THROTTLED_TRIES) {
             attempt--;
-            await sleep(THROTTLED_WAIT_MS);
+            await throttledWait();
             continue;
           }
           if (!isConflict(err)) throw err;

@@ -219,6 +219,32 @@ describe('taint: a new node workflow reads the node, lists and marks in one acti
     assert.deepEqual(calls, { list: 0, get: 0, patch: 0, nodes: 1 });
   });
 
+  it('a read refused by flow control (429) waits and goes again inside the activity, which succeeds', async function () {
+    this.timeout(10_000); // two waits of 0.5 to 1.5 s
+    const pods = Array.from({ length: 3 }, (_, i) => pod(i));
+    const { kube, calls } = stubKube(pods);
+    const throttled = () => Object.assign(new Error('Too many requests'), { code: 429 });
+    const core = kube.core as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    for (const read of ['listNode', 'listNamespacedPod'] as const) {
+      const answer = core[read]!;
+      let refused = 0;
+      core[read] = async (...args: unknown[]) => (refused++ === 0 ? Promise.reject(throttled()) : answer(...args));
+    }
+    const r = await createTaintActivities(kube, config).taintNodeStart({ node: 'sim-1' });
+    assert.equal(r.written!.length, 3, 'every pod marked');
+    assert.deepEqual(calls, { list: 1, get: 0, patch: 3, nodes: 1 }, 'each read answered once, after its refusal');
+  });
+
+  it('a read refused by anything else than flow control fails the activity at once', async () => {
+    const { kube, calls } = stubKube([pod(1)]);
+    (kube.core as unknown as { listNode: () => Promise<never> }).listNode = async () => {
+      calls.nodes++;
+      throw Object.assign(new Error('forbidden'), { code: 403 });
+    };
+    await assert.rejects(createTaintActivities(kube, config).taintNodeStart({ node: 'sim-1' }), /forbidden/);
+    assert.deepEqual(calls, { list: 0, get: 0, patch: 0, nodes: 1 });
+  });
+
   it('refuses malformed hints and a bad node name before reading anything', async () => {
     const { kube, calls } = stubKube([pod(1)]);
     await assert.rejects(createTaintActivities(kube, config).taintNodeStart({ node: 'sim-1', hints: [1] as never }), /refused: hints must be an object/);
