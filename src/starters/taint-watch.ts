@@ -76,6 +76,8 @@ class TaintWatch {
   private readonly retryNodes = new Set<string>();
   private readonly retryPods = new Set<string>();
   private lastCounts = '';
+  /** The counts signal in flight, if any (sendCounts): true once delivered. */
+  private counting: Promise<boolean> | undefined;
   private synced = false;
   private draining = false;
   private retry: NodeJS.Timeout | undefined;
@@ -274,17 +276,42 @@ class TaintWatch {
     });
   }
 
+  /**
+   * CONCURRENCY lanes, each taking the next pending node as soon as it is free
+   * (none waits for a batch's slowest), then the nodes with new pods. A node is
+   * never synced by two lanes at once: a change that comes while its signal is
+   * in flight waits for it, so the newest state is always sent last. The
+   * breaker's inputs go to the coordinator before any node workflow is started;
+   * when they cannot be delivered (Temporal down), the nodes are not held back
+   * for them: their own signals fail or not, and are retried.
+   */
   private async drain(): Promise<void> {
-    await this.sendCounts();
-    while (this.pendingNodes.size > 0 || this.pendingPods.size > 0) {
-      const nodes = [...this.pendingNodes].slice(0, CONCURRENCY);
-      nodes.forEach((n) => this.pendingNodes.delete(n));
-      await Promise.all(nodes.map((n) => this.syncNode(n)));
-      await this.sendCounts();
-      const pods = [...this.pendingPods].slice(0, CONCURRENCY);
-      pods.forEach((n) => this.pendingPods.delete(n));
-      await Promise.all(pods.map((n) => this.tellPods(n)));
-    }
+    const busy = new Set<string>();
+    let counted = false;
+    const take = (pending: Set<string>) => {
+      for (const node of pending) {
+        if (busy.has(node)) continue;
+        pending.delete(node);
+        busy.add(node);
+        return node;
+      }
+      return undefined;
+    };
+    const lane = async () => {
+      for (;;) {
+        const node = take(this.pendingNodes);
+        if (node !== undefined) {
+          if (counted) counted = await this.sendCounts();
+          await this.syncNode(node).finally(() => busy.delete(node));
+          continue;
+        }
+        const pods = take(this.pendingPods);
+        if (pods === undefined) return;
+        await this.tellPods(pods).finally(() => busy.delete(pods));
+      }
+    };
+    counted = await this.sendCounts();
+    await Promise.all(Array.from({ length: CONCURRENCY }, lane));
   }
 
   /**
@@ -356,18 +383,37 @@ class TaintWatch {
     }
   }
 
-  /** The breaker's inputs: how many nodes carry a configured taint, out of how many. */
-  private async sendCounts(): Promise<void> {
-    const all = this.nodes.cache.list();
-    const taintedNodes = all.filter((n) => matchingTaints(n.spec?.taints, this.config.taintReplacementOptions).length > 0).length;
-    const counts = { taintedNodes, totalNodes: all.length };
-    const key = JSON.stringify(counts);
-    if (key === this.lastCounts) return;
-    try {
-      await this.ctx.client.workflow.getHandle(SLOTS_WORKFLOW_ID).signal(nodeCountsSignal, counts);
-      this.lastCounts = key;
-    } catch (err) {
-      this.log.warn({ err: errorMessage(err) }, 'sending node counts to the coordinator failed; will retry');
+  /**
+   * The breaker's inputs: how many nodes carry a configured taint, out of how
+   * many, sent when they changed since the last that was delivered. One send at
+   * a time: a call that finds one in flight waits for it (and looks again). True
+   * when the coordinator has the counts as they are; false when the send failed
+   * (it is logged, and tried again at the next drain).
+   */
+  private async sendCounts(): Promise<boolean> {
+    for (;;) {
+      if (this.counting) {
+        if (!(await this.counting)) return false;
+        continue;
+      }
+      const all = this.nodes.cache.list();
+      const taintedNodes = all.filter((n) => matchingTaints(n.spec?.taints, this.config.taintReplacementOptions).length > 0).length;
+      const counts = { taintedNodes, totalNodes: all.length };
+      const key = JSON.stringify(counts);
+      if (key === this.lastCounts) return true;
+      const sending = this.ctx.client.workflow.getHandle(SLOTS_WORKFLOW_ID).signal(nodeCountsSignal, counts).then(() => {
+        this.lastCounts = key;
+        return true;
+      }, (err: unknown) => {
+        this.log.warn({ err: errorMessage(err) }, 'sending node counts to the coordinator failed; will retry');
+        return false;
+      });
+      this.counting = sending;
+      try {
+        return await sending;
+      } finally {
+        this.counting = undefined;
+      }
     }
   }
 }
