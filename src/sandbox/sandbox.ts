@@ -72,6 +72,13 @@ const searchAttributeFlags = [TendCapability, TendTarget].flatMap((key) => {
 });
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+/**
+ * The controller manager's and the scheduler's client rate (requests a second, and the burst above
+ * it): 100 and 200, where their defaults (20 and 30; 50 and 100) would have a large workload's pods
+ * created and bound at 20 a second. (The scheduler's flags are deprecated in favour of its
+ * configuration file, which the sandbox does not write.)
+ */
+const CONTROL_PLANE_CLIENT_RATE = ['--kube-api-qps=100', '--kube-api-burst=200'];
 
 export function defaultStateDir(): string {
   if (process.env.TEND_SANDBOX_DIR) return resolve(process.env.TEND_SANDBOX_DIR);
@@ -207,6 +214,7 @@ function components(info: SandboxInfo, bin: Binaries, pki: Pki, server?: ServerB
         `--service-account-private-key-file=${pki.saKey}`, `--root-ca-file=${pki.caCert}`,
         '--use-service-account-credentials=true',
         '--node-monitor-period=1s', `--node-monitor-grace-period=${s.nodeMonitorGraceSeconds}s`,
+        ...CONTROL_PLANE_CLIENT_RATE,
         '--profiling=false', '--v=1',
       ],
       ready: tlsGet(p.controllerManager, '/healthz', false),
@@ -218,7 +226,7 @@ function components(info: SandboxInfo, bin: Binaries, pki: Pki, server?: ServerB
       args: [
         `--kubeconfig=${kcfg}`, `--authentication-kubeconfig=${kcfg}`, `--authorization-kubeconfig=${kcfg}`,
         '--bind-address=127.0.0.1', `--secure-port=${p.scheduler}`, '--leader-elect=false',
-        `--cert-dir=${join(dir, 'scheduler')}`, '--profiling=false', '--v=1',
+        `--cert-dir=${join(dir, 'scheduler')}`, ...CONTROL_PLANE_CLIENT_RATE, '--profiling=false', '--v=1',
       ],
       ready: tlsGet(p.scheduler, '/healthz', false),
       timeoutMs: 60_000,
