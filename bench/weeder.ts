@@ -198,11 +198,15 @@ async function main() {
 
   const dwdConfig = join(dir, 'dwd-weeder.yaml');
   await writeFile(dwdConfig, toYaml({ watchDuration: WATCH, servicesAndDependantSelectors: seedSelectors('etcd-main-client', 'kube-apiserver') }));
-  const node = process.execPath;
   // Its own HTTP port, so that the benchmark runs beside a tend already serving the default one.
   if (TRACE) await mkdir(TRACE, { recursive: true });
   const traceArgs = TRACE ? ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', TRACE] : [];
-  const tend = spawn(node, [...traceArgs, join(repo, 'src/starters/cli.ts'), 'run', '--config', tendConfig, '--http-address', `127.0.0.1:${await freeLoopbackPort()}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: TRACE ? 'debug' : 'warn' } });
+  // tend as an operator runs it: through bin/tend, with the Node.js flags it passes.
+  const nodeOptions = [process.env.NODE_OPTIONS, ...traceArgs].filter(Boolean).join(' ');
+  const tend = spawn(join(repo, 'bin/tend'), ['run', '--config', tendConfig, '--http-address', `127.0.0.1:${await freeLoopbackPort()}`], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, TEND_LOG_LEVEL: TRACE ? 'debug' : 'warn', ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) },
+  });
   children.push(tend);
   let tendErr = ''; let dwdErr = '';
   tend.stderr!.on('data', (d) => (tendErr = (tendErr + d).slice(-4000)));
