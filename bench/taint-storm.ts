@@ -16,8 +16,9 @@
 //
 //   node bench/taint-storm.ts [--nodes 1000] [--pods 10000] [--apps 100] [--zone zone-a]
 //        [--max-concurrent 10] [--replace-window 120] [--raw-concurrency N] [--profile DIR] [--keep]
-//        [--state-dir DIR] [--port-offset 400]
+//        [--state-dir DIR] [--port-offset 400] [--worker-node-flags '--max-semi-space-size=8']
 // --profile DIR: the worker and the watcher write CPU profiles there (node --cpu-prof) when they stop.
+// --worker-node-flags: Node.js (V8) flags for the worker's process (NODE_OPTIONS), to measure their effect on its memory.
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -55,6 +56,7 @@ const { values: opts } = parseArgs({ options: {
   'state-dir': { type: 'string', default: join(repo, '.tend', 'bench-taint-storm') },
   'port-offset': { type: 'string', default: '400' },
   profile: { type: 'string' },
+  'worker-node-flags': { type: 'string', default: '' },
   keep: { type: 'boolean', default: false },
 } });
 const NODES = Number(opts.nodes);
@@ -68,6 +70,8 @@ const OFFSET = Number(opts['port-offset']);
 const NS = 'bench-storm';
 const ACTIVITY_SLOTS = 100;
 const MANAGED = 'bench.tend.dev/managed';
+/** How many Node taint writes the benchmark makes at once (as cluster admin, exempt from flow control). */
+const TAINTS_AT_ONCE = 100;
 
 say(`sandbox: ${NODES} nodes in ${opts['state-dir']}`);
 const p = (port: number) => port + OFFSET;
@@ -231,13 +235,17 @@ process.on('exit', () => {
   else if (!hadBundle) for (const f of [workflowBundlePath, workflowBundlePath.replace(/\.js$/, '.fingerprint')]) rmSync(f, { force: true });
 });
 const benchStart = new Date();
-const cli = join(repo, 'src/starters/cli.ts');
 const httpPorts: Record<string, number> = { worker: 19481 + OFFSET, watcher: 19482 + OFFSET };
 if (opts.profile) await mkdir(opts.profile, { recursive: true });
+// Each part runs as an operator runs it, through bin/tend (with the Node.js flags it passes).
 const run = (part: string): ChildProcess => {
   const prof = opts.profile ? ['--cpu-prof', '--cpu-prof-dir', opts.profile, '--cpu-prof-name', `${part}.cpuprofile`] : [];
-  const child = spawn(process.execPath, [...prof, cli, part, '--config', config, '--http-address', `127.0.0.1:${httpPorts[part]}`],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: 'warn' } });
+  const flags = [...prof, ...(part === 'worker' ? opts['worker-node-flags'].split(/\s+/).filter(Boolean) : [])];
+  const nodeOptions = [process.env.NODE_OPTIONS, ...flags].filter(Boolean).join(' ');
+  const child = spawn(join(repo, 'bin/tend'), [part, '--config', config, '--http-address', `127.0.0.1:${httpPorts[part]}`], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, TEND_LOG_LEVEL: 'warn', ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) },
+  });
   child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${part}] ${d}`));
   return child;
 };
@@ -264,9 +272,12 @@ rss.reset();
 workerParts.reset();
 const apfTend0 = await apf();
 const waits0 = await taskWaits(httpPorts.worker!).catch(() => undefined);
+// The zone's Nodes as they are now (read before the clock starts), so that each taint is one
+// write; a hundred at once, so that the zone goes down about at once, as in an outage.
+const zoneNow = new Map((await admin.core.listNode({ labelSelector: 'sim.tend.dev/node=true' })).items.map((n) => [n.metadata!.name!, n]));
 const t0 = Date.now();
 stormAt = t0;
-await pool(stormNodes, 25, (n) => editTaints(admin, n, (ts) => [...ts.filter((x) => x.key !== KEY), { key: KEY, value: 'storm', effect: 'NoSchedule' }]));
+await pool(stormNodes, TAINTS_AT_ONCE, (n) => editTaints(admin, n, (ts) => [...ts.filter((x) => x.key !== KEY), { key: KEY, value: 'storm', effect: 'NoSchedule' }], zoneNow.get(n)));
 const taintWritesMs = Date.now() - t0;
 const gone = () => affected.filter((x) => { const now = pods.get(x.metadata!.name!, NS); return !now || now.metadata?.uid !== x.metadata!.uid || !!now.metadata?.deletionTimestamp; }).length;
 const allMarked = await waitFor('every affected pod marked NodeTaintDetected', async () => {
@@ -352,6 +363,7 @@ const result = {
   sandboxUpMs,
   maxConcurrentReplacements: MAX, durationInSeconds: DURATION, taintReplacementTimeSeconds: DURATION / 2,
   taintWritesMs,
+  workerNodeFlags: opts['worker-node-flags'],
   marking: {
     firstMarkMs, allDetectedMs, tendPodsPerSecond: +tendRate.toFixed(1),
     rawConcurrency: RAW_C, rawSetMs: rawSet.ms, rawRetries: rawSet.retries, rawClearMs: rawClear.ms,
@@ -378,7 +390,7 @@ console.log(JSON.stringify(result, null, 2));
 const row = (k: string, v: string | number) => console.error(`  ${k.padEnd(44)} ${v}`);
 console.error('\ntaint-storm');
 row('nodes / pods / tainted nodes / affected pods', `${NODES} / ${PODS} / ${stormNodes.length} / ${affected.length}`);
-row('all affected pods marked (from first taint)', `${(allDetectedMs / 1000).toFixed(1)} s`);
+row('all affected pods marked (from first taint)', `${(allDetectedMs / 1000).toFixed(1)} s (the zone's taints written in ${(taintWritesMs / 1000).toFixed(1)} s)`);
 row('tend / raw write rate (pods/s)', `${tendRate.toFixed(0)} / ${rawRate.toFixed(0)} = ${Math.round((100 * tendRate) / rawRate)} % (raw at ${RAW_C} at a time)`);
 row('API seats per affected pod (tend / raw)', `${(apfTend.seats / affected.length).toFixed(2)} / ${(apfRaw.seats / affected.length).toFixed(2)}`);
 if (markingWaits) {

@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import type { Client } from '@temporalio/client';
 import type * as k8s from '@kubernetes/client-node';
 import type { KubeClients } from '../../src/kube/client.ts';
+import { mergePatch } from '../../src/kube/api.ts';
 import { pool } from '../../src/pool.ts';
 
 export { pool };
@@ -51,9 +52,14 @@ export function rssSampler(children: Record<string, ChildProcess>) {
   };
 }
 
-/** History events Temporal bills as actions (starts, signals received and sent, timers, activities, continue-as-new). */
+/**
+ * History events Temporal bills as actions (starts, signals received and sent, timers, activities, continue-as-new);
+ * a local activity is billed too, and is in the history as a marker (LOCAL_ACTIVITY_MARKER), counted as `localActivity`.
+ */
 const BILLED = ['workflowExecutionStarted', 'workflowExecutionSignaled', 'timerStarted', 'activityTaskScheduled',
   'signalExternalWorkflowExecutionInitiated', 'workflowExecutionContinuedAsNew'];
+/** The marker's name a local activity's result is recorded under (a patch's marker is not billed). */
+const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 
 export interface HistoryCount {
   /** Billed actions by `group.eventType`. */
@@ -80,8 +86,9 @@ export async function countHistories(client: Client, query: string, groupOf: (wo
     r.maxEvents = Math.max(r.maxEvents, events.length);
     for (const e of events) {
       const type = Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]);
-      const name = type?.replace(/EventAttributes$/, '') ?? '';
-      if (BILLED.includes(name)) out.actions[`${group}.${name}`] = (out.actions[`${group}.${name}`] ?? 0) + 1;
+      let name = type?.replace(/EventAttributes$/, '') ?? '';
+      if (name === 'markerRecorded' && e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) name = 'localActivity';
+      if (BILLED.includes(name) || name === 'localActivity') out.actions[`${group}.${name}`] = (out.actions[`${group}.${name}`] ?? 0) + 1;
     }
   });
   return out;
@@ -144,16 +151,25 @@ export function apfDelta(a: ApfSnapshot, b: ApfSnapshot) {
   };
 }
 
-/** Rewrites a Node's taints with `edit`, read and replaced again on a conflict (up to a dozen times). */
-export async function editTaints(kube: KubeClients, node: string, edit: (ts: k8s.V1Taint[]) => k8s.V1Taint[]): Promise<void> {
+/**
+ * Rewrites a Node's taints with `edit`: one merge patch of spec.taints (a list the API
+ * server replaces whole) on the condition that the Node is still at the resourceVersion it
+ * was read at: `known` (as a list just read it) when given, else a read of it. A conflict
+ * reads it again; up to a dozen tries.
+ */
+export async function editTaints(kube: KubeClients, node: string, edit: (ts: k8s.V1Taint[]) => k8s.V1Taint[], known?: k8s.V1Node): Promise<void> {
+  let current = known;
   for (let i = 0; ; i++) {
-    const n = await kube.core.readNode({ name: node });
-    n.spec = { ...n.spec, taints: edit(n.spec?.taints ?? []) };
+    current ??= await kube.core.readNode({ name: node });
     try {
-      await kube.core.replaceNode({ name: node, body: n });
+      await kube.core.patchNode({
+        name: node,
+        body: { metadata: { resourceVersion: current.metadata?.resourceVersion }, spec: { taints: edit(current.spec?.taints ?? []) } },
+      }, mergePatch);
       return;
     } catch (err) {
       if (i > 10) throw err;
+      current = undefined;
     }
   }
 }
