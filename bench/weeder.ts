@@ -20,6 +20,8 @@
 // Each arm runs in its own namespace. dependency-watchdog watches every
 // namespace, so only its arm names its Services as the seed does
 // (etcd-main-client, kube-apiserver); tend's and the bare arm's use other names.
+// Each tool runs as it is deployed, with a ServiceAccount of its own and the rights
+// it needs (tend: those `tend rbac` generates; dependency-watchdog: its weeder's).
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -36,7 +38,7 @@ import { kubeClients, loadKubeConfig, type KubeClients } from '../src/kube/clien
 import { startInformer } from '../src/kube/informer.ts';
 import { log } from '../src/log.ts';
 import { currentSandbox } from '../src/sandbox/sandbox.ts';
-import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
+import { applyObjects, grantRightsFor, serviceAccountToken } from '../src/sandbox/bootstrap.ts';
 import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { pgCounters, pgCountersSettled, persistenceRates } from './lib/persistence.ts';
 import { ReadinessStore } from '../src/weeder/record.ts';
@@ -61,6 +63,41 @@ if (!info) throw new Error('no sandbox: run `tend sandbox up` (or pass --state-d
 const kube = kubeClients(loadKubeConfig({ kubeconfig: info.kubeconfig }));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const say = (m: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}`);
+
+const DWD_ACCOUNT = { namespace: 'default', name: 'dependency-watchdog' };
+
+/** dependency-watchdog's ServiceAccount, its rights (cluster-wide: it watches every namespace) and a kubeconfig with its token. */
+async function dwdCredentials(dir: string): Promise<string> {
+  const name = 'bench:dependency-watchdog-weeder';
+  await applyObjects(info!.kubeconfig, [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: DWD_ACCOUNT },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name },
+      rules: [
+        { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: [''], resources: ['endpoints'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'delete'] },
+        { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'update'] },
+        { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch', 'update'] },
+      ],
+    } as k8s.KubernetesObject,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ kind: 'ServiceAccount', ...DWD_ACCOUNT }],
+    } as k8s.KubernetesObject,
+  ]);
+  const token = await serviceAccountToken(info!.kubeconfig, DWD_ACCOUNT.namespace, DWD_ACCOUNT.name);
+  const cluster = loadKubeConfig({ kubeconfig: info!.kubeconfig }).getCurrentCluster()!;
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [cluster], users: [{ name: DWD_ACCOUNT.name, token }],
+    contexts: [{ name: DWD_ACCOUNT.name, cluster: cluster.name, user: DWD_ACCOUNT.name }], currentContext: DWD_ACCOUNT.name,
+  });
+  const file = join(dir, 'dwd.kubeconfig');
+  await writeFile(file, kc.exportConfig(), { mode: 0o600 });
+  return file;
+}
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 120_000, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -196,6 +233,11 @@ async function main() {
   }));  // The rights `tend rbac` generates for this configuration, as an operator would apply them.
   await grantRightsFor(info!.kubeconfig, tendConfig, 'tend-bench');
 
+  // dependency-watchdog as it is deployed: with a ServiceAccount of its own and the rights its weeder
+  // uses (EndpointSlices read, pods read and deleted, events written), so that its requests go through
+  // the API server's authorization and flow control as tend's do; the sandbox's administrator
+  // (system:masters) is exempt from flow control and passes authorization unchecked.
+  const dwdKubeconfig = await dwdCredentials(dir);
   const dwdConfig = join(dir, 'dwd-weeder.yaml');
   await writeFile(dwdConfig, toYaml({ watchDuration: WATCH, servicesAndDependantSelectors: seedSelectors('etcd-main-client', 'kube-apiserver') }));
   // Its own HTTP port, so that the benchmark runs beside a tend already serving the default one.
@@ -216,7 +258,7 @@ async function main() {
   // In a cluster its Deployment would restart it; here it is restarted at once, and its crashes counted.
   const startDwd = () => {
     const dwd = spawn(dwdBin, ['weeder', `--config-file=${dwdConfig}`, '--metrics-bind-addr=0', '--health-bind-addr=0', '--pprof-bind-addr=0', '--kube-api-qps=20', '--kube-api-burst=100'],
-      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KUBECONFIG: info!.kubeconfig } });
+      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KUBECONFIG: dwdKubeconfig } });
     children.push(dwd);
     dwd.stderr!.on('data', (d) => (dwdErr = (dwdErr + d).slice(-4000)));
     dwd.once('exit', (code) => {
