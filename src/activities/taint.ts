@@ -18,7 +18,7 @@ import { isConflict, isNotFound, strategicMergePatch } from '../kube/api.ts';
 import { evictPod as evictPodOnce, type EvictOutcome } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
 import {
-  startMark, type ConditionWrite, type ListedPod, type OwnerRef, type TaintSettings,
+  listingTime, startMark, type ConditionWrite, type ListedPod, type OwnerRef, type TaintSettings,
 } from '../taint/node.ts';
 import { controllerWhole } from '../taint/replace.ts';
 import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metrics/registry.ts';
@@ -54,6 +54,13 @@ export interface TaintNodeStartInput {
   node: string;
   /** The watcher's first sight of each taint without timeAdded (taint id -> ms), from the start's signal: a hint. */
   hints?: Record<string, number>;
+  /**
+   * The workflow's time when it asked (ms), for a local activity: its result reaches the workflow
+   * in the same workflow task, whose time is still the task's start, so the listing is dated then
+   * (else the workflow would see a mark from its future and decide it again). Believed at most
+   * SEEN_AT_TRUST_MS back and never ahead of the worker's clock; without it, the worker's now.
+   */
+  at?: number;
 }
 
 /** taintNodeStart's answer: the node's state; when it carries a configured taint, its pods listed and marked too. */
@@ -454,7 +461,9 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       const node = nodeName(input?.node);
       const hints = input?.hints ?? {};
       if (typeof hints !== 'object' || Array.isArray(hints)) return refuse('hints must be an object of taint id -> time (ms)');
-      const now = Date.now();
+      const at = input?.at;
+      if (at !== undefined && (typeof at !== 'number' || !Number.isFinite(at))) return refuse('at must be a time in ms');
+      const now = listingTime(at, Date.now());
       const settings = settingsOf(c);
       const { taints, mark } = startMark(node, await configuredTaints(c, node), settings, hints as Record<string, unknown>, now);
       if (taints.length === 0) return { taints, settings };

@@ -345,6 +345,15 @@ export function believedSeenAt(hint: number, now: number): number {
   return Math.max(hint, now - SEEN_AT_TRUST_MS);
 }
 
+/**
+ * When a new node's first step lists and marks: at `at`, the asking workflow task's time (the
+ * local activity's answer comes back within that task), believed at most SEEN_AT_TRUST_MS back
+ * and never ahead of `clock`, the worker's; at `clock` when not given.
+ */
+export function listingTime(at: number | undefined, clock: number): number {
+  return at === undefined ? clock : Math.min(clock, Math.max(at, clock - SEEN_AT_TRUST_MS));
+}
+
 /** How long a replacement may stay in flight before its slot is given back anyway. */
 export const IN_FLIGHT_TIMEOUT_MS = 10 * 60_000;
 

@@ -183,7 +183,10 @@ async function runNode(
   }
   // Refuses (non-retryably) when the worker has no taint replacement configured, or the name is no node's.
   const first: TaintNodeStartResult = startsListing
-    ? await (patched(TAINT_START_LOCAL_PATCH) ? taintNodeStartHere : taintNodeStart)({ node, hints: Object.fromEntries(seenHints) })
+    ? await (patched(TAINT_START_LOCAL_PATCH)
+      // Dated with this task's time: the local activity's answer comes back within this task.
+      ? taintNodeStartHere({ node, hints: Object.fromEntries(seenHints), at: Date.now() })
+      : taintNodeStart({ node, hints: Object.fromEntries(seenHints) }))
     : await taintNodeState({ node });
   if (!carried && first.taints.length === 0) {
     // A new workflow for a node without a configured taint: nothing it could do (a run carried

@@ -13,7 +13,7 @@ import { runTend, TendProcess } from './cli.ts';
 import { testStateDir } from './env.ts';
 import { deleteNamespace, deployment, grantConfiguredRights, isReady, podsOf } from './kube.ts';
 import { ApplicationFailure } from '@temporalio/common';
-import { startMark } from '../../src/taint/node.ts';
+import { listingTime, startMark } from '../../src/taint/node.ts';
 import { waitFor } from './wait.ts';
 import { sandbox } from './hooks.ts';
 import { temporalCli } from './temporal.ts';
@@ -210,9 +210,9 @@ export class TaintStubs {
         return record('taintNodeState', input, { taints: this.taints.get(input.node) ?? [], settings: this.settings });
       },
       // Reads the node and lists its pods; marks none (the workflow writes the first mark itself).
-      taintNodeStart: async (input: { node: string; hints?: Record<string, number> }) => {
+      taintNodeStart: async (input: { node: string; hints?: Record<string, number>; at?: number }) => {
         if (this.refuseState) throw refuse('taint replacement is not configured on this worker');
-        const now = Date.now();
+        const now = listingTime(input.at, Date.now());
         const { taints, mark } = startMark(input.node, this.taints.get(input.node) ?? [], this.settings, input.hints ?? {}, now);
         if (taints.length === 0) return record('taintNodeStart', input, { taints, settings: this.settings });
         return record('taintNodeStart', input, { taints, settings: this.settings, listedAt: now, ...(mark ? { mark } : {}), pods: this.listed(input.node), written: [], marked: {} });

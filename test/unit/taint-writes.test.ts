@@ -219,6 +219,21 @@ describe('taint: a new node workflow reads the node, lists and marks in one acti
     assert.deepEqual(calls, { list: 0, get: 0, patch: 0, nodes: 1 });
   });
 
+  it("dated with the asking workflow task's time (at), never ahead of the worker's clock nor more than 5 minutes back", async () => {
+    const at = Date.now() - 2000;
+    const r = await createTaintActivities(stubKube([pod(1)]).kube, config).taintNodeStart({ node: 'sim-1', at });
+    assert.equal(r.listedAt, at, 'listed at the task\'s time');
+    assert.equal(r.mark!.detected!.since, at, 'the first mark dated so too');
+    const ahead = await createTaintActivities(stubKube([pod(1)]).kube, config).taintNodeStart({ node: 'sim-1', at: Date.now() + 60_000 });
+    assert.ok(ahead.listedAt! <= Date.now(), 'a time ahead of the worker\'s clock is its now');
+    const before = Date.now();
+    const old = await createTaintActivities(stubKube([pod(1)]).kube, config).taintNodeStart({ node: 'sim-1', at: before - 3_600_000 });
+    assert.ok(old.listedAt! >= before - 300_000, 'an hour back is believed only 5 minutes back');
+    const { kube, calls } = stubKube([pod(1)]);
+    await assert.rejects(createTaintActivities(kube, config).taintNodeStart({ node: 'sim-1', at: 'now' as never }), /refused: at must be a time in ms/);
+    assert.deepEqual(calls, { list: 0, get: 0, patch: 0, nodes: 0 }, 'refused before any read');
+  });
+
   it('a read refused by flow control (429) waits and goes again inside the activity, which succeeds', async function () {
     this.timeout(10_000); // two waits of 0.5 to 1.5 s
     const pods = Array.from({ length: 3 }, (_, i) => pod(i));
