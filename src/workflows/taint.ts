@@ -82,7 +82,8 @@ const { taintNodeStart } = proxyActivities<Activities>({ startToCloseTimeout: '1
  * docs/upgrading.md.
  */
 export const TAINT_START_LOCAL_PATCH = 'taint-start-local';
-// The same minute and retries; a retry past a few seconds waits on a timer, as the SDK does for local activities.
+// The same minute and retries; they back off inside the worker (none waits as long as the SDK's one-minute
+// threshold past which a local activity's retry waits on a timer), the workflow task kept alive meanwhile.
 const { taintNodeStart: taintNodeStartHere } = proxyLocalActivities<Activities>({ startToCloseTimeout: '1m', retry });
 
 export interface TaintNodeResult {
