@@ -141,24 +141,23 @@ export const WRITES_AT_ONCE = 20;
  */
 export const LIST_PAGE = 50;
 
-/** After a 429 (the API server's flow control has no room for the request): the wait before the write goes again, and the most tries. */
+/** After a 429 (the API server's flow control has no room for the request): the wait before it goes again, and the most tries. */
 const THROTTLED_WAIT_MS = 1000;
 const THROTTLED_TRIES = 20;
-/** The wait after a 429: about THROTTLED_WAIT_MS, spread (0.5 to 1.5 times) so that requests refused together do not come back together. */
-const throttledWait = () => sleep(THROTTLED_WAIT_MS * (0.5 + Math.random()));
-
 /**
- * A read that the API server's flow control refuses (429) waits and goes again, up to
+ * A request that the API server's flow control refuses (429) waits and goes again, up to
  * THROTTLED_TRIES times, inside the activity: failing the activity would have Temporal
- * retry all of it (every read and write before) after its own backoff.
+ * retry all of it (every read and write before) after its own backoff. (Not for an eviction,
+ * whose 429 is a PodDisruptionBudget's answer.)
  */
-async function unthrottled<T>(read: () => Promise<T>): Promise<T> {
+async function unthrottled<T>(request: () => Promise<T>): Promise<T> {
   for (let throttled = 1; ; throttled++) {
     try {
-      return await read();
+      return await request();
     } catch (err) {
       if (statusOf(err) !== 429 || throttled >= THROTTLED_TRIES) throw err;
-      await throttledWait();
+      // About THROTTLED_WAIT_MS, spread (0.5 to 1.5 times) so that requests refused together do not come back together.
+      await sleep(THROTTLED_WAIT_MS * (0.5 + Math.random()));
     }
   }
 }
@@ -212,7 +211,8 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     } else {
       // Not in the node's list (gone, relabelled, another node's, or no list was read): asked for by name.
       try {
-        pod = await kube.core.readNamespacedPod({ namespace: target.namespace, name: target.name });
+        const { namespace, name } = target;
+        pod = await unthrottled(() => kube.core.readNamespacedPod({ namespace, name }));
       } catch (err) {
         if (isNotFound(err)) return undefined;
         throw err;
@@ -337,9 +337,9 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
         metadata: { uid: w.uid },
         status: { conditions: [condition(DETECTED, w.detected), condition(REPLACING, w.replacing, replacingSince)] },
       };
-      for (let attempt = 1, throttled = 0; ; attempt++) {
+      for (let attempt = 1; ; attempt++) {
         try {
-          await kube.core.patchNamespacedPodStatus({ namespace: w.namespace, name: w.name, body }, strategicMergePatch);
+          await unthrottled(() => kube.core.patchNamespacedPodStatus({ namespace: w.namespace, name: w.name, body }, strategicMergePatch));
           written++;
           uids.push(w.uid);
           // Counted when a condition the pod did not show is set (a rewrite of a shown one is not a new mark).
@@ -352,18 +352,11 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
             gone++;
             return;
           }
-          // Refused by flow control: this write waits and goes again, rather than the
-          // activity failing and every write of the node being made again.
-          if (statusOf(err) === 429 && ++throttled < THROTTLED_TRIES) {
-            attempt--;
-            await throttledWait();
-            continue;
-          }
           if (!isConflict(err)) throw err;
           // 409 is either the UID precondition (a namesake replaced the pod)
           // or a write race the API server gave up retrying (the kubelet
           // writes status too): only the first means gone.
-          const now = await kube.core.readNamespacedPod({ namespace: w.namespace, name: w.name }).catch(() => undefined);
+          const now = await unthrottled(() => kube.core.readNamespacedPod({ namespace: w.namespace, name: w.name })).catch(() => undefined);
           if (!now || now.metadata?.uid !== w.uid) {
             gone++;
             return;

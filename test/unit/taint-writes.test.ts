@@ -234,20 +234,20 @@ describe('taint: a new node workflow reads the node, lists and marks in one acti
     assert.deepEqual(calls, { list: 0, get: 0, patch: 0, nodes: 0 }, 'refused before any read');
   });
 
-  it('a read refused by flow control (429) waits and goes again inside the activity, which succeeds', async function () {
-    this.timeout(10_000); // two waits of 0.5 to 1.5 s
+  it('a read or write refused by flow control (429) waits and goes again inside the activity, which succeeds', async function () {
+    this.timeout(10_000); // three waits of 0.5 to 1.5 s
     const pods = Array.from({ length: 3 }, (_, i) => pod(i));
     const { kube, calls } = stubKube(pods);
     const throttled = () => Object.assign(new Error('Too many requests'), { code: 429 });
     const core = kube.core as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-    for (const read of ['listNode', 'listNamespacedPod'] as const) {
-      const answer = core[read]!;
+    for (const name of ['listNode', 'listNamespacedPod', 'patchNamespacedPodStatus'] as const) {
+      const answer = core[name]!;
       let refused = 0;
-      core[read] = async (...args: unknown[]) => (refused++ === 0 ? Promise.reject(throttled()) : answer(...args));
+      core[name] = async (...args: unknown[]) => (refused++ === 0 ? Promise.reject(throttled()) : answer(...args));
     }
     const r = await createTaintActivities(kube, config).taintNodeStart({ node: 'sim-1' });
     assert.equal(r.written!.length, 3, 'every pod marked');
-    assert.deepEqual(calls, { list: 1, get: 0, patch: 3, nodes: 1 }, 'each read answered once, after its refusal');
+    assert.deepEqual(calls, { list: 1, get: 0, patch: 3, nodes: 1 }, 'each request answered once, after its refusal (the first patch\'s too)');
   });
 
   it('a read refused by anything else than flow control fails the activity at once', async () => {
