@@ -179,7 +179,7 @@ export function startMark(node: string, taints: readonly MatchedTaint[], setting
 { taints: MatchedTaint[]; mark?: Pick<ConditionWrite, 'detected' | 'replacing'> } {
   const seen = taints.map((t) => {
     const hint = hints[taintId(t)];
-    return { ...t, seenAt: typeof hint === 'number' && Number.isFinite(hint) ? Math.min(now, believedSeenAt(hint, now)) : now };
+    return { ...t, seenAt: typeof hint === 'number' && Number.isFinite(hint) ? believedTime(hint, now) : now };
   });
   if (seen.length === 0) return { taints: seen };
   const data = newNodeTaintData(node, settings);
@@ -345,13 +345,18 @@ export function believedSeenAt(hint: number, now: number): number {
   return Math.max(hint, now - SEEN_AT_TRUST_MS);
 }
 
+/** A time told by someone else (a hint, a workflow task's time), as an activity believes it at `now`: at most SEEN_AT_TRUST_MS back, never ahead. */
+function believedTime(told: number, now: number): number {
+  return Math.min(now, believedSeenAt(told, now));
+}
+
 /**
  * When a new node's first step lists and marks: at `at`, the asking workflow task's time (the
- * local activity's answer comes back within that task), believed at most SEEN_AT_TRUST_MS back
- * and never ahead of `clock`, the worker's; at `clock` when not given.
+ * local activity's answer comes back within that task), as believed at `clock`, the worker's;
+ * at `clock` when not given.
  */
 export function listingTime(at: number | undefined, clock: number): number {
-  return at === undefined ? clock : Math.min(clock, Math.max(at, clock - SEEN_AT_TRUST_MS));
+  return at === undefined ? clock : believedTime(at, clock);
 }
 
 /** How long a replacement may stay in flight before its slot is given back anyway. */
