@@ -11,6 +11,7 @@ import { toSelectorString } from '../config/label-selector.ts';
 import { errorMessage } from '../kube/api.ts';
 import type { RunningInformer } from '../kube/informer.ts';
 import { log as rootLog } from '../log.ts';
+import { drainKeyed } from '../pool.ts';
 import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { matchingTaints, sameTaints, taintId, type MatchedTaint } from '../taint/match.ts';
@@ -69,6 +70,8 @@ class TaintWatch {
   private readonly pendingNodes = new Set<string>();
   /** node|taintId -> when this watcher first saw that taint (ms). */
   private readonly seenAt = new Map<string, number>();
+  /** The nodes that carry a configured taint, as the Node informer last told (the breaker's count). */
+  private readonly tainted = new Set<string>();
   private readonly pendingPods = new Set<string>();
   /** When each node's workflow was last started or signalled (ms): the resync leaves recent ones alone (visibility lags). */
   private readonly sentAt = new Map<string, number>();
@@ -244,6 +247,8 @@ class TaintWatch {
       if (!this.seenAt.has(key)) this.seenAt.set(key, now);
     }
     for (const key of this.seenAt.keys()) if (key.startsWith(`${name}|`) && !current.has(key)) this.seenAt.delete(key);
+    if (current.size > 0) this.tainted.add(name);
+    else this.tainted.delete(name);
   }
 
   private nodeChanged(name: string, node: k8s.V1Node | undefined): void {
@@ -277,41 +282,24 @@ class TaintWatch {
   }
 
   /**
-   * CONCURRENCY lanes, each taking the next pending node as soon as it is free
-   * (none waits for a batch's slowest), then the nodes with new pods. A node is
-   * never synced by two lanes at once: a change that comes while its signal is
-   * in flight waits for it, so the newest state is always sent last. The
-   * breaker's inputs go to the coordinator before any node workflow is started;
-   * when they cannot be delivered (Temporal down), the nodes are not held back
-   * for them: their own signals fail or not, and are retried.
+   * The pending nodes, then the nodes with new pods, CONCURRENCY at once (drainKeyed:
+   * no lane waits for another's slowest, and a node is never signalled by two at once).
+   * The breaker's inputs go to the coordinator before any node workflow is started; when
+   * they cannot be delivered (Temporal down), the nodes are not held back for them: their
+   * own signals fail or not, and are retried.
    */
   private async drain(): Promise<void> {
-    const busy = new Set<string>();
-    let counted = false;
-    const take = (pending: Set<string>) => {
-      for (const node of pending) {
-        if (busy.has(node)) continue;
-        pending.delete(node);
-        busy.add(node);
-        return node;
-      }
-      return undefined;
-    };
-    const lane = async () => {
-      for (;;) {
-        const node = take(this.pendingNodes);
-        if (node !== undefined) {
+    let counted = await this.sendCounts();
+    await drainKeyed([
+      {
+        pending: this.pendingNodes,
+        run: async (node) => {
           if (counted) counted = await this.sendCounts();
-          await this.syncNode(node).finally(() => busy.delete(node));
-          continue;
-        }
-        const pods = take(this.pendingPods);
-        if (pods === undefined) return;
-        await this.tellPods(pods).finally(() => busy.delete(pods));
-      }
-    };
-    counted = await this.sendCounts();
-    await Promise.all(Array.from({ length: CONCURRENCY }, lane));
+          await this.syncNode(node);
+        },
+      },
+      { pending: this.pendingPods, run: (node) => this.tellPods(node) },
+    ], CONCURRENCY);
   }
 
   /**
@@ -396,9 +384,7 @@ class TaintWatch {
         if (!(await this.counting)) return false;
         continue;
       }
-      const all = this.nodes.cache.list();
-      const taintedNodes = all.filter((n) => matchingTaints(n.spec?.taints, this.config.taintReplacementOptions).length > 0).length;
-      const counts = { taintedNodes, totalNodes: all.length };
+      const counts = { taintedNodes: this.tainted.size, totalNodes: this.nodes.cache.list().length };
       const key = JSON.stringify(counts);
       if (key === this.lastCounts) return true;
       const sending = this.ctx.client.workflow.getHandle(SLOTS_WORKFLOW_ID).signal(nodeCountsSignal, counts).then(() => {
