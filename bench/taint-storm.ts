@@ -21,7 +21,7 @@
 // --worker-node-flags: Node.js (V8) flags for the worker's process (NODE_OPTIONS), to measure their effect on its memory.
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -42,6 +42,7 @@ import {
   actionsOf, apfDelta, apfSnapshot, countHistories, editTaints, memOf, memoryParts, partsSampler, roundParts, taskWaits, waitsBetween, pool, rssSampler, say, sleep, waitFor,
 } from './lib/taint-support.ts';
 import { ensureBinaries } from '../src/sandbox/binaries.ts';
+import { spawnTend } from './lib/tend-process.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: opts } = parseArgs({ options: {
@@ -237,15 +238,10 @@ process.on('exit', () => {
 const benchStart = new Date();
 const httpPorts: Record<string, number> = { worker: 19481 + OFFSET, watcher: 19482 + OFFSET };
 if (opts.profile) await mkdir(opts.profile, { recursive: true });
-// Each part runs as an operator runs it, through bin/tend (with the Node.js flags it passes).
 const run = (part: string): ChildProcess => {
   const prof = opts.profile ? ['--cpu-prof', '--cpu-prof-dir', opts.profile, '--cpu-prof-name', `${part}.cpuprofile`] : [];
-  const flags = [...prof, ...(part === 'worker' ? opts['worker-node-flags'].split(/\s+/).filter(Boolean) : [])];
-  const nodeOptions = [process.env.NODE_OPTIONS, ...flags].filter(Boolean).join(' ');
-  const child = spawn(join(repo, 'bin/tend'), [part, '--config', config, '--http-address', `127.0.0.1:${httpPorts[part]}`], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, TEND_LOG_LEVEL: 'warn', ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) },
-  });
+  const nodeFlags = [...prof, ...(part === 'worker' ? opts['worker-node-flags'].split(/\s+/).filter(Boolean) : [])];
+  const child = spawnTend([part, '--config', config, '--http-address', `127.0.0.1:${httpPorts[part]}`], { nodeFlags, env: { TEND_LOG_LEVEL: 'warn' } });
   child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${part}] ${d}`));
   return child;
 };

@@ -41,6 +41,7 @@ import { currentSandbox } from '../src/sandbox/sandbox.ts';
 import { applyObjects, grantRightsFor, serviceAccountToken } from '../src/sandbox/bootstrap.ts';
 import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { pgCounters, pgCountersSettled, persistenceRates } from './lib/persistence.ts';
+import { spawnTend } from './lib/tend-process.ts';
 import { ReadinessStore } from '../src/weeder/record.ts';
 import { tendNamespace } from '../src/config/weeder.ts';
 import { FAIL_ANNOTATION } from '../src/sandbox/kubelet/annotations.ts';
@@ -243,12 +244,8 @@ async function main() {
   // Its own HTTP port, so that the benchmark runs beside a tend already serving the default one.
   if (TRACE) await mkdir(TRACE, { recursive: true });
   const traceArgs = TRACE ? ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', TRACE] : [];
-  // tend as an operator runs it: through bin/tend, with the Node.js flags it passes.
-  const nodeOptions = [process.env.NODE_OPTIONS, ...traceArgs].filter(Boolean).join(' ');
-  const tend = spawn(join(repo, 'bin/tend'), ['run', '--config', tendConfig, '--http-address', `127.0.0.1:${await freeLoopbackPort()}`], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, TEND_LOG_LEVEL: TRACE ? 'debug' : 'warn', ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) },
-  });
+  const tend = spawnTend(['run', '--config', tendConfig, '--http-address', `127.0.0.1:${await freeLoopbackPort()}`],
+    { nodeFlags: traceArgs, env: { TEND_LOG_LEVEL: TRACE ? 'debug' : 'warn' } });
   children.push(tend);
   let tendErr = ''; let dwdErr = '';
   tend.stderr!.on('data', (d) => (tendErr = (tendErr + d).slice(-4000)));
