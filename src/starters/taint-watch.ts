@@ -11,6 +11,7 @@ import { toSelectorString } from '../config/label-selector.ts';
 import { errorMessage } from '../kube/api.ts';
 import type { RunningInformer } from '../kube/informer.ts';
 import { log as rootLog } from '../log.ts';
+import { LatestSender } from '../latest.ts';
 import { drainKeyed } from '../pool.ts';
 import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
@@ -78,9 +79,17 @@ class TaintWatch {
   /** Nodes (and pod notices) whose signal failed, waiting for the retry timer; none is ever dropped. */
   private readonly retryNodes = new Set<string>();
   private readonly retryPods = new Set<string>();
-  private lastCounts = '';
-  /** The counts signal in flight, if any (sendCounts): true once delivered. */
-  private counting: Promise<boolean> | undefined;
+  /** The breaker's inputs (how many nodes carry a configured taint, out of how many), as the coordinator last got them. */
+  private readonly counts = new LatestSender(
+    () => ({ taintedNodes: this.tainted.size, totalNodes: this.nodes.cache.list().length }),
+    async (counts) => {
+      try {
+        await this.ctx.client.workflow.getHandle(SLOTS_WORKFLOW_ID).signal(nodeCountsSignal, counts);
+      } catch (err) {
+        this.log.warn({ err: errorMessage(err) }, 'sending node counts to the coordinator failed; will retry');
+        throw err;
+      }
+    });
   private synced = false;
   private draining = false;
   private retry: NodeJS.Timeout | undefined;
@@ -169,7 +178,7 @@ class TaintWatch {
         this.log.warn('the taint coordinator is not running; starting it again');
         await this.startCoordinator();
         await this.announceSlots(running);
-        this.lastCounts = '';
+        this.counts.forget();
       }
       await this.reconcileRunning(running);
       this.kick();
@@ -249,6 +258,7 @@ class TaintWatch {
     for (const key of this.seenAt.keys()) if (key.startsWith(`${name}|`) && !current.has(key)) this.seenAt.delete(key);
     if (current.size > 0) this.tainted.add(name);
     else this.tainted.delete(name);
+    this.counts.changed();
   }
 
   private nodeChanged(name: string, node: k8s.V1Node | undefined): void {
@@ -289,12 +299,12 @@ class TaintWatch {
    * own signals fail or not, and are retried.
    */
   private async drain(): Promise<void> {
-    let counted = await this.sendCounts();
+    let counted = await this.counts.deliver();
     await drainKeyed([
       {
         pending: this.pendingNodes,
         run: async (node) => {
-          if (counted) counted = await this.sendCounts();
+          if (counted) counted = await this.counts.deliver();
           await this.syncNode(node);
         },
       },
@@ -371,35 +381,4 @@ class TaintWatch {
     }
   }
 
-  /**
-   * The breaker's inputs: how many nodes carry a configured taint, out of how
-   * many, sent when they changed since the last that was delivered. One send at
-   * a time: a call that finds one in flight waits for it (and looks again). True
-   * when the coordinator has the counts as they are; false when the send failed
-   * (it is logged, and tried again at the next drain).
-   */
-  private async sendCounts(): Promise<boolean> {
-    for (;;) {
-      if (this.counting) {
-        if (!(await this.counting)) return false;
-        continue;
-      }
-      const counts = { taintedNodes: this.tainted.size, totalNodes: this.nodes.cache.list().length };
-      const key = JSON.stringify(counts);
-      if (key === this.lastCounts) return true;
-      const sending = this.ctx.client.workflow.getHandle(SLOTS_WORKFLOW_ID).signal(nodeCountsSignal, counts).then(() => {
-        this.lastCounts = key;
-        return true;
-      }, (err: unknown) => {
-        this.log.warn({ err: errorMessage(err) }, 'sending node counts to the coordinator failed; will retry');
-        return false;
-      });
-      this.counting = sending;
-      try {
-        return await sending;
-      } finally {
-        this.counting = undefined;
-      }
-    }
-  }
 }
