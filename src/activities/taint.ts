@@ -14,7 +14,8 @@ import type * as k8s from '@kubernetes/client-node';
 import { statusOf, type KubeClients } from '../kube/client.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pool } from '../pool.ts';
-import { isConflict, isNotFound, strategicMergePatch } from '../kube/api.ts';
+import { isConflict, isNotFound } from '../kube/api.ts';
+import type { PodPage } from '../kube/prepared.ts';
 import { evictPod as evictPodOnce, type EvictOutcome } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
 import {
@@ -239,7 +240,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
    */
   const listOnNode = async (c: TaintReplacementConfig, node: string): Promise<k8s.V1Pod[]> => {
     const query = { labelSelector: selectorOf(c.podSelector), fieldSelector: `spec.nodeName=${node}`, limit: LIST_PAGE };
-    const paged = async (page: (next: string | undefined) => Promise<k8s.V1PodList>) => {
+    const paged = async (page: (next: string | undefined) => Promise<PodPage>) => {
       const items: k8s.V1Pod[] = [];
       let next: string | undefined;
       do {
@@ -250,8 +251,8 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       return items;
     };
     const more = (next: string | undefined) => (next ? { _continue: next } : {});
-    if (!c.namespaces) return paged((next) => kube.core.listPodForAllNamespaces({ ...query, ...more(next) }));
-    const lists = await Promise.all(c.namespaces.map((namespace) => paged((next) => kube.core.listNamespacedPod({ namespace, ...query, ...more(next) }))));
+    if (!c.namespaces) return paged((next) => kube.pods.list({ ...query, ...more(next) }));
+    const lists = await Promise.all(c.namespaces.map((namespace) => paged((next) => kube.pods.list({ namespace, ...query, ...more(next) }))));
     return lists.flat();
   };
 
@@ -339,7 +340,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       };
       for (let attempt = 1; ; attempt++) {
         try {
-          await unthrottled(() => kube.core.patchNamespacedPodStatus({ namespace: w.namespace, name: w.name, body }, strategicMergePatch));
+          await unthrottled(() => kube.pods.patchStatus(w.namespace, w.name, body));
           written++;
           uids.push(w.uid);
           // Counted when a condition the pod did not show is set (a rewrite of a shown one is not a new mark).

@@ -2,7 +2,7 @@
 // the error classes it handles. Generated client-node 2.x methods pick JSON
 // Patch for a patch body unless told otherwise, so every patch names its type.
 import * as k8s from '@kubernetes/client-node';
-import { statusOf } from './client.ts';
+import { statusOf } from './basics.ts';
 
 /** JSON merge patch (RFC 7386): for metadata, where lists are not involved. */
 export const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);

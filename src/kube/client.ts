@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { Agent } from 'undici';
 import { ConfigError } from '../config/errors.ts';
 import { expandHome, KubeUnreachableError, statusOf } from './basics.ts';
+import { preparedPods, preparedRequests, type PreparedPods } from './prepared.ts';
 
 export { expandHome, KubeUnreachableError, statusOf } from './basics.ts';
 
@@ -110,6 +111,8 @@ export interface KubeClients {
   policy: k8s.PolicyV1Api;
   custom: k8s.CustomObjectsApi;
   objects: k8s.KubernetesObjectApi;
+  /** The pod calls of a zone outage's marking, prepared (src/kube/prepared.ts). */
+  pods: PreparedPods;
 }
 
 export function kubeClients(kc: k8s.KubeConfig): KubeClients {
@@ -123,6 +126,7 @@ export function kubeClients(kc: k8s.KubeConfig): KubeClients {
     policy: kc.makeApiClient(k8s.PolicyV1Api),
     custom: kc.makeApiClient(k8s.CustomObjectsApi),
     objects: k8s.KubernetesObjectApi.makeApiClient(kc),
+    pods: preparedPods(kc, preparedRequests(kc)),
   };
 }
 

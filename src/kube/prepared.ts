@@ -1,13 +1,17 @@
-// A pod DELETE with a UID precondition, prepared ahead so that sending it
-// costs only the request itself: the weeder's armed watch sends one the moment
-// its upstream is ready, and every microsecond between the watch event and
-// the request leaving is reaction time.
+// Requests to the API server prepared ahead, so that sending one costs only the
+// request itself: the weeder's armed watch sends a pod DELETE the moment its
+// upstream is ready (every microsecond between the watch event and the request
+// leaving is reaction time), and a zone outage's first marks are thousands of
+// pods/status patches and a LIST of each tainted node's pods, on the same two
+// cores as the API server that must write them.
 //
 // client-node's generated deleteNamespacedPod, on every call, decodes the
 // kubeconfig's certificates, asks for the authorization header, finds the
 // dispatcher, runs its middleware chain and serializes the body through its
 // ObjectSerializer, each step behind its own promise, and deserializes the
-// answer (a whole Pod) after; bench/weeder-probe.ts measures what that costs.
+// answer (a whole Pod, through its type map) after; bench/weeder-probe.ts
+// measures what that costs. In a zone outage's marking that was most of the
+// worker's own CPU (npm run bench -- taint-storm --profile DIR).
 // Here the headers and the dispatcher come from client-node itself
 // (applySecurityAuthentication, the same as every other call), resolved by
 // prepare() off the hot path and kept for AUTH_TTL_MS; a 401 (a token
@@ -36,20 +40,30 @@ import { checkRef, deleteIfSameUid, type DeleteOutcome, type ObjectRef } from '.
 /** How long resolved credentials are used before prepare() resolves them again. */
 export const AUTH_TTL_MS = 60_000;
 
-export interface PreparedPodDelete {
+interface Auth { at: number; server: string; headers: Record<string, string>; dispatcher: Dispatcher | undefined }
+
+/** An answer: its status and its body as text. */
+interface Answer { status: number; body: string }
+
+/** Requests with the kubeconfig's credentials, resolved ahead and kept for AUTH_TTL_MS. */
+export interface PreparedRequests {
   /**
    * Resolves the headers and dispatcher now (when older than AUTH_TTL_MS), so
-   * that the next delete needs no await before it is sent, and opens an idle
+   * that the next request needs no await before it is sent, and opens an idle
    * connection to the API server when the pool has none: true when it opened one.
    */
   prepare(): Promise<boolean>;
-  /** Deletes the pod only while it is the one with `pod.uid`: the same outcomes as deletePodIfSameUid. */
-  delete(pod: ObjectRef): Promise<DeleteOutcome>;
+  /**
+   * Sends the request (a body as JSON, of `type`); a 401 resolves the
+   * credentials afresh and sends once more. `read: false` leaves a 2xx answer's
+   * body unread (drained, not decoded). Any status but 2xx is thrown as
+   * client-node throws it (ApiException, the body as text), so that statusOf,
+   * isNotFound and errorMessage read it as any other call's error.
+   */
+  send(method: string, path: string, opts?: { body?: unknown; type?: string; read?: boolean }): Promise<string>;
 }
 
-interface Auth { at: number; server: string; headers: Record<string, string>; dispatcher: Dispatcher | undefined }
-
-export function preparedPodDelete(kc: k8s.KubeConfig): PreparedPodDelete {
+export function preparedRequests(kc: k8s.KubeConfig): PreparedRequests {
   let auth: Auth | undefined;
   let resolving: Promise<Auth> | undefined;
   const resolve = (): Promise<Auth> => {
@@ -57,9 +71,9 @@ export function preparedPodDelete(kc: k8s.KubeConfig): PreparedPodDelete {
       try {
         const server = kc.getCurrentCluster()?.server;
         if (!server) throw new Error('No currently active cluster');
-        const ctx = new k8s.RequestContext(server, k8s.HttpMethod.DELETE);
+        const ctx = new k8s.RequestContext(server, k8s.HttpMethod.GET);
         await kc.applySecurityAuthentication(ctx);
-        const headers: Record<string, string> = { ...ctx.getHeaders(), 'content-type': 'application/json', accept: 'application/json' };
+        const headers: Record<string, string> = { ...ctx.getHeaders(), accept: 'application/json' };
         auth = { at: Date.now(), server: server.replace(/\/+$/, ''), headers, dispatcher: ctx.getDispatcher() as Dispatcher | undefined };
         return auth;
       } finally {
@@ -70,30 +84,30 @@ export function preparedPodDelete(kc: k8s.KubeConfig): PreparedPodDelete {
   };
   const fresh = () => (auth && Date.now() - auth.at < AUTH_TTL_MS ? auth : undefined);
 
-  const send = async (a: Auth, pod: ObjectRef, body: object): Promise<{ status: number; body: string }> => {
-    const path = `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/pods/${encodeURIComponent(pod.name)}`;
+  const once = async (a: Auth, method: string, path: string, text: string | undefined, type: string, read: boolean): Promise<Answer> => {
     const res = await request(a.server + path, {
-      method: 'DELETE', headers: a.headers, body: JSON.stringify(body),
+      method: method as Dispatcher.HttpMethod,
+      headers: text === undefined ? a.headers : { ...a.headers, 'content-type': type },
+      ...(text !== undefined ? { body: text } : {}),
       ...(a.dispatcher ? { dispatcher: a.dispatcher } : {}),
     });
+    const ok = res.statusCode >= 200 && res.statusCode < 300;
+    if (ok && !read) {
+      await res.body.dump();
+      return { status: res.statusCode, body: '' };
+    }
     return { status: res.statusCode, body: await res.body.text() };
   };
 
   let warming: Promise<boolean> | undefined;
-  /** An idle connection in the pool the delete will use, opened by a GET /version when there is none. */
+  /** An idle connection in the pool the requests will use, opened by a GET /version when there is none. */
   const warm = (a: Auth): Promise<boolean> => {
     warming ??= (async () => {
       try {
         // An undici Agent reports per origin; another dispatcher (a proxy's) is left as it is.
         const stats = (a.dispatcher as { stats?: Record<string, { free?: number }> } | undefined)?.stats;
         if (!stats || (stats[new URL(a.server).origin]?.free ?? 0) > 0) return false;
-        // The delete's own headers (credentials among them), less its body's type.
-        const headers = Object.fromEntries(Object.entries(a.headers).filter(([k]) => k.toLowerCase() !== 'content-type'));
-        const res = await request(`${a.server}/version`, {
-          method: 'GET', headers,
-          ...(a.dispatcher ? { dispatcher: a.dispatcher } : {}),
-        });
-        await res.body.text();
+        await once(a, 'GET', '/version', undefined, '', true);
         return true;
       } finally {
         warming = undefined;
@@ -106,16 +120,68 @@ export function preparedPodDelete(kc: k8s.KubeConfig): PreparedPodDelete {
     async prepare() {
       return warm(fresh() ?? await resolve());
     },
+    async send(method, path, opts = {}) {
+      const text = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+      const type = opts.type ?? 'application/json';
+      const read = opts.read ?? true;
+      let answer = await once(fresh() ?? await resolve(), method, path, text, type, read);
+      if (answer.status === 401) answer = await once(await resolve(), method, path, text, type, read);
+      if (answer.status >= 200 && answer.status < 300) return answer.body;
+      // As client-node throws it: the body as text (errorMessage reads the Status's message from it).
+      throw new k8s.ApiException<string>(answer.status, answer.status === 401 ? 'Unauthorized' : 'Unknown API Status Code!', answer.body, {});
+    },
+  };
+}
+
+const podPath = (namespace: string, name: string) => `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
+
+export interface PreparedPodDelete {
+  /** As PreparedRequests.prepare: the credentials resolved, a connection ready. */
+  prepare(): Promise<boolean>;
+  /** Deletes the pod only while it is the one with `pod.uid`: the same outcomes as deletePodIfSameUid. */
+  delete(pod: ObjectRef): Promise<DeleteOutcome>;
+}
+
+export function preparedPodDelete(kc: k8s.KubeConfig, requests = preparedRequests(kc)): PreparedPodDelete {
+  return {
+    prepare: () => requests.prepare(),
     async delete(pod) {
       checkRef('preparedPodDelete', pod);
       // The body (the UID precondition) and the outcomes are deleteIfSameUid's, as for every delete.
       return deleteIfSameUid(async (body) => {
-        let answer = await send(fresh() ?? await resolve(), pod, body);
-        if (answer.status === 401) answer = await send(await resolve(), pod, body);
-        if (answer.status >= 200 && answer.status < 300) return;
-        // As client-node throws it: the body as text (errorMessage reads the Status's message from it).
-        throw new k8s.ApiException<string>(answer.status, answer.status === 401 ? 'Unauthorized' : 'Unknown API Status Code!', answer.body, {});
+        await requests.send('DELETE', podPath(pod.namespace, pod.name), { body });
       }, pod.uid);
+    },
+  };
+}
+
+/** A page of pods as the API server sends it: plain JSON (times are strings, as in any object read raw). */
+export interface PodPage { items: k8s.V1Pod[]; metadata?: { _continue?: string; resourceVersion?: string } }
+
+/** The pod reads and writes of a zone outage's marking, without client-node's per-call work. */
+export interface PreparedPods {
+  /** A strategic merge patch of the pod's status (the answer, the whole pod, is not read). */
+  patchStatus(namespace: string, name: string, body: object): Promise<void>;
+  /** A LIST of pods (of a namespace, or of all when none is given), with the query's selectors, limit and continue token. */
+  list(query: { namespace?: string; labelSelector?: string; fieldSelector?: string; limit?: number; _continue?: string }): Promise<PodPage>;
+}
+
+export function preparedPods(kc: k8s.KubeConfig, requests = preparedRequests(kc)): PreparedPods {
+  return {
+    async patchStatus(namespace, name, body) {
+      await requests.send('PATCH', `${podPath(namespace, name)}/status`, { body, type: k8s.PatchStrategy.StrategicMergePatch, read: false });
+    },
+    async list({ namespace, ...query }) {
+      const params = new URLSearchParams();
+      for (const [k, v] of Object.entries({ labelSelector: query.labelSelector, fieldSelector: query.fieldSelector, limit: query.limit, continue: query._continue })) {
+        if (v !== undefined && v !== '') params.set(k, String(v));
+      }
+      const base = namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
+      const q = params.toString();
+      const page = JSON.parse(await requests.send('GET', q ? `${base}?${q}` : base)) as { items?: k8s.V1Pod[]; metadata?: { continue?: string; resourceVersion?: string } };
+      // The continue token under client-node's name for it.
+      const { continue: next, resourceVersion } = page.metadata ?? {};
+      return { items: page.items ?? [], metadata: { ...(next ? { _continue: next } : {}), ...(resourceVersion ? { resourceVersion } : {}) } };
     },
   };
 }

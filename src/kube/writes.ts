@@ -27,7 +27,7 @@ import { errorMessage, isConflict, isMultiplePodDisruptionBudgets, isNamespaceTe
 export {
   errorMessage, isConflict, isForbidden, isMultiplePodDisruptionBudgets, isNotFound, isPreconditionFailed, isTooManyRequests,
 } from './api.ts';
-export { statusOf } from './client.ts';
+export { statusOf } from './basics.ts';
 
 /** A namespaced object as tend decided about it: the UID binds the write to that very object. */
 export interface ObjectRef {

@@ -38,15 +38,6 @@ function stubKube(pods: k8s.V1Pod[], nodeTaints: { key: string; effect: string }
   const notFound = () => Object.assign(new Error('not found'), { code: 404 });
   const kube = {
     core: {
-      listNamespacedPod: async (q: { namespace: string; labelSelector: string; fieldSelector: string; limit?: number; _continue?: string }) => {
-        calls.list++;
-        const node = q.fieldSelector.replace('spec.nodeName=', '');
-        const [k, v] = q.labelSelector.split('=');
-        const all = pods.filter((p) => p.metadata?.namespace === q.namespace && p.spec?.nodeName === node && p.metadata?.labels?.[k!] === v);
-        const from = Number(q._continue ?? 0);
-        const to = q.limit ? from + q.limit : all.length;
-        return { items: all.slice(from, to), metadata: to < all.length ? { _continue: String(to) } : {} };
-      },
       readNamespacedPod: async ({ namespace, name }: { namespace: string; name: string }) => {
         calls.get++;
         return pods.find((p) => p.metadata?.namespace === namespace && p.metadata?.name === name) ?? Promise.reject(notFound());
@@ -55,7 +46,18 @@ function stubKube(pods: k8s.V1Pod[], nodeTaints: { key: string; effect: string }
         calls.nodes++;
         return { items: [{ metadata: { name: 'sim-1' }, spec: { taints: nodeTaints } }] };
       },
-      patchNamespacedPodStatus: async ({ name }: { name: string }) => {
+    },
+    pods: {
+      list: async (q: { namespace: string; labelSelector: string; fieldSelector: string; limit?: number; _continue?: string }) => {
+        calls.list++;
+        const node = q.fieldSelector.replace('spec.nodeName=', '');
+        const [k, v] = q.labelSelector.split('=');
+        const all = pods.filter((p) => p.metadata?.namespace === q.namespace && p.spec?.nodeName === node && p.metadata?.labels?.[k!] === v);
+        const from = Number(q._continue ?? 0);
+        const to = q.limit ? from + q.limit : all.length;
+        return { items: all.slice(from, to), metadata: to < all.length ? { _continue: String(to) } : {} };
+      },
+      patchStatus: async (_namespace: string, name: string) => {
         calls.patch++;
         patched.push(name);
         return {};
@@ -239,11 +241,11 @@ describe('taint: a new node workflow reads the node, lists and marks in one acti
     const pods = Array.from({ length: 3 }, (_, i) => pod(i));
     const { kube, calls } = stubKube(pods);
     const throttled = () => Object.assign(new Error('Too many requests'), { code: 429 });
-    const core = kube.core as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-    for (const name of ['listNode', 'listNamespacedPod', 'patchNamespacedPodStatus'] as const) {
-      const answer = core[name]!;
+    const apis = { core: kube.core, pods: kube.pods } as unknown as Record<string, Record<string, (...args: unknown[]) => Promise<unknown>>>;
+    for (const [api, name] of [['core', 'listNode'], ['pods', 'list'], ['pods', 'patchStatus']] as const) {
+      const answer = apis[api]![name]!;
       let refused = 0;
-      core[name] = async (...args: unknown[]) => (refused++ === 0 ? Promise.reject(throttled()) : answer(...args));
+      apis[api]![name] = async (...args: unknown[]) => (refused++ === 0 ? Promise.reject(throttled()) : answer(...args));
     }
     const r = await createTaintActivities(kube, config).taintNodeStart({ node: 'sim-1' });
     assert.equal(r.written!.length, 3, 'every pod marked');

@@ -1,17 +1,18 @@
-// The weeder's prepared pod DELETE (src/kube/prepared.ts) against a local
-// HTTP server standing in for the API server: what it sends (the UID
-// precondition, the credentials client-node resolves) and how it reads the
-// answers, the same outcomes as deletePodIfSameUid.
+// The prepared requests (src/kube/prepared.ts) against a local HTTP server
+// standing in for the API server: the weeder's pod DELETE (the UID
+// precondition, the credentials client-node resolves, the same outcomes as
+// deletePodIfSameUid) and the taint marking's pods/status patch and pod LIST
+// (what they send, how their answers and errors are read).
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
-import { preparedPodDelete } from '../../src/kube/prepared.ts';
+import { preparedPodDelete, preparedPods } from '../../src/kube/prepared.ts';
 import { errorMessage, statusOf } from '../../src/kube/writes.ts';
 
 interface Seen { method?: string; url?: string; auth?: string; type?: string; body: unknown; port?: number }
 
-describe('weeder: the prepared pod delete', () => {
+describe('prepared requests: the weeder\'s pod delete, the taint marking\'s pod patch and list', () => {
   let server: Server;
   let answers: { status: number; body: unknown }[] = [];
   let seen: Seen[] = [];
@@ -115,5 +116,42 @@ describe('weeder: the prepared pod delete', () => {
     const del = preparedPodDelete(kc);
     await assert.rejects(del.delete({ ...pod, uid: '' }), /uid must be a non-empty string/);
     assert.equal(seen.length, 0);
+  });
+
+  it('pods.patchStatus sends a strategic merge patch of pods/status, and does not need the answer', async () => {
+    const pods = preparedPods(kc);
+    answers.push({ status: 200, body: { kind: 'Pod', metadata: { name: 'db-0' } } });
+    const body = { metadata: { uid: 'uid-1' }, status: { conditions: [{ type: 'NodeTaintDetected', status: 'True' }] } };
+    assert.equal(await pods.patchStatus('shop', 'db-0', body), undefined);
+    assert.deepEqual({ ...seen[0]!, port: undefined }, {
+      method: 'PATCH', url: '/api/v1/namespaces/shop/pods/db-0/status', auth: 'Bearer first',
+      type: 'application/strategic-merge-patch+json', body, port: undefined,
+    });
+  });
+
+  it('pods.patchStatus throws a refusal as client-node does: 404, 409 and 429 readable by their status', async () => {
+    const pods = preparedPods(kc);
+    for (const code of [404, 409, 429]) {
+      answers.push({ status: code, body: { kind: 'Status', code, message: `refused with ${code}` } });
+      const err = await pods.patchStatus('shop', 'db-0', {}).then(() => undefined, (e: unknown) => e);
+      assert.equal(statusOf(err), code);
+      assert.equal(errorMessage(err), `refused with ${code}`);
+    }
+  });
+
+  it('pods.list sends the selectors, limit and continue token, and answers with client-node\'s name for the next token', async () => {
+    const pods = preparedPods(kc);
+    const item = { metadata: { name: 'db-0', uid: 'uid-0', creationTimestamp: '2026-11-26T08:00:00Z' } };
+    answers.push({ status: 200, body: { kind: 'PodList', metadata: { resourceVersion: '42', continue: 'next-page' }, items: [item] } });
+    answers.push({ status: 200, body: { kind: 'PodList', metadata: { resourceVersion: '42' }, items: [] } });
+    const first = await pods.list({ namespace: 'shop', labelSelector: 'app=db', fieldSelector: 'spec.nodeName=sim-1', limit: 50 });
+    assert.deepEqual(first, { items: [item], metadata: { _continue: 'next-page', resourceVersion: '42' } });
+    const last = await pods.list({ labelSelector: 'app=db', _continue: 'next-page' });
+    assert.deepEqual(last, { items: [], metadata: { resourceVersion: '42' } });
+    const urls = seen.map((s) => new URL(s.url!, 'http://x'));
+    assert.equal(urls[0]!.pathname, '/api/v1/namespaces/shop/pods');
+    assert.deepEqual(Object.fromEntries(urls[0]!.searchParams), { labelSelector: 'app=db', fieldSelector: 'spec.nodeName=sim-1', limit: '50' });
+    assert.equal(urls[1]!.pathname, '/api/v1/pods', 'no namespace: every namespace');
+    assert.deepEqual(Object.fromEntries(urls[1]!.searchParams), { labelSelector: 'app=db', continue: 'next-page' });
   });
 });
