@@ -17,11 +17,13 @@
 //   node bench/taint-storm.ts [--nodes 1000] [--pods 10000] [--apps 100] [--zone zone-a]
 //        [--max-concurrent 10] [--replace-window 120] [--raw-concurrency N] [--profile DIR] [--keep]
 //        [--state-dir DIR] [--port-offset 400] [--worker-node-flags '--max-semi-space-size=8']
-// --profile DIR: the worker and the watcher write CPU profiles there (node --cpu-prof) when they stop.
+// --profile DIR: the worker and the watcher write CPU profiles there (node --cpu-prof) when they stop,
+// and the API server's (Go's pprof, `go tool pprof -top FILE`) are taken while the raw loop sets its
+// marks (apiserver-raw.pprof) and during tend's first seconds of marking (apiserver-tend.pprof).
 // --worker-node-flags: Node.js (V8) flags for the worker's process (NODE_OPTIONS), to measure their effect on its memory.
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
-import type { ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -80,7 +82,7 @@ const sandboxStart = Date.now();
 const info = await up({
   stateDir: opts['state-dir'],
   settings: {
-    nodes: NODES, timeScale: 0.1, nodeMonitorGraceSeconds: 40,
+    nodes: NODES, timeScale: 0.1, nodeMonitorGraceSeconds: 40, ...(opts.profile ? { profiling: true } : {}),
     ports: { etcdClient: p(23790), etcdPeer: p(23800), apiserver: p(16443), controllerManager: p(10357), scheduler: p(10359), temporal: p(7233), temporalUi: p(8233) },
   },
   progress: (m) => say(m),
@@ -215,8 +217,19 @@ say(`raw writes: ${affected.length} pods, ${RAW_C} at a time, as tend's ServiceA
 await rawWrites(tend, false); // conditions left by an interrupted run; also warms the connections
 const { kubectl } = await ensureBinaries(() => undefined);
 const apf = () => apfSnapshot(kubectl, info.kubeconfig);
+/** The API server's CPU profile over the next `seconds`, to DIR/apiserver-NAME.pprof (--profile). */
+const apiserverProfile = (name: string, seconds: number): Promise<void> => !opts.profile ? Promise.resolve() : new Promise((resolve) => {
+  execFile(kubectl, ['get', '--raw', `/debug/pprof/profile?seconds=${seconds}`], { env: { ...process.env, KUBECONFIG: info.kubeconfig }, encoding: 'buffer', maxBuffer: 256 << 20 },
+    (err, out) => {
+      if (err) say(`the API server's profile (${name}): ${err.message.split('\n')[0]}`);
+      else void writeFile(join(opts.profile!, `apiserver-${name}.pprof`), out).then(() => resolve(), () => resolve());
+      if (err) resolve();
+    });
+});
 const apfRaw0 = await apf();
+const rawProfile = apiserverProfile('raw', 5);
 const rawSet = await rawWrites(tend, true);
+await rawProfile;
 const apfRaw = apfDelta(apfRaw0, await apf());
 const rawClear = await rawWrites(tend, false);
 const rawRate = affected.length / (rawSet.ms / 1000);
@@ -271,6 +284,7 @@ const waits0 = await taskWaits(httpPorts.worker!).catch(() => undefined);
 // The zone's Nodes as they are now (read before the clock starts), so that each taint is one
 // write; a hundred at once, so that the zone goes down about at once, as in an outage.
 const zoneNow = new Map((await admin.core.listNode({ labelSelector: 'sim.tend.dev/node=true' })).items.map((n) => [n.metadata!.name!, n]));
+const tendProfile = apiserverProfile('tend', 10);
 const t0 = Date.now();
 stormAt = t0;
 await pool(stormNodes, TAINTS_AT_ONCE, (n) => editTaints(admin, n, (ts) => [...ts.filter((x) => x.key !== KEY), { key: KEY, value: 'storm', effect: 'NoSchedule' }], zoneNow.get(n)));
@@ -280,6 +294,7 @@ const allMarked = await waitFor('every affected pod marked NodeTaintDetected', a
   say(`detected ${markedAt.size}/${affected.length}`);
   return markedAt.size + (markedAt.size < affected.length ? gone() : 0) >= affected.length ? Date.now() : undefined;
 }, 20 * 60_000, 1000);
+await tendProfile;
 const apfTend = apfDelta(apfTend0, await apf());
 const waits1 = await taskWaits(httpPorts.worker!).catch(() => undefined);
 // How long the marking's tasks waited for the worker (its activity slots, its workflow task slots).

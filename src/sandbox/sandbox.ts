@@ -39,6 +39,11 @@ export interface SandboxSettings {
    */
   auditLog?: boolean;
   /**
+   * kube-apiserver serves Go's profiles (/debug/pprof, to the administrator): a benchmark reads
+   * where the API server's CPU goes. Off unless asked for.
+   */
+  profiling?: boolean;
+  /**
    * Which Temporal: `dev` (the default), the temporal CLI's dev server, one process over SQLite;
    * `cluster`, Temporal's own server, a process per service, over PostgreSQL (temporal-cluster.ts).
    */
@@ -195,7 +200,7 @@ function components(info: SandboxInfo, bin: Binaries, pki: Pki, server?: ServerB
         '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
         `--service-account-key-file=${pki.saPub}`, `--service-account-signing-key-file=${pki.saKey}`,
         '--service-cluster-ip-range=10.96.0.0/16', '--authorization-mode=RBAC', '--allow-privileged=true',
-        `--min-request-timeout=${s.minRequestTimeoutSeconds}`, '--profiling=false', '--v=1',
+        `--min-request-timeout=${s.minRequestTimeoutSeconds}`, `--profiling=${s.profiling === true}`, '--v=1',
         ...(s.auditLog ? [
           `--audit-policy-file=${auditPolicyFile(info)}`, `--audit-log-path=${auditLogFile(info)}`,
           '--audit-log-format=json', '--audit-log-mode=blocking', '--audit-log-maxsize=500', '--audit-log-maxbackup=1',
