@@ -21,10 +21,15 @@
 // and the API server's (Go's pprof, `go tool pprof -top FILE`) are taken while the raw loop sets its
 // marks (apiserver-raw.pprof) and during tend's first seconds of marking (apiserver-tend.pprof).
 // --worker-node-flags: Node.js (V8) flags for the worker's process (NODE_OPTIONS), to measure their effect on its memory.
+// --tend-nice N: tend's worker and watcher and the Temporal server run at nice N (lower CPU priority)
+// while the Kubernetes control plane keeps 0: on this one machine they share the cores with the API
+// server, where in a cluster they run elsewhere. Tells how much of tend's share of the raw rate is
+// its own pipeline and how much the cores it takes from the API server.
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { setPriority } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -34,14 +39,15 @@ import { statusOf } from '../src/kube/client.ts';
 import { startInformer } from '../src/kube/informer.ts';
 import { strategicMergePatch } from '../src/kube/api.ts';
 import { down, up } from '../src/sandbox/sandbox.ts';
+import { readRecord } from '../src/sandbox/process.ts';
 import { log } from '../src/log.ts';
 import { workflowBundlePath, writeWorkflowBundle } from '../src/workers/worker.ts';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
 import { DETECTED, REPLACING, WRITES_AT_ONCE } from '../src/activities/taint.ts';
 import {
-  actionsOf, apfDelta, apfSnapshot, countHistories, editTaints, memOf, memoryParts, partsSampler, roundParts, taskWaits, waitsBetween, pool, rssSampler, say, sleep, waitFor,
+  actionsOf, apfDelta, apfSnapshot, type ApfDelta, countHistories, editTaints, memOf, memoryParts, partsSampler, roundParts, taskWaits, waitsBetween, pool, rssSampler, say, sleep, waitFor,
 } from './lib/taint-support.ts';
 import { ensureBinaries } from '../src/sandbox/binaries.ts';
 import { spawnTend } from './lib/tend-process.ts';
@@ -60,6 +66,7 @@ const { values: opts } = parseArgs({ options: {
   'port-offset': { type: 'string', default: '400' },
   profile: { type: 'string' },
   'worker-node-flags': { type: 'string', default: '' },
+  'tend-nice': { type: 'string' },
   keep: { type: 'boolean', default: false },
 } });
 const NODES = Number(opts.nodes);
@@ -226,14 +233,25 @@ const apiserverProfile = (name: string, seconds: number): Promise<void> => !opts
       if (err) resolve();
     });
 });
-const apfRaw0 = await apf();
-const rawProfile = apiserverProfile('raw', 5);
-const rawSet = await rawWrites(tend, true);
-await rawProfile;
-const apfRaw = apfDelta(apfRaw0, await apf());
-const rawClear = await rawWrites(tend, false);
+// The raw rate varies from run to run (250 to 505 pods/s on this machine over one day), so the
+// loop sets and clears RAW_ROUNDS times, and tend is compared with its fastest round: the limit.
+const RAW_ROUNDS = 3;
+const rawRounds: { set: { ms: number; retries: number }; clear: { ms: number; retries: number }; apf: ApfDelta }[] = [];
+for (let round = 0; round < RAW_ROUNDS; round++) {
+  const apf0 = await apf();
+  const rawProfile = round === 0 ? apiserverProfile('raw', 5) : undefined;
+  const set = await rawWrites(tend, true);
+  await rawProfile;
+  const apfDone = apfDelta(apf0, await apf());
+  const clear = await rawWrites(tend, false);
+  rawRounds.push({ set, clear, apf: apfDone });
+  say(`raw round ${round + 1}: set ${affected.length} in ${set.ms} ms (${(affected.length / (set.ms / 1000)).toFixed(0)} pods/s, ${set.retries} retries), cleared in ${clear.ms} ms`);
+}
+const fastest = rawRounds.reduce((a, b) => (b.set.ms < a.set.ms ? b : a));
+const { set: rawSet, clear: rawClear, apf: apfRaw } = fastest;
 const rawRate = affected.length / (rawSet.ms / 1000);
-say(`raw: set ${affected.length} in ${rawSet.ms} ms (${rawRate.toFixed(0)} pods/s, ${rawSet.retries} retries), cleared in ${rawClear.ms} ms`);
+const rawRates = rawRounds.map((r) => +(affected.length / (r.set.ms / 1000)).toFixed(1));
+say(`raw: fastest of ${RAW_ROUNDS} rounds ${rawRate.toFixed(0)} pods/s (rounds: ${rawRates.join(', ')})`);
 await waitFor('no pod marked', async () => !livePods().some((x) => has(x, DETECTED) || has(x, REPLACING)), 60_000, 500);
 
 // --- tend: watcher and worker apart, so each one's memory can be read ---------------------------------
@@ -260,6 +278,15 @@ const run = (part: string): ChildProcess => {
 };
 const worker = run('worker');
 const watcher = run('watcher');
+if (opts['tend-nice'] !== undefined) {
+  const nice = Number(opts['tend-nice']);
+  const temporalPid = (await readRecord(join(opts['state-dir'], 'run', 'temporal.pid')))?.pid;
+  // Linux keeps a nice per thread: every thread of each (threads started later inherit it).
+  for (const pid of [worker.pid, watcher.pid, temporalPid]) {
+    if (pid) for (const tid of readdirSync(`/proc/${pid}/task`)) setPriority(Number(tid), nice);
+  }
+  say(`tend's worker and watcher and the Temporal server at nice ${nice}`);
+}
 process.on('exit', () => {
   watcher.kill('SIGKILL');
   worker.kill('SIGKILL');
@@ -378,7 +405,7 @@ const result = {
   marking: {
     firstMarkMs, allDetectedMs, tendPodsPerSecond: +tendRate.toFixed(1),
     rawConcurrency: RAW_C, rawSetMs: rawSet.ms, rawRetries: rawSet.retries, rawClearMs: rawClear.ms,
-    rawPodsPerSecond: +rawRate.toFixed(1), tendShareOfRaw: +(tendRate / rawRate).toFixed(2),
+    rawPodsPerSecond: +rawRate.toFixed(1), rawRoundsPodsPerSecond: rawRates, tendShareOfRaw: +(tendRate / rawRate).toFixed(2),
     // kube-apiserver's flow control for tend's identity (workload-low) while the raw loop set the
     // conditions, and while tend marked the pods (the watcher's and the worker's every request).
     apfRaw, apfTend, markingWaits,
@@ -402,7 +429,7 @@ const row = (k: string, v: string | number) => console.error(`  ${k.padEnd(44)} 
 console.error('\ntaint-storm');
 row('nodes / pods / tainted nodes / affected pods', `${NODES} / ${PODS} / ${stormNodes.length} / ${affected.length}`);
 row('all affected pods marked (from first taint)', `${(allDetectedMs / 1000).toFixed(1)} s (the zone's taints written in ${(taintWritesMs / 1000).toFixed(1)} s)`);
-row('tend / raw write rate (pods/s)', `${tendRate.toFixed(0)} / ${rawRate.toFixed(0)} = ${Math.round((100 * tendRate) / rawRate)} % (raw at ${RAW_C} at a time)`);
+row('tend / raw write rate (pods/s)', `${tendRate.toFixed(0)} / ${rawRate.toFixed(0)} = ${Math.round((100 * tendRate) / rawRate)} % (raw: fastest of ${rawRates.join(', ')}; ${RAW_C} at a time)`);
 row('API seats per affected pod (tend / raw)', `${(apfTend.seats / affected.length).toFixed(2)} / ${(apfRaw.seats / affected.length).toFixed(2)}`);
 if (markingWaits) {
   row('marking: tasks waiting for the worker', `activities ${markingWaits.activity.meanWaitSeconds} s (${markingWaits.activity.tasks}), ` +

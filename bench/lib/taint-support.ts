@@ -142,6 +142,7 @@ export async function apfSnapshot(kubectl: string, kubeconfig: string, priorityL
 }
 
 /** What happened between two snapshots. */
+export type ApfDelta = ReturnType<typeof apfDelta>;
 export function apfDelta(a: ApfSnapshot, b: ApfSnapshot) {
   const round = (x: number) => Math.round(x * 10) / 10;
   const requests = Object.fromEntries(Object.entries(b.requests).map(([k, v]) => [k, v - (a.requests[k] ?? 0)]).filter(([, v]) => (v as number) > 0));
