@@ -225,14 +225,19 @@ await rawWrites(tend, false); // conditions left by an interrupted run; also war
 const { kubectl } = await ensureBinaries(() => undefined);
 const apf = () => apfSnapshot(kubectl, info.kubeconfig);
 /** The API server's CPU profile over the next `seconds`, to DIR/apiserver-NAME.pprof (--profile). */
-const apiserverProfile = (name: string, seconds: number): Promise<void> => !opts.profile ? Promise.resolve() : new Promise((resolve) => {
-  execFile(kubectl, ['get', '--raw', `/debug/pprof/profile?seconds=${seconds}`], { env: { ...process.env, KUBECONFIG: info.kubeconfig }, encoding: 'buffer', maxBuffer: 256 << 20 },
-    (err, out) => {
-      if (err) say(`the API server's profile (${name}): ${err.message.split('\n')[0]}`);
-      else void writeFile(join(opts.profile!, `apiserver-${name}.pprof`), out).then(() => resolve(), () => resolve());
-      if (err) resolve();
-    });
-});
+const apiserverProfile = async (name: string, seconds: number): Promise<void> => {
+  if (!opts.profile) return;
+  await mkdir(opts.profile, { recursive: true });
+  const pprof = await new Promise<Buffer | undefined>((resolve) => {
+    execFile(kubectl, ['get', '--raw', `/debug/pprof/profile?seconds=${seconds}`], { env: { ...process.env, KUBECONFIG: info.kubeconfig }, encoding: 'buffer', maxBuffer: 256 << 20 },
+      (err, out) => {
+        if (err) say(`the API server's profile (${name}): ${err.message.split('\n')[0]}`);
+        resolve(err ? undefined : out);
+      });
+  });
+  if (pprof) await writeFile(join(opts.profile, `apiserver-${name}.pprof`), pprof);
+};
+
 // The raw rate varies from run to run (250 to 505 pods/s on this machine over one day), so the
 // loop sets and clears RAW_ROUNDS times, and tend is compared with its fastest round: the limit.
 const RAW_ROUNDS = 3;
