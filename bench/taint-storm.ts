@@ -4,8 +4,9 @@
 // tend's watcher and worker as separate processes, it measures in one run:
 //   - the time until every affected pod carries NodeTaintDetected;
 //   - the raw rate of the same writes (the same pods/status patch, the same
-//     identity, client library and concurrency) from a tight loop, before tend
-//     runs: the physical limit of this machine, and tend's rate as a share of it;
+//     identity, sent the same way) from a tight loop, before tend runs, fastest
+//     of three rounds: the physical limit of this machine, and tend's rate as a
+//     share of it;
 //   - replacements in flight (from the coordinator and from the pods) against
 //     the limit, sampled every second through a replacement window;
 //   - grants per second through the coordinator, its history growth (events,
@@ -37,7 +38,6 @@ import { stringify as toYaml } from 'yaml';
 import { kubeClients, loadKubeConfig, type KubeClients } from '../src/kube/client.ts';
 import { statusOf } from '../src/kube/client.ts';
 import { startInformer } from '../src/kube/informer.ts';
-import { strategicMergePatch } from '../src/kube/api.ts';
 import { down, up } from '../src/sandbox/sandbox.ts';
 import { readRecord } from '../src/sandbox/process.ts';
 import { log } from '../src/log.ts';
@@ -194,7 +194,7 @@ const tend = kubeClients(loadKubeConfig({ kubeconfig: info.tendKubeconfig }));
 /**
  * The same writes tend makes (writeTaintConditions: a strategic merge patch of
  * pods/status keyed by condition type, with a UID precondition), as tend's
- * ServiceAccount, with the same client library, RAW_C at a time: set, then
+ * ServiceAccount, sent as tend sends them (preparedPods), RAW_C at a time: set, then
  * cleared. A refusal by the API server's flow control (429) waits a second
  * before the write goes again, as tend's does; it and a conflict are counted.
  */
@@ -208,7 +208,7 @@ async function rawWrites(kube: KubeClients, set: boolean): Promise<{ ms: number;
     const body = { metadata: { uid: pod.metadata!.uid }, status: { conditions: [cond(DETECTED), set ? { type: REPLACING, $patch: 'delete' } : cond(REPLACING)] } };
     for (;;) {
       try {
-        await kube.core.patchNamespacedPodStatus({ namespace: NS, name: pod.metadata!.name!, body }, strategicMergePatch);
+        await kube.pods.patchStatus(NS, pod.metadata!.name!, body);
         return;
       } catch (err) {
         const code = statusOf(err);
