@@ -296,6 +296,16 @@ process.on('exit', () => {
   watcher.kill('SIGKILL');
   worker.kill('SIGKILL');
 });
+// A worker or watcher that stops (a Node.js flag refused, a crash) ends the run at once: nothing
+// it measured after that would be tend's.
+let finished = false;
+for (const [part, child] of [['worker', worker], ['watcher', watcher]] as const) {
+  child.once('exit', (code, signal) => {
+    if (finished) return;
+    say(`tend's ${part} stopped (${signal ?? `exit code ${code}`}) before the benchmark ended`);
+    process.exit(1);
+  });
+}
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
 const rss = rssSampler({ watcher, worker });
 // The worker's memory by part (its /metrics), at its largest RSS.
@@ -453,6 +463,7 @@ if (wi) row('worker idle before: heap / buffers / rest', `${wi.heapTotal} (${wi.
 if (wp) row('worker at its peak: heap / buffers / rest', `${wp.heapTotal} (${wp.heapUsed} used) / ${wp.external} / ${wp.rest} MiB; ${memory.workerMostWorkflowsCached} workflows cached at most`);
 row('load average at the end', result.loadavg);
 
+finished = true;
 watcher.kill('SIGTERM');
 worker.kill('SIGTERM');
 await Promise.all([watcher, worker].map((c) => new Promise((r) => (c.exitCode !== null ? r(undefined) : c.once('exit', r)))));
