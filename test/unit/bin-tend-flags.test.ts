@@ -1,22 +1,31 @@
 // bin/tend (the checkout's and the image's entry point) runs Node.js with a bounded young
 // generation (--max-semi-space-size=16) unless NODE_OPTIONS sets one, and as a flag of its own
-// process: NODE_OPTIONS, which the commands tend runs inherit, is left as it was.
+// process: NODE_OPTIONS, which the commands tend runs inherit, is left as it was. Its old
+// generation grows by 20 % (--heap-growing-percent, TEND_HEAP_GROWING_PERCENT), and glibc keeps two
+// arenas (MALLOC_ARENA_MAX=2, unless set), which the commands tend runs do not get (commandEnv).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { commandEnv } from '../../src/repair/process.ts';
 
 const bin = fileURLToPath(new URL('../../bin/tend', import.meta.url));
 // A module loaded before the CLI that reports what the process was started with, on stderr.
 // (NODE_OPTIONS splits on spaces: the module's source is percent-encoded.)
-const probe = `data:text/javascript,${encodeURIComponent('process.stderr.write(JSON.stringify({ execArgv: process.execArgv, nodeOptions: process.env.NODE_OPTIONS }) + "\\n")')}`;
+const probe = `data:text/javascript,${encodeURIComponent('process.stderr.write(JSON.stringify({ execArgv: process.execArgv, nodeOptions: process.env.NODE_OPTIONS, arenas: process.env.MALLOC_ARENA_MAX, setByTend: process.env.TEND_SET_MALLOC_ARENA_MAX }) + "\\n")')}`;
 
-function started(nodeOptions: string): { execArgv: string[]; nodeOptions: string } {
+interface Started { execArgv: string[]; nodeOptions: string; arenas?: string; setByTend?: string }
+
+function started(nodeOptions: string, env: Record<string, string> = {}): Started {
+  const base = { ...process.env };
+  delete base.MALLOC_ARENA_MAX;
+  delete base.TEND_SET_MALLOC_ARENA_MAX;
+  delete base.TEND_HEAP_GROWING_PERCENT;
   const r = spawnSync(bin, ['--version'], {
-    encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: `${nodeOptions} --import=${probe}`.trim() },
+    encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...base, ...env, NODE_OPTIONS: `${nodeOptions} --import=${probe}`.trim() },
   });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /^tend /, 'the CLI ran');
-  return JSON.parse(r.stderr.split('\n').find((l) => l.startsWith('{'))!) as { execArgv: string[]; nodeOptions: string };
+  return JSON.parse(r.stderr.split('\n').find((l) => l.startsWith('{'))!) as Started;
 }
 
 describe('bin/tend: the Node.js flags it runs with', function () {
@@ -32,5 +41,28 @@ describe('bin/tend: the Node.js flags it runs with', function () {
     const r = started('--max-semi-space-size=8');
     assert.ok(!r.execArgv.some((a) => a.startsWith('--max-semi-space-size')), `execArgv: ${JSON.stringify(r.execArgv)}`);
     assert.ok(r.nodeOptions.includes('--max-semi-space-size=8'));
+  });
+
+  it('passes --heap-growing-percent=20 on the command line; TEND_HEAP_GROWING_PERCENT sets another', () => {
+    assert.ok(started('').execArgv.includes('--heap-growing-percent=20'));
+    const r = started('', { TEND_HEAP_GROWING_PERCENT: '50' });
+    assert.ok(r.execArgv.includes('--heap-growing-percent=50'), `execArgv: ${JSON.stringify(r.execArgv)}`);
+    assert.ok(!r.execArgv.includes('--heap-growing-percent=20'));
+  });
+
+  it('sets MALLOC_ARENA_MAX=2 when unset, and says it did; an operator\'s own value is kept', () => {
+    const r = started('');
+    assert.deepEqual([r.arenas, r.setByTend], ['2', '1']);
+    const own = started('', { MALLOC_ARENA_MAX: '4' });
+    assert.deepEqual([own.arenas, own.setByTend], ['4', undefined]);
+  });
+});
+
+describe('commandEnv: the environment of the commands tend runs', () => {
+  it('leaves out TEMPORAL_* and the MALLOC_ARENA_MAX bin/tend set; keeps an operator\'s own', () => {
+    const set = commandEnv({ TEND_REPAIR_STEP: '1' }, { PATH: '/bin', TEMPORAL_API_KEY: 'secret', MALLOC_ARENA_MAX: '2', TEND_SET_MALLOC_ARENA_MAX: '1' });
+    assert.deepEqual(set, { PATH: '/bin', TEND_REPAIR_STEP: '1' });
+    const own = commandEnv({}, { PATH: '/bin', MALLOC_ARENA_MAX: '4' });
+    assert.deepEqual(own, { PATH: '/bin', MALLOC_ARENA_MAX: '4' });
   });
 });
