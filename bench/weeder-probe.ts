@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { Agent, request, type Dispatcher } from 'undici';
 import { mergePatch } from '../src/kube/api.ts';
 import { kubeClients, loadKubeConfig } from '../src/kube/client.ts';
-import { preparedPodDelete } from '../src/kube/prepared.ts';
+import { preparedPodDelete, preparedRequests } from '../src/kube/prepared.ts';
 import { currentSandbox } from '../src/sandbox/sandbox.ts';
 
 const { values: opts } = parseArgs({ options: { 'state-dir': { type: 'string' }, n: { type: 'string', default: '200' } } });
@@ -62,7 +62,7 @@ try {
   // ---- build ----
   const ref = { namespace: ns, name: 'no-such-pod', uid: '00000000-0000-0000-0000-000000000000' };
   await timeIt('client-node deleteNamespacedPod', () => kube.core.deleteNamespacedPod({ ...ref, body: { preconditions: { uid: ref.uid } } }));
-  const prepared = preparedPodDelete(kc);
+  const prepared = preparedPodDelete(preparedRequests(kc));
   await prepared.prepare();
   await timeIt('prepared delete (src/kube/prepared.ts)', () => prepared.delete(ref));
   // undici directly, with client-node's own dispatcher and headers.

@@ -126,7 +126,7 @@ if (log.isLevelEnabled('debug')) {
 
 export function createWeederActivities(kube: KubeClients, config?: WeederConfig, gates?: SafetyGates) {
   // The armed watch's deletions: prepared (credentials resolved while it waits), sent with no await before them.
-  const podDelete = preparedPodDelete(kube.kc);
+  const podDelete = preparedPodDelete(kube.requests);
   /**
    * Waits in place, heartbeating, while observe mode or the pause stops the
    * weeder from deleting, until `until` (epoch ms) at the latest. A

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { Agent } from 'undici';
 import { ConfigError } from '../config/errors.ts';
 import { expandHome, KubeUnreachableError, statusOf } from './basics.ts';
-import { preparedPods, preparedRequests, type PreparedPods } from './prepared.ts';
+import { preparedPods, preparedRequests, type PreparedPods, type PreparedRequests } from './prepared.ts';
 
 export { expandHome, KubeUnreachableError, statusOf } from './basics.ts';
 
@@ -111,11 +111,14 @@ export interface KubeClients {
   policy: k8s.PolicyV1Api;
   custom: k8s.CustomObjectsApi;
   objects: k8s.KubernetesObjectApi;
-  /** The pod calls of a zone outage's marking, prepared (src/kube/prepared.ts). */
+  /** Requests with the credentials resolved ahead (src/kube/prepared.ts): the weeder's pod delete is made on them. */
+  requests: PreparedRequests;
+  /** The pod calls of a zone outage's marking, on `requests`. */
   pods: PreparedPods;
 }
 
 export function kubeClients(kc: k8s.KubeConfig): KubeClients {
+  const requests = preparedRequests(kc);
   return {
     kc,
     core: kc.makeApiClient(k8s.CoreV1Api),
@@ -126,7 +129,8 @@ export function kubeClients(kc: k8s.KubeConfig): KubeClients {
     policy: kc.makeApiClient(k8s.PolicyV1Api),
     custom: kc.makeApiClient(k8s.CustomObjectsApi),
     objects: k8s.KubernetesObjectApi.makeApiClient(kc),
-    pods: preparedPods(kc, preparedRequests(kc)),
+    requests,
+    pods: preparedPods(requests),
   };
 }
 

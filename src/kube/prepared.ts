@@ -142,7 +142,8 @@ export interface PreparedPodDelete {
   delete(pod: ObjectRef): Promise<DeleteOutcome>;
 }
 
-export function preparedPodDelete(kc: k8s.KubeConfig, requests = preparedRequests(kc)): PreparedPodDelete {
+/** The pod delete on `requests` (a KubeClients' own: one set of credentials and connections for all its prepared calls). */
+export function preparedPodDelete(requests: PreparedRequests): PreparedPodDelete {
   return {
     prepare: () => requests.prepare(),
     async delete(pod) {
@@ -166,7 +167,7 @@ export interface PreparedPods {
   list(query: { namespace?: string; labelSelector?: string; fieldSelector?: string; limit?: number; _continue?: string }): Promise<PodPage>;
 }
 
-export function preparedPods(kc: k8s.KubeConfig, requests = preparedRequests(kc)): PreparedPods {
+export function preparedPods(requests: PreparedRequests): PreparedPods {
   return {
     async patchStatus(namespace, name, body) {
       await requests.send('PATCH', `${podPath(namespace, name)}/status`, { body, type: k8s.PatchStrategy.StrategicMergePatch, read: false });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
-import { preparedPodDelete, preparedPods } from '../../src/kube/prepared.ts';
+import { preparedPodDelete, preparedPods, preparedRequests } from '../../src/kube/prepared.ts';
 import { errorMessage, statusOf } from '../../src/kube/writes.ts';
 
 interface Seen { method?: string; url?: string; auth?: string; type?: string; body: unknown; port?: number }
@@ -57,7 +57,7 @@ describe('prepared requests: the weeder\'s pod delete, the taint marking\'s pod 
   const deletes = () => seen.filter((s) => s.url !== '/version');
 
   it('sends a DELETE of the pod with its UID as precondition and the resolved credentials', async () => {
-    const del = preparedPodDelete(kc);
+    const del = preparedPodDelete(preparedRequests(kc));
     await del.prepare();
     answers.push({ status: 200, body: { kind: 'Pod', metadata: { name: 'api-0' } } });
     assert.deepEqual(await del.delete(pod), { outcome: 'deleted' });
@@ -69,7 +69,7 @@ describe('prepared requests: the weeder\'s pod delete, the taint marking\'s pod 
   });
 
   it('prepare opens an idle connection when the pool has none, and the DELETE goes over it', async () => {
-    const del = preparedPodDelete(kc);
+    const del = preparedPodDelete(preparedRequests(kc));
     assert.equal(await del.prepare(), true, 'a new pool: a connection opened');
     assert.deepEqual(seen.map((s) => [s.method, s.url, s.auth]), [['GET', '/version', 'Bearer first']]);
     await new Promise((resolve) => setImmediate(resolve)); // undici counts the connection idle once its answer is processed
@@ -81,7 +81,7 @@ describe('prepared requests: the weeder\'s pod delete, the taint marking\'s pod 
   });
 
   it('202 is a deletion; 404 and 409 (the UID precondition failed) are gone', async () => {
-    const del = preparedPodDelete(kc);
+    const del = preparedPodDelete(preparedRequests(kc));
     answers.push({ status: 202, body: {} }, { status: 404, body: { kind: 'Status', code: 404 } },
       { status: 409, body: { kind: 'Status', code: 409, message: 'Precondition failed: UID in precondition: uid-1, UID in object meta: uid-2' } });
     assert.deepEqual(await del.delete(pod), { outcome: 'deleted' }, 'resolved on first use when not prepared');
@@ -90,7 +90,7 @@ describe('prepared requests: the weeder\'s pod delete, the taint marking\'s pod 
   });
 
   it('any other answer is thrown as client-node throws it: its status code and the Status message readable', async () => {
-    const del = preparedPodDelete(kc);
+    const del = preparedPodDelete(preparedRequests(kc));
     answers.push({ status: 403, body: { kind: 'Status', code: 403, message: 'pods "api-0" is forbidden: by a webhook' } });
     const err = await del.delete(pod).then(() => undefined, (e: unknown) => e);
     assert.ok(err instanceof k8s.ApiException);
@@ -101,7 +101,7 @@ describe('prepared requests: the weeder\'s pod delete, the taint marking\'s pod 
   });
 
   it('a 401 (the token rotated since it was prepared) resolves the credentials afresh and sends once more', async () => {
-    const del = preparedPodDelete(kc);
+    const del = preparedPodDelete(preparedRequests(kc));
     await del.prepare();
     token = 'second';
     answers.push({ status: 401, body: { kind: 'Status', code: 401 } }, { status: 200, body: {} });
@@ -113,13 +113,13 @@ describe('prepared requests: the weeder\'s pod delete, the taint marking\'s pod 
   });
 
   it('refuses a reference without namespace, name or UID before sending anything', async () => {
-    const del = preparedPodDelete(kc);
+    const del = preparedPodDelete(preparedRequests(kc));
     await assert.rejects(del.delete({ ...pod, uid: '' }), /uid must be a non-empty string/);
     assert.equal(seen.length, 0);
   });
 
   it('pods.patchStatus sends a strategic merge patch of pods/status, and does not need the answer', async () => {
-    const pods = preparedPods(kc);
+    const pods = preparedPods(preparedRequests(kc));
     answers.push({ status: 200, body: { kind: 'Pod', metadata: { name: 'db-0' } } });
     const body = { metadata: { uid: 'uid-1' }, status: { conditions: [{ type: 'NodeTaintDetected', status: 'True' }] } };
     assert.equal(await pods.patchStatus('shop', 'db-0', body), undefined);
@@ -130,7 +130,7 @@ describe('prepared requests: the weeder\'s pod delete, the taint marking\'s pod 
   });
 
   it('pods.patchStatus throws a refusal as client-node does: 404, 409 and 429 readable by their status', async () => {
-    const pods = preparedPods(kc);
+    const pods = preparedPods(preparedRequests(kc));
     for (const code of [404, 409, 429]) {
       answers.push({ status: code, body: { kind: 'Status', code, message: `refused with ${code}` } });
       const err = await pods.patchStatus('shop', 'db-0', {}).then(() => undefined, (e: unknown) => e);
@@ -140,7 +140,7 @@ describe('prepared requests: the weeder\'s pod delete, the taint marking\'s pod 
   });
 
   it('pods.list sends the selectors, limit and continue token, and answers with client-node\'s name for the next token', async () => {
-    const pods = preparedPods(kc);
+    const pods = preparedPods(preparedRequests(kc));
     const item = { metadata: { name: 'db-0', uid: 'uid-0', creationTimestamp: '2026-11-26T08:00:00Z' } };
     answers.push({ status: 200, body: { kind: 'PodList', metadata: { resourceVersion: '42', continue: 'next-page' }, items: [item] } });
     answers.push({ status: 200, body: { kind: 'PodList', metadata: { resourceVersion: '42' }, items: [] } });
