@@ -13,6 +13,7 @@
 // moment it is ready again), and one on the not-ready -> ready transition
 // (extend: the window's deadline, and the path that works when nothing was armed).
 import * as k8s from '@kubernetes/client-node';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { WeederConfig } from '../config/weeder.ts';
 import { errorMessage, isNotFound } from '../kube/writes.ts';
@@ -31,6 +32,22 @@ import type { CapabilityWatch } from './watcher.ts';
 
 /** A fresh list this often, so that a watch that stalls silently costs at most this much. */
 const RESYNC_MS = 30_000;
+
+/**
+ * How long the window's signal and the record wait on a not ready -> ready
+ * transition. The Service's workflow was armed when it went not ready, and its
+ * watch (in the worker) deletes the crash-looping dependants the moment it sees
+ * the same slice event this watcher does. The signal (a Temporal write, then
+ * a workflow task on the worker) and the record (an API server write) would
+ * otherwise go out in the same millisecond as those DELETEs, on the same
+ * API server and, on a small control plane, the same cores. The window opens
+ * this much later, which nothing waits on: the armed watch does not need it,
+ * and its deadline runs from the moment the Service was seen ready. (After an
+ * outage longer than the arming limit, ARM_LIMIT_MS, nothing is armed: the
+ * window's deletions then start this much later. npm run bench -- weeder
+ * measures the reaction; docs/weeder.md has the runs.)
+ */
+export const ARMED_YIELD_MS = 50;
 
 /** `tendNamespace`: where the readiness record is kept (config/weeder.ts tendNamespace()). */
 export function weederWatch(config: WeederConfig, tendNamespace: string): CapabilityWatch {
@@ -95,8 +112,13 @@ export class ReadinessTracker {
   private readonly config: WeederConfig;
   private readonly taskQueue: string;
   private readonly log: typeof log;
+  private readonly pause: (ms: number) => Promise<unknown>;
 
-  constructor(kube: KubeClients, store: ReadinessStore, client: Client, config: WeederConfig, taskQueue: string, logger: typeof log) {
+  constructor(
+    kube: KubeClients, store: ReadinessStore, client: Client, config: WeederConfig, taskQueue: string, logger: typeof log,
+    pause: (ms: number) => Promise<unknown> = sleep,
+  ) {
+    this.pause = pause;
     this.kube = kube;
     this.store = store;
     this.client = client;
@@ -152,6 +174,11 @@ export class ReadinessTracker {
       }
     }
     const decision = decideTransition(recorded, now, firstLook);
+    // Not ready -> ready, the same Service: armed, its watch is deleting now; the bookkeeping waits its turn.
+    const recreated = recorded?.service !== undefined && now.service !== undefined && recorded.service !== now.service;
+    if (decision.open && recorded?.readiness === 'not-ready' && !recreated) {
+      await this.pause(ARMED_YIELD_MS);
+    }
     if (decision.open) await this.signal(namespace, name, 'extend', decision.reason);
     if (decision.arm) await this.signal(namespace, name, 'arm', decision.reason);
     if (decision.record) {
