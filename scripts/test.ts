@@ -84,6 +84,14 @@ const seconds = () => Math.round((Date.now() - t0) / 1000);
 const children = new Set<ReturnType<typeof spawn>>();
 let stopping = false;
 
+/**
+ * What each failed mocha printed from its "N failing" line on (the failures,
+ * with their errors and stacks), printed again at the end of the run: with
+ * two sandboxes and three lanes interleaving, a CI log's tail then still says
+ * what failed and why.
+ */
+const failureReports: { title: string; lines: string[] }[] = [];
+
 /** One mocha, its lines prefixed; resolves with its exit code and its summary's counts. */
 function mochaRun(prefix: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; passing: number; failing: number }> {
   return new Promise((resolve) => {
@@ -91,18 +99,29 @@ function mochaRun(prefix: string, args: string[], env: NodeJS.ProcessEnv = proce
     children.add(child);
     let passing = 0;
     let failing = 0;
+    const report: string[] = [];
     const head = `${prefix.padEnd(width)} │ `;
     for (const stream of [child.stdout, child.stderr]) {
       createInterface({ input: stream }).on('line', (line) => {
         const m = /^ {2}(\d+) (passing|failing)\b/.exec(line);
         if (m?.[2] === 'passing') passing += Number(m[1]);
         if (m?.[2] === 'failing') failing += Number(m[1]);
+        // The failures section: from mocha's "N failing" to its end (stdout only: the servers' logs go to stderr).
+        if (stream === child.stdout && (m?.[2] === 'failing' || report.length > 0)) report.push(line);
         process.stdout.write(`${head}${line}\n`);
       });
     }
     child.on('close', (code, signal) => {
       children.delete(child);
-      resolve({ code: code ?? (signal ? 1 : 0), passing, failing });
+      const exit = code ?? (signal ? 1 : 0);
+      while (report.length > 0 && report.at(-1)!.trim() === '') report.pop();
+      if (exit !== 0) {
+        failureReports.push({
+          title: args.length === 1 ? `${prefix}: ${args[0]}` : `the ${prefix} lane`,
+          lines: report.length ? report : [`  exited ${signal ? `on ${signal}` : `with ${exit}`} before reporting any failure`],
+        });
+      }
+      resolve({ code: exit, passing, failing });
     });
   });
 }
@@ -193,5 +212,9 @@ const results = await Promise.all(chosen.map((lane) => {
   finished.set(lane, r);
   return r;
 }));
+for (const { title, lines } of failureReports) {
+  console.log(`test: what failed in ${title}:`);
+  for (const line of lines) console.log(`  ${line}`);
+}
 for (const r of results) console.log(`test: ${r.lane} ${r.code === 0 ? 'passed' : `FAILED (exit ${r.code})`} after ${r.seconds} s`);
 process.exit(results.some((r) => r.code !== 0) ? 1 : 0);
