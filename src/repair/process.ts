@@ -196,14 +196,15 @@ export async function waitForPrevious(dir: string, index: string, signal?: Abort
 /**
  * The worker's environment without tend's own Temporal settings and
  * credentials (TEMPORAL_*: the API key above all): a repair script needs none
- * of them, nor the allocator setting bin/tend made for the worker itself
- * (MALLOC_ARENA_MAX, when TEND_SET_MALLOC_ARENA_MAX says bin/tend set it).
- * Everything else (PATH, an IPMI password the operator set) stays.
+ * of them, nor the allocator settings bin/tend made for the worker itself
+ * (the glibc MALLOC_* variables TEND_SET_MALLOC names: those bin/tend set
+ * because they were unset). Everything else (PATH, an IPMI password, the
+ * operator's own MALLOC_* values) stays.
  */
 export function commandEnv(extra: Record<string, string> = {}, from: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  const ours = from.TEND_SET_MALLOC_ARENA_MAX === '1' ? ['MALLOC_ARENA_MAX', 'TEND_SET_MALLOC_ARENA_MAX'] : ['TEND_SET_MALLOC_ARENA_MAX'];
-  for (const [k, v] of Object.entries(from)) if (!/^TEMPORAL_/i.test(k) && !ours.includes(k)) env[k] = v;
+  const ours = new Set(['TEND_SET_MALLOC', ...(from.TEND_SET_MALLOC ?? '').split(' ').filter((k) => /^MALLOC_[A-Z_]+$/.test(k))]);
+  for (const [k, v] of Object.entries(from)) if (!/^TEMPORAL_/i.test(k) && !ours.has(k)) env[k] = v;
   return { ...env, ...extra };
 }
 
