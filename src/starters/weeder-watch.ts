@@ -174,11 +174,8 @@ export class ReadinessTracker {
       }
     }
     const decision = decideTransition(recorded, now, firstLook);
-    // Not ready -> ready, the same Service: armed, its watch is deleting now; the bookkeeping waits its turn.
-    const recreated = recorded?.service !== undefined && now.service !== undefined && recorded.service !== now.service;
-    if (decision.open && recorded?.readiness === 'not-ready' && !recreated) {
-      await this.pause(ARMED_YIELD_MS);
-    }
+    // Armed, its watch is deleting now: the bookkeeping waits its turn.
+    if (decision.afterArming) await this.pause(ARMED_YIELD_MS);
     if (decision.open) await this.signal(namespace, name, 'extend', decision.reason);
     if (decision.arm) await this.signal(namespace, name, 'arm', decision.reason);
     if (decision.record) {

@@ -19,7 +19,8 @@
 //
 // Besides, whenever the Service is not ready and was not seen so before (a
 // change to not ready, or the first look after a start), arm its workflow: it
-// then watches the Service itself and weeds the instant it is ready again.
+// then watches the Service itself and weeds the instant it is ready again. So
+// a not ready -> ready of the same Service opens a window after arming.
 
 export type Readiness = 'ready' | 'not-ready';
 
@@ -36,6 +37,12 @@ export interface TransitionDecision {
   open: boolean;
   /** Signal-with-start the Service's workflow armed: not ready now. */
   arm: boolean;
+  /**
+   * Opening on the Service's return from a not ready this watcher recorded (the
+   * same Service): its workflow was armed then, and its watch deletes on the
+   * very event that opens the window.
+   */
+  afterArming: boolean;
   /** What to record, when it differs from the record. */
   record?: Observed;
   /** Why, for the signal and the log: `<recorded> -> <now>`. */
@@ -54,11 +61,13 @@ export function decideTransition(recorded: Observed | undefined, now: Observed, 
   const recreated = recorded?.service !== undefined && now.service !== undefined && recorded.service !== now.service;
   const from = recreated ? 'Service re-created' : recorded?.readiness ?? 'unrecorded';
   const reason = `${from} -> ${now.readiness}`;
-  if (recreated) return now.readiness === 'ready' ? { open: true, arm: false, reason, ...record } : { open: false, arm: true, reason, ...record };
-  if (now.readiness !== 'ready') return { open: false, arm: firstLook || recorded?.readiness !== 'not-ready', reason, ...record };
-  if (recorded?.readiness !== 'ready') return { open: true, arm: false, reason, ...record };
+  if (recreated) {
+    return now.readiness === 'ready' ? { open: true, arm: false, afterArming: false, reason, ...record } : { open: false, arm: true, afterArming: false, reason, ...record };
+  }
+  if (now.readiness !== 'ready') return { open: false, arm: firstLook || recorded?.readiness !== 'not-ready', afterArming: false, reason, ...record };
+  if (recorded?.readiness !== 'ready') return { open: true, arm: false, afterArming: recorded?.readiness === 'not-ready', reason, ...record };
   const wentAwayAndBack = firstLook && recorded.endpoints.length > 0 && !recorded.endpoints.some((e) => now.endpoints.includes(e));
-  return { open: wentAwayAndBack, arm: false, reason: wentAwayAndBack ? 'went down and came back while the watcher was away' : reason, ...record };
+  return { open: wentAwayAndBack, arm: false, afterArming: false, reason: wentAwayAndBack ? 'went down and came back while the watcher was away' : reason, ...record };
 }
 
 /** The annotations on a Service where earlier versions recorded its readiness (read once, to migrate; never written). */

@@ -42,34 +42,36 @@ describe('weeder: readiness over all of a Service\'s slices', () => {
 describe('weeder: transition decisions', () => {
   const ready = (...endpoints: string[]): Observed => ({ readiness: 'ready', endpoints });
   const notReady: Observed = { readiness: 'not-ready', endpoints: [] };
-  // recorded, now, first look after a (re)start, open, arm, records
-  const cases: [string, Observed | undefined, Observed, boolean, boolean, boolean, boolean][] = [
-    ['first seen ready', undefined, ready('a'), true, true, false, true],
-    ['first seen not ready', undefined, notReady, true, false, true, true],
-    ['not ready -> ready', notReady, ready('a'), false, true, false, true],
-    ['not ready -> ready, seen after a restart', notReady, ready('a'), true, true, false, true],
-    ['ready -> not ready', ready('a'), notReady, false, false, true, true],
-    ['ready -> not ready, seen after a restart', ready('a'), notReady, true, false, true, true],
-    ['ready -> ready, same pods', ready('a'), ready('a'), false, false, false, false],
-    ['ready -> ready, one more pod', ready('a'), ready('a', 'b'), false, false, false, true],
-    ['ready -> ready, all pods replaced while watching', ready('a'), ready('b'), false, false, false, true],
-    ['restart, same pods serving: no transition', ready('a', 'b'), ready('a', 'b'), true, false, false, false],
-    ['restart, some of the same pods serving', ready('a', 'b'), ready('b', 'c'), true, false, false, true],
-    ['restart, none of the recorded pods serving: went down and back while away', ready('a', 'b'), ready('c'), true, true, false, true],
-    ['not ready -> not ready', notReady, notReady, false, false, false, false],
-    ['restart, still not ready: armed again (the workflow may have ended)', notReady, notReady, true, false, true, false],
+  // recorded, now, first look after a (re)start, open, arm, records, opens after arming
+  const cases: [string, Observed | undefined, Observed, boolean, boolean, boolean, boolean, boolean][] = [
+    ['first seen ready', undefined, ready('a'), true, true, false, true, false],
+    ['first seen not ready', undefined, notReady, true, false, true, true, false],
+    ['not ready -> ready', notReady, ready('a'), false, true, false, true, true],
+    ['not ready -> ready, seen after a restart', notReady, ready('a'), true, true, false, true, true],
+    ['ready -> not ready', ready('a'), notReady, false, false, true, true, false],
+    ['ready -> not ready, seen after a restart', ready('a'), notReady, true, false, true, true, false],
+    ['ready -> ready, same pods', ready('a'), ready('a'), false, false, false, false, false],
+    ['ready -> ready, one more pod', ready('a'), ready('a', 'b'), false, false, false, true, false],
+    ['ready -> ready, all pods replaced while watching', ready('a'), ready('b'), false, false, false, true, false],
+    ['restart, same pods serving: no transition', ready('a', 'b'), ready('a', 'b'), true, false, false, false, false],
+    ['restart, some of the same pods serving', ready('a', 'b'), ready('b', 'c'), true, false, false, true, false],
+    ['restart, none of the recorded pods serving: went down and back while away', ready('a', 'b'), ready('c'), true, true, false, true, false],
+    ['not ready -> not ready', notReady, notReady, false, false, false, false, false],
+    ['restart, still not ready: armed again (the workflow may have ended)', notReady, notReady, true, false, true, false, false],
     // A Service deleted and applied again: its slices name another owner UID.
-    ['Service re-created, ready at once, the same pods serving', { ...ready('a'), service: 's1' }, { ...ready('a'), service: 's2' }, false, true, false, true],
-    ['Service re-created, seen after a restart', { ...ready('a'), service: 's1' }, { ...ready('a'), service: 's2' }, true, true, false, true],
-    ['Service re-created, not ready yet: armed', { ...ready('a'), service: 's1' }, { ...notReady, service: 's2' }, false, false, true, true],
-    ['the same Service, ready -> ready', { ...ready('a'), service: 's1' }, { ...ready('a'), service: 's1' }, true, false, false, false],
-    ['a record from before UIDs were kept: no transition, the UID is recorded', ready('a'), { ...ready('a'), service: 's1' }, true, false, false, true],
+    ['Service re-created, ready at once, the same pods serving', { ...ready('a'), service: 's1' }, { ...ready('a'), service: 's2' }, false, true, false, true, false],
+    ['Service re-created, seen after a restart', { ...ready('a'), service: 's1' }, { ...ready('a'), service: 's2' }, true, true, false, true, false],
+    ['Service re-created while not ready, ready now: never armed for this one', { ...notReady, service: 's1' }, { ...ready('a'), service: 's2' }, false, true, false, true, false],
+    ['Service re-created, not ready yet: armed', { ...ready('a'), service: 's1' }, { ...notReady, service: 's2' }, false, false, true, true, false],
+    ['the same Service, ready -> ready', { ...ready('a'), service: 's1' }, { ...ready('a'), service: 's1' }, true, false, false, false, false],
+    ['a record from before UIDs were kept: no transition, the UID is recorded', ready('a'), { ...ready('a'), service: 's1' }, true, false, false, true, false],
   ];
-  for (const [name, recorded, now, firstLook, open, arm, records] of cases) {
-    it(`${name}: ${open ? 'open' : arm ? 'arm' : 'nothing'}${records ? ', record' : ''}`, () => {
+  for (const [name, recorded, now, firstLook, open, arm, records, afterArming] of cases) {
+    it(`${name}: ${open ? 'open' : arm ? 'arm' : 'nothing'}${afterArming ? ' after arming' : ''}${records ? ', record' : ''}`, () => {
       const d = decideTransition(recorded, now, firstLook);
       assert.equal(d.open, open);
       assert.equal(d.arm, arm);
+      assert.equal(d.afterArming, afterArming);
       assert.deepEqual(d.record, records ? now : undefined);
     });
   }
