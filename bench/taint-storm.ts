@@ -26,11 +26,18 @@
 // while the Kubernetes control plane keeps 0: on this one machine they share the cores with the API
 // server, where in a cluster they run elsewhere. Tells how much of tend's share of the raw rate is
 // its own pipeline and how much the cores it takes from the API server.
+// --pin: the Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)
+// bound to CPU 0, and everything else (Temporal, the simulated kubelet, this process with its raw
+// loop, tend's worker and watcher) to the other CPUs, from the raw loop on: in a cluster the control
+// plane has machines of its own. The raw loop and tend then meet the same control plane, on the same
+// core, and their ratio is how well tend's pipeline uses it.
+// Every run reports each process's CPU seconds while the raw loop's fastest round wrote and while
+// tend marked, and the API server's per affected pod.
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { setPriority } from 'node:os';
+import { availableParallelism, setPriority } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -47,7 +54,7 @@ import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
 import { DETECTED, REPLACING, WRITES_AT_ONCE } from '../src/activities/taint.ts';
 import {
-  actionsOf, apfDelta, apfSnapshot, type ApfDelta, countHistories, editTaints, memOf, memoryParts, partsSampler, roundParts, taskWaits, waitsBetween, pool, rssSampler, say, sleep, waitFor,
+  actionsOf, apfDelta, apfSnapshot, type ApfDelta, countHistories, cpuMeter, editTaints, pinTo, memOf, memoryParts, partsSampler, roundParts, taskWaits, waitsBetween, pool, rssSampler, say, sleep, waitFor,
 } from './lib/taint-support.ts';
 import { ensureBinaries } from '../src/sandbox/binaries.ts';
 import { spawnTend } from './lib/tend-process.ts';
@@ -67,6 +74,7 @@ const { values: opts } = parseArgs({ options: {
   profile: { type: 'string' },
   'worker-node-flags': { type: 'string', default: '' },
   'tend-nice': { type: 'string' },
+  pin: { type: 'boolean', default: false },
   keep: { type: 'boolean', default: false },
 } });
 const NODES = Number(opts.nodes);
@@ -220,6 +228,24 @@ async function rawWrites(kube: KubeClients, set: boolean): Promise<{ ms: number;
   });
   return { ms: Date.now() - start, retries };
 }
+// The processes whose CPU is counted: the sandbox's (from its pid files), this one, and tend's two once started.
+const CONTROL_PLANE = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const;
+const sandboxPids: Record<string, number | undefined> = {};
+for (const name of [...CONTROL_PLANE, 'temporal', 'kubelet']) sandboxPids[name] = (await readRecord(join(opts['state-dir'], 'run', `${name}.pid`)))?.pid;
+const tendPids: Record<string, number | undefined> = {};
+const cpu = cpuMeter(() => ({ ...sandboxPids, bench: process.pid, ...tendPids }));
+if (opts.pin) {
+  const cpus = availableParallelism();
+  if (cpus < 2) throw new Error(`--pin needs at least 2 CPUs; this machine has ${cpus}`);
+  const rest = cpus === 2 ? '1' : `1-${cpus - 1}`;
+  for (const [name, pid] of Object.entries(sandboxPids)) {
+    if (pid === undefined) throw new Error(`--pin: no running ${name} in ${opts['state-dir']}`);
+    await pinTo(pid, (CONTROL_PLANE as readonly string[]).includes(name) ? '0' : rest);
+  }
+  // tend's worker and watcher are this process's children: they start bound as it is.
+  await pinTo(process.pid, rest);
+  say(`pinned: ${CONTROL_PLANE.join(', ')} to CPU 0; Temporal, the kubelet, this process and tend to CPU ${rest}`);
+}
 say(`raw writes: ${affected.length} pods, ${RAW_C} at a time, as tend's ServiceAccount`);
 await rawWrites(tend, false); // conditions left by an interrupted run; also warms the connections
 const { kubectl } = await ensureBinaries(() => undefined);
@@ -241,19 +267,21 @@ const apiserverProfile = async (name: string, seconds: number): Promise<void> =>
 // The raw rate varies from run to run (250 to 505 pods/s on this machine over one day), so the
 // loop sets and clears RAW_ROUNDS times, and tend is compared with its fastest round: the limit.
 const RAW_ROUNDS = 3;
-const rawRounds: { set: { ms: number; retries: number }; clear: { ms: number; retries: number }; apf: ApfDelta }[] = [];
+const rawRounds: { set: { ms: number; retries: number }; clear: { ms: number; retries: number }; apf: ApfDelta; cpu: Record<string, number> }[] = [];
 for (let round = 0; round < RAW_ROUNDS; round++) {
   const apf0 = await apf();
   const rawProfile = round === 0 ? apiserverProfile('raw', 5) : undefined;
+  const cpu0 = await cpu.take();
   const set = await rawWrites(tend, true);
+  const cpuSet = cpu.since(cpu0, await cpu.take());
   await rawProfile;
   const apfDone = apfDelta(apf0, await apf());
   const clear = await rawWrites(tend, false);
-  rawRounds.push({ set, clear, apf: apfDone });
+  rawRounds.push({ set, clear, apf: apfDone, cpu: cpuSet });
   say(`raw round ${round + 1}: set ${affected.length} in ${set.ms} ms (${(affected.length / (set.ms / 1000)).toFixed(0)} pods/s, ${set.retries} retries), cleared in ${clear.ms} ms`);
 }
 const fastest = rawRounds.reduce((a, b) => (b.set.ms < a.set.ms ? b : a));
-const { set: rawSet, clear: rawClear, apf: apfRaw } = fastest;
+const { set: rawSet, clear: rawClear, apf: apfRaw, cpu: cpuRaw } = fastest;
 const rawRate = affected.length / (rawSet.ms / 1000);
 const rawRates = rawRounds.map((r) => +(affected.length / (r.set.ms / 1000)).toFixed(1));
 say(`raw: fastest of ${RAW_ROUNDS} rounds ${rawRate.toFixed(0)} pods/s (rounds: ${rawRates.join(', ')})`);
@@ -283,6 +311,8 @@ const run = (part: string): ChildProcess => {
 };
 const worker = run('worker');
 const watcher = run('watcher');
+tendPids.worker = worker.pid;
+tendPids.watcher = watcher.pid;
 if (opts['tend-nice'] !== undefined) {
   const nice = Number(opts['tend-nice']);
   const temporalPid = (await readRecord(join(opts['state-dir'], 'run', 'temporal.pid')))?.pid;
@@ -327,6 +357,7 @@ const waits0 = await taskWaits(httpPorts.worker!).catch(() => undefined);
 // write; a hundred at once, so that the zone goes down about at once, as in an outage.
 const zoneNow = new Map((await admin.core.listNode({ labelSelector: 'sim.tend.dev/node=true' })).items.map((n) => [n.metadata!.name!, n]));
 const tendProfile = apiserverProfile('tend', 10);
+const cpuTend0 = await cpu.take();
 const t0 = Date.now();
 stormAt = t0;
 await pool(stormNodes, TAINTS_AT_ONCE, (n) => editTaints(admin, n, (ts) => [...ts.filter((x) => x.key !== KEY), { key: KEY, value: 'storm', effect: 'NoSchedule' }], zoneNow.get(n)));
@@ -336,6 +367,7 @@ const allMarked = await waitFor('every affected pod marked NodeTaintDetected', a
   say(`detected ${markedAt.size}/${affected.length}`);
   return markedAt.size + (markedAt.size < affected.length ? gone() : 0) >= affected.length ? Date.now() : undefined;
 }, 20 * 60_000, 1000);
+const cpuTend = cpu.since(cpuTend0, await cpu.take());
 await tendProfile;
 const apfTend = apfDelta(apfTend0, await apf());
 const waits1 = await taskWaits(httpPorts.worker!).catch(() => undefined);
@@ -424,6 +456,11 @@ const result = {
     // kube-apiserver's flow control for tend's identity (workload-low) while the raw loop set the
     // conditions, and while tend marked the pods (the watcher's and the worker's every request).
     apfRaw, apfTend, markingWaits,
+    pinned: opts.pin,
+    // CPU seconds by process while the raw loop's fastest round wrote, and from the first taint
+    // write until every affected pod was marked (the wait's last poll, up to a second later).
+    cpuRaw, cpuTend,
+    apiserverCpuMsPerPod: { raw: +((1000 * (cpuRaw['kube-apiserver'] ?? NaN)) / affected.length).toFixed(2), tend: +((1000 * (cpuTend['kube-apiserver'] ?? NaN)) / affected.length).toFixed(2) },
   },
   replacements: {
     windowMs, grants, grantsPerSecond: +(grants / (windowMs / 1000)).toFixed(2), queuedAtEnd: queued,
@@ -445,6 +482,10 @@ console.error('\ntaint-storm');
 row('nodes / pods / tainted nodes / affected pods', `${NODES} / ${PODS} / ${stormNodes.length} / ${affected.length}`);
 row('all affected pods marked (from first taint)', `${(allDetectedMs / 1000).toFixed(1)} s (the zone's taints written in ${(taintWritesMs / 1000).toFixed(1)} s)`);
 row('tend / raw write rate (pods/s)', `${tendRate.toFixed(0)} / ${rawRate.toFixed(0)} = ${Math.round((100 * tendRate) / rawRate)} % (raw: fastest of ${rawRates.join(', ')}; ${RAW_C} at a time)`);
+const cores = (c: Record<string, number>, ms: number) => Object.entries(c).map(([k, v]) => `${k} ${(v / (ms / 1000)).toFixed(2)}`).join(', ');
+row('cores used while the raw loop wrote', cores(cpuRaw, rawSet.ms) + (opts.pin ? ' (control plane pinned to CPU 0)' : ''));
+row('cores used while tend marked', cores(cpuTend, allMarked - t0));
+row('API server CPU per affected pod (tend / raw)', `${result.marking.apiserverCpuMsPerPod.tend} / ${result.marking.apiserverCpuMsPerPod.raw} ms`);
 row('API seats per affected pod (tend / raw)', `${(apfTend.seats / affected.length).toFixed(2)} / ${(apfRaw.seats / affected.length).toFixed(2)}`);
 if (markingWaits) {
   row('marking: tasks waiting for the worker', `activities ${markingWaits.activity.meanWaitSeconds} s (${markingWaits.activity.tasks}), ` +

@@ -257,3 +257,46 @@ export function waitsBetween(a: Awaited<ReturnType<typeof taskWaits>>, b: Awaite
   };
   return { activity: one('activity'), workflowTask: one('workflowTask') };
 }
+
+/** The kernel's clock ticks a second (USER_HZ): the unit of utime and stime in /proc/PID/stat. */
+const TICKS_PER_SECOND = 100;
+
+/** CPU seconds (user and system, every thread) a process has used so far; undefined when it is gone. */
+export async function cpuSecondsOf(pid: number): Promise<number | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (!stat) return undefined;
+  // The command name (field 2) may hold spaces and parentheses: the fields after it start at the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of the line: 12 and 13 after the state (field 3).
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+/** CPU seconds of named processes: `take()` now, and `since(earlier)` the difference, by name. */
+export function cpuMeter(pids: () => Record<string, number | undefined>) {
+  const take = async (): Promise<Record<string, number>> => {
+    const out: Record<string, number> = {};
+    for (const [name, pid] of Object.entries(pids())) {
+      const s = pid === undefined ? undefined : await cpuSecondsOf(pid);
+      if (s !== undefined) out[name] = s;
+    }
+    return out;
+  };
+  const since = (a: Record<string, number>, b: Record<string, number>) =>
+    Object.fromEntries(Object.keys(b).filter((k) => k in a).map((k) => [k, +(b[k]! - a[k]!).toFixed(2)]));
+  return { take, since };
+}
+
+/**
+ * Binds every thread of a process to the given CPUs (taskset -a); the threads it starts later
+ * inherit the binding from the thread that starts them.
+ */
+export async function pinTo(pid: number, cpus: string): Promise<void> {
+  const { execFile } = await import('node:child_process');
+  await new Promise<void>((resolve, reject) => {
+    execFile('taskset', ['-a', '-p', '-c', cpus, String(pid)], (err, _out, stderr) => {
+      if (!err) resolve();
+      else if ((err as NodeJS.ErrnoException).code === 'ENOENT') reject(new Error('taskset (util-linux) is not on PATH: it binds processes to CPUs'));
+      else reject(new Error(`taskset -a -p -c ${cpus} ${pid}: ${stderr.trim() || err.message}`));
+    });
+  });
+}
