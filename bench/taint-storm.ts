@@ -5,9 +5,10 @@
 //   - the time until every affected pod carries NodeTaintDetected;
 //   - the raw rate of the same writes (the same pods/status patch, the same
 //     identity, sent the same way) from a tight loop, before tend runs, fastest
-//     of three rounds: the physical limit of this machine, and tend's rate as a
-//     share of it; and three rounds more with the zone's taints written in the
-//     same window, as tend meets them (its time runs from the first taint);
+//     of two rounds at each of two concurrencies: the physical limit of this
+//     machine, and tend's rate as a share of it; and as many rounds more with
+//     the zone's taints written in the same window, as tend meets them (its time
+//     runs from the first taint write);
 //   - replacements in flight (from the coordinator and from the pods) against
 //     the limit, sampled every second through a replacement window;
 //   - grants per second through the coordinator, its history growth (events,
@@ -281,50 +282,50 @@ const apiserverProfile = async (name: string, seconds: number): Promise<void> =>
   if (pprof) await writeFile(join(opts.profile, `apiserver-${name}.pprof`), pprof);
 };
 
-// The raw rate varies from run to run (250 to 505 pods/s on this machine over one day), so the
-// loop sets and clears RAW_ROUNDS times at each concurrency, and tend is compared with its fastest
-// round: the limit.
-const RAW_ROUNDS = 3;
-const rawRounds: { concurrency: number; set: { ms: number; retries: number }; clear: { ms: number; retries: number }; apf: ApfDelta; cpu: Record<string, number> }[] = [];
-for (const concurrency of RAW_CS) {
-  for (let round = 0; round < RAW_ROUNDS; round++) {
-    const apf0 = await apf();
-    const rawProfile = rawRounds.length === 0 ? apiserverProfile('raw', 5) : undefined;
-    const cpu0 = await cpu.take();
-    const set = await rawWrites(tend, true, concurrency);
-    const cpuSet = cpu.since(cpu0, await cpu.take());
-    await rawProfile;
-    const apfDone = apfDelta(apf0, await apf());
-    const clear = await rawWrites(tend, false, RAW_NARROW);
-    rawRounds.push({ concurrency, set, clear, apf: apfDone, cpu: cpuSet });
-    say(`raw round ${round + 1}, ${concurrency} at a time: set ${affected.length} in ${set.ms} ms (${(affected.length / (set.ms / 1000)).toFixed(0)} pods/s, ${set.retries} retries), cleared in ${clear.ms} ms`);
+// The raw rate varies from run to run (250 to 505 pods/s on this machine over one day), so the loop
+// sets and clears RAW_ROUNDS times at each concurrency, and tend is compared with its fastest round:
+// the limit. Then the same again with the zone's taints written in the same window, as tend meets
+// them (its time runs from the first taint write): the API server and the controller manager spend
+// on each Node while the pods are marked. The loop knows the pods already: it needs no taint to start.
+const RAW_ROUNDS = 2;
+interface RawRound { concurrency: number; ms: number; retries: number; clearMs: number; apf: ApfDelta; cpu: Record<string, number> }
+async function rawRounds(withZone: boolean): Promise<RawRound[]> {
+  const rounds: RawRound[] = [];
+  for (const concurrency of RAW_CS) {
+    for (let round = 0; round < RAW_ROUNDS; round++) {
+      const zone = withZone ? await readZone() : undefined;
+      const apf0 = await apf();
+      const rawProfile = !withZone && rounds.length === 0 ? apiserverProfile('raw', 5) : undefined;
+      const cpu0 = await cpu.take();
+      const start = Date.now();
+      const [set] = await Promise.all([rawWrites(tend, true, concurrency), zone && taintZone(zone)]);
+      const ms = Date.now() - start;
+      const cpuSet = cpu.since(cpu0, await cpu.take());
+      await rawProfile;
+      const apfDone = apfDelta(apf0, await apf());
+      const clearStart = Date.now();
+      await Promise.all([rawWrites(tend, false, RAW_NARROW), withZone && untaintZone()]);
+      rounds.push({ concurrency, ms, retries: set.retries, clearMs: Date.now() - clearStart, apf: apfDone, cpu: cpuSet });
+      say(`raw round ${round + 1}, ${concurrency} at a time${withZone ? ', with the zone\'s taints' : ''}: set ${affected.length} in ${ms} ms ` +
+        `(${(affected.length / (ms / 1000)).toFixed(0)} pods/s, ${set.retries} retries), cleared in ${Date.now() - clearStart} ms`);
+    }
   }
+  return rounds;
 }
-const fastest = rawRounds.reduce((a, b) => (b.set.ms < a.set.ms ? b : a));
-const { concurrency: RAW_C, set: rawSet, clear: rawClear, apf: apfRaw, cpu: cpuRaw } = fastest;
-const rawRate = affected.length / (rawSet.ms / 1000);
-const rawRatesAt = (c: number) => rawRounds.filter((r) => r.concurrency === c).map((r) => +(affected.length / (r.set.ms / 1000)).toFixed(1));
-const rawRates = RAW_CS.map((c) => `${c} at a time: ${rawRatesAt(c).join(', ')}`);
-say(`raw: fastest of ${rawRounds.length} rounds ${rawRate.toFixed(0)} pods/s, ${RAW_C} at a time (${rawRates.join('; ')})`);
-
-// The same writes again, at the fastest round's concurrency, with the zone's taints written in the same window (as in tend's, whose time
-// runs from the first taint write): the API server and the controller manager spend on each Node
-// while the pods are marked. The loop knows the pods already: it needs no taint to start.
-const zoneRounds: { ms: number; retries: number; cpu: Record<string, number> }[] = [];
-for (let round = 0; round < RAW_ROUNDS; round++) {
-  const zone = await readZone();
-  const cpu0 = await cpu.take();
-  const start = Date.now();
-  const [, set] = await Promise.all([taintZone(zone), rawWrites(tend, true, RAW_C)]);
-  const ms = Date.now() - start;
-  const cpuSet = cpu.since(cpu0, await cpu.take());
-  await Promise.all([rawWrites(tend, false, RAW_NARROW), untaintZone()]);
-  zoneRounds.push({ ms, retries: set.retries, cpu: cpuSet });
-  say(`raw round ${round + 1} with the zone's taints: set ${affected.length} in ${ms} ms (${(affected.length / (ms / 1000)).toFixed(0)} pods/s, ${set.retries} retries)`);
+/** The fastest of `rounds`, its rate, and every round's rate by concurrency. */
+function fastestOf(rounds: RawRound[]) {
+  const best = rounds.reduce((a, b) => (b.ms < a.ms ? b : a));
+  const rates = Object.fromEntries(RAW_CS.map((c) => [c, rounds.filter((r) => r.concurrency === c).map((r) => +(affected.length / (r.ms / 1000)).toFixed(1))]));
+  const told = RAW_CS.map((c) => `${c} at a time: ${rates[c]!.join(', ')}`).join('; ');
+  return { best, rate: affected.length / (best.ms / 1000), rates, told };
 }
-const zoneFastest = zoneRounds.reduce((a, b) => (b.ms < a.ms ? b : a));
-const zoneRate = affected.length / (zoneFastest.ms / 1000);
-const zoneRates = zoneRounds.map((r) => +(affected.length / (r.ms / 1000)).toFixed(1));
+const raw = fastestOf(await rawRounds(false));
+const { concurrency: RAW_C, cpu: cpuRaw, apf: apfRaw } = raw.best;
+const rawRate = raw.rate;
+say(`raw: fastest ${rawRate.toFixed(0)} pods/s, ${RAW_C} at a time (${raw.told})`);
+const zoneRaw = fastestOf(await rawRounds(true));
+const zoneRate = zoneRaw.rate;
+say(`raw with the zone's taints: fastest ${zoneRate.toFixed(0)} pods/s, ${zoneRaw.best.concurrency} at a time (${zoneRaw.told})`);
 await waitFor('no pod marked', async () => !livePods().some((x) => has(x, DETECTED) || has(x, REPLACING)), 60_000, 500);
 
 // --- tend: watcher and worker apart, so each one's memory can be read ---------------------------------
@@ -489,11 +490,11 @@ const result = {
   workerNodeFlags: opts['worker-node-flags'],
   marking: {
     firstMarkMs, allDetectedMs, tendPodsPerSecond: +tendRate.toFixed(1),
-    rawConcurrency: RAW_C, rawSetMs: rawSet.ms, rawRetries: rawSet.retries, rawClearMs: rawClear.ms,
-    rawPodsPerSecond: +rawRate.toFixed(1), rawRoundsPodsPerSecond: Object.fromEntries(RAW_CS.map((c) => [c, rawRatesAt(c)])), tendShareOfRaw: +(tendRate / rawRate).toFixed(2),
+    rawConcurrency: RAW_C, rawSetMs: raw.best.ms, rawRetries: raw.best.retries, rawClearMs: raw.best.clearMs,
+    rawPodsPerSecond: +rawRate.toFixed(1), rawRoundsPodsPerSecond: raw.rates, tendShareOfRaw: +(tendRate / rawRate).toFixed(2),
     // The raw loop with the zone's taints written in the same window.
-    rawWithZoneTaintsMs: zoneFastest.ms, rawWithZoneTaintsRetries: zoneFastest.retries,
-    rawWithZoneTaintsPodsPerSecond: +zoneRate.toFixed(1), rawWithZoneTaintsRoundsPodsPerSecond: zoneRates,
+    rawWithZoneTaintsConcurrency: zoneRaw.best.concurrency, rawWithZoneTaintsMs: zoneRaw.best.ms, rawWithZoneTaintsRetries: zoneRaw.best.retries,
+    rawWithZoneTaintsPodsPerSecond: +zoneRate.toFixed(1), rawWithZoneTaintsRoundsPodsPerSecond: zoneRaw.rates,
     tendShareOfRawWithZoneTaints: +(tendRate / zoneRate).toFixed(2),
     // kube-apiserver's flow control for tend's identity (workload-low) while the raw loop set the
     // conditions, and while tend marked the pods (the watcher's and the worker's every request).
@@ -501,10 +502,10 @@ const result = {
     pinned: opts.pin,
     // CPU seconds by process while the raw loop's fastest round wrote, and from the first taint
     // write until every affected pod was marked (the wait's last poll, up to a second later).
-    cpuRaw, cpuRawWithZoneTaints: zoneFastest.cpu, cpuTend,
+    cpuRaw, cpuRawWithZoneTaints: zoneRaw.best.cpu, cpuTend,
     apiserverCpuMsPerPod: {
       raw: +((1000 * (cpuRaw['kube-apiserver'] ?? NaN)) / affected.length).toFixed(2),
-      rawWithZoneTaints: +((1000 * (zoneFastest.cpu['kube-apiserver'] ?? NaN)) / affected.length).toFixed(2),
+      rawWithZoneTaints: +((1000 * (zoneRaw.best.cpu['kube-apiserver'] ?? NaN)) / affected.length).toFixed(2),
       tend: +((1000 * (cpuTend['kube-apiserver'] ?? NaN)) / affected.length).toFixed(2),
     },
   },
@@ -527,11 +528,11 @@ const row = (k: string, v: string | number) => console.error(`  ${k.padEnd(44)} 
 console.error('\ntaint-storm');
 row('nodes / pods / tainted nodes / affected pods', `${NODES} / ${PODS} / ${stormNodes.length} / ${affected.length}`);
 row('all affected pods marked (from first taint)', `${(allDetectedMs / 1000).toFixed(1)} s (the zone's taints written in ${(taintWritesMs / 1000).toFixed(1)} s)`);
-row('tend / raw write rate (pods/s)', `${tendRate.toFixed(0)} / ${rawRate.toFixed(0)} = ${Math.round((100 * tendRate) / rawRate)} % (raw: fastest, ${RAW_C} at a time; ${rawRates.join('; ')})`);
+row('tend / raw write rate (pods/s)', `${tendRate.toFixed(0)} / ${rawRate.toFixed(0)} = ${Math.round((100 * tendRate) / rawRate)} % (raw: fastest, ${RAW_C} at a time; ${raw.told})`);
 const cores = (c: Record<string, number>, ms: number) => Object.entries(c).map(([k, v]) => `${k} ${(v / (ms / 1000)).toFixed(2)}`).join(', ');
-row('tend / raw with the zone\'s taints (pods/s)', `${tendRate.toFixed(0)} / ${zoneRate.toFixed(0)} = ${Math.round((100 * tendRate) / zoneRate)} % (fastest of ${zoneRates.join(', ')})`);
-row('cores used while the raw loop wrote', cores(cpuRaw, rawSet.ms) + (opts.pin ? ' (control plane pinned to CPU 0)' : ''));
-row('  with the zone\'s taints', cores(zoneFastest.cpu, zoneFastest.ms));
+row('tend / raw with the zone\'s taints (pods/s)', `${tendRate.toFixed(0)} / ${zoneRate.toFixed(0)} = ${Math.round((100 * tendRate) / zoneRate)} % (fastest, ${zoneRaw.best.concurrency} at a time; ${zoneRaw.told})`);
+row('cores used while the raw loop wrote', cores(cpuRaw, raw.best.ms) + (opts.pin ? ' (control plane pinned to CPU 0)' : ''));
+row('  with the zone\'s taints', cores(zoneRaw.best.cpu, zoneRaw.best.ms));
 row('cores used while tend marked', cores(cpuTend, allMarked - t0));
 const perPod = result.marking.apiserverCpuMsPerPod;
 row('API server CPU per affected pod', `tend ${perPod.tend} ms; raw ${perPod.raw}, with the zone's taints ${perPod.rawWithZoneTaints}`);
