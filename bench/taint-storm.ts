@@ -90,6 +90,13 @@ const OFFSET = Number(opts['port-offset']);
 const NS = 'bench-storm';
 const ACTIVITY_SLOTS = 100;
 const MANAGED = 'bench.tend.dev/managed';
+// Options checked before anything starts.
+const RAW_CS_GIVEN = opts['raw-concurrency']?.split(',').map((x) => {
+  const n = Number(x);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--raw-concurrency: ${JSON.stringify(x)} is not a whole number above 0 (a list: 1000,100)`);
+  return n;
+});
+if (opts.pin && availableParallelism() < 2) throw new Error(`--pin needs at least 2 CPUs; this machine has ${availableParallelism()}`);
 /** How many Node taint writes the benchmark makes at once (as cluster admin, exempt from flow control). */
 const TAINTS_AT_ONCE = 100;
 
@@ -189,13 +196,7 @@ const perNode = Math.max(...stormNodes.map((n) => affected.filter((x) => x.spec?
 // well under what flow control queues for one identity (at 1,000 at a time it refuses thousands with
 // 429, and each refused write waits a second: how many is luck, and the rate with it).
 const RAW_NARROW = 100;
-const RAW_CS = opts['raw-concurrency']
-  ? opts['raw-concurrency'].split(',').map((x) => {
-    const n = Number(x);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--raw-concurrency: ${JSON.stringify(x)} is not a whole number above 0 (a list: 1000,100)`);
-    return n;
-  })
-  : [Math.min(ACTIVITY_SLOTS, stormNodes.length) * Math.min(WRITES_AT_ONCE, perNode), RAW_NARROW];
+const RAW_CS = RAW_CS_GIVEN ?? [Math.min(ACTIVITY_SLOTS, stormNodes.length) * Math.min(WRITES_AT_ONCE, perNode), RAW_NARROW];
 say(`${opts.zone}: ${stormNodes.length} of ${allNodes.length} nodes, ${affected.length} managed pods (at most ${perNode} on a node)`);
 
 // tend's configuration (and the rights `tend rbac` generates for it, as an operator would apply them).
@@ -254,7 +255,6 @@ const tendPids: Record<string, number | undefined> = {};
 const cpu = cpuMeter(() => ({ ...sandboxPids, bench: process.pid, ...tendPids }));
 if (opts.pin) {
   const cpus = availableParallelism();
-  if (cpus < 2) throw new Error(`--pin needs at least 2 CPUs; this machine has ${cpus}`);
   const rest = cpus === 2 ? '1' : `1-${cpus - 1}`;
   for (const [name, pid] of Object.entries(sandboxPids)) {
     if (pid === undefined) throw new Error(`--pin: no running ${name} in ${opts['state-dir']}`);
