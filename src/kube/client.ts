@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { Agent } from 'undici';
 import { ConfigError } from '../config/errors.ts';
 import { expandHome, KubeUnreachableError, statusOf } from './basics.ts';
-import { preparedPods, preparedRequests, type PreparedPods, type PreparedRequests } from './prepared.ts';
+import { preparedNodes, preparedPods, preparedRequests, type PreparedNodes, type PreparedPods, type PreparedRequests } from './prepared.ts';
 
 export { expandHome, KubeUnreachableError, statusOf } from './basics.ts';
 
@@ -115,6 +115,8 @@ export interface KubeClients {
   requests: PreparedRequests;
   /** The pod calls of a zone outage's marking, on `requests`. */
   pods: PreparedPods;
+  /** The Node reads of a zone outage's marking, on `requests`. */
+  nodes: PreparedNodes;
 }
 
 export function kubeClients(kc: k8s.KubeConfig): KubeClients {
@@ -131,6 +133,7 @@ export function kubeClients(kc: k8s.KubeConfig): KubeClients {
     objects: k8s.KubernetesObjectApi.makeApiClient(kc),
     requests,
     pods: preparedPods(requests),
+    nodes: preparedNodes(requests),
   };
 }
 

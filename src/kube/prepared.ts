@@ -157,6 +157,26 @@ export function preparedPodDelete(requests: PreparedRequests): PreparedPodDelete
 }
 
 /** A page of pods as the API server sends it: plain JSON (times are strings, as in any object read raw). */
+/** The Node reads of a zone outage's marking, without client-node's decoding of a whole Node. */
+export interface PreparedNodes {
+  /**
+   * A Node's taints, by a LIST of that one name (tend's rights on Nodes are list and watch, the
+   * watcher's informer): undefined when no Node has that name, [] when it has none.
+   */
+  taints(name: string): Promise<k8s.V1Taint[] | undefined>;
+}
+
+export function preparedNodes(requests: PreparedRequests): PreparedNodes {
+  return {
+    async taints(name) {
+      const q = new URLSearchParams({ fieldSelector: `metadata.name=${name}` });
+      const page = JSON.parse(await requests.send('GET', `/api/v1/nodes?${q}`)) as { items?: k8s.V1Node[] };
+      const node = page.items?.find((n) => n.metadata?.name === name);
+      return node ? (node.spec?.taints ?? []) : undefined;
+    },
+  };
+}
+
 export interface PodPage { items: k8s.V1Pod[]; metadata?: { _continue?: string; resourceVersion?: string } }
 
 /** The pod reads and writes of a zone outage's marking, without client-node's per-call work. */

@@ -2,12 +2,12 @@
 // standing in for the API server: the weeder's pod DELETE (the UID
 // precondition, the credentials client-node resolves, the same outcomes as
 // deletePodIfSameUid) and the taint marking's pods/status patch and pod LIST
-// (what they send, how their answers and errors are read).
+// and a Node's taints (what they send, how their answers and errors are read).
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
-import { preparedPodDelete, preparedPods, preparedRequests } from '../../src/kube/prepared.ts';
+import { preparedNodes, preparedPodDelete, preparedPods, preparedRequests } from '../../src/kube/prepared.ts';
 import { errorMessage, statusOf } from '../../src/kube/writes.ts';
 
 interface Seen { method?: string; url?: string; auth?: string; type?: string; body: unknown; port?: number }
@@ -153,5 +153,30 @@ describe('prepared requests: the weeder\'s pod delete, the taint marking\'s pod 
     assert.deepEqual(Object.fromEntries(urls[0]!.searchParams), { labelSelector: 'app=db', fieldSelector: 'spec.nodeName=sim-1', limit: '50' });
     assert.equal(urls[1]!.pathname, '/api/v1/pods', 'no namespace: every namespace');
     assert.deepEqual(Object.fromEntries(urls[1]!.searchParams), { labelSelector: 'app=db', continue: 'next-page' });
+  });
+
+  it('nodes.taints lists the one Node by name and answers its taints: [] without any, undefined when it is gone', async () => {
+    const nodes = preparedNodes(preparedRequests(kc));
+    const taint = { key: 'example.org/maintenance', effect: 'NoExecute', timeAdded: '2026-11-26T08:00:00Z' };
+    answers.push({ status: 200, body: { kind: 'NodeList', items: [{ metadata: { name: 'sim-1' }, spec: { taints: [taint] } }] } });
+    answers.push({ status: 200, body: { kind: 'NodeList', items: [{ metadata: { name: 'sim-1' }, spec: {} }] } });
+    answers.push({ status: 200, body: { kind: 'NodeList', items: [] } });
+    assert.deepEqual(await nodes.taints('sim-1'), [taint], 'timeAdded as the API server wrote it');
+    assert.deepEqual(await nodes.taints('sim-1'), []);
+    assert.equal(await nodes.taints('sim-1'), undefined);
+    const url = new URL(seen[0]!.url!, 'http://x');
+    assert.equal(seen[0]!.method, 'GET');
+    assert.equal(url.pathname, '/api/v1/nodes');
+    assert.deepEqual(Object.fromEntries(url.searchParams), { fieldSelector: 'metadata.name=sim-1' });
+  });
+
+  it('nodes.taints throws a refusal as client-node does: 403 and 429 readable by their status', async () => {
+    const nodes = preparedNodes(preparedRequests(kc));
+    for (const status of [403, 429]) {
+      answers.push({ status, body: { kind: 'Status', code: status, message: `refused with ${status}` } });
+      const err = await nodes.taints('sim-1').then(() => undefined, (e: unknown) => e);
+      assert.equal(statusOf(err), status);
+      assert.match(errorMessage(err), new RegExp(`refused with ${status}`));
+    }
   });
 });

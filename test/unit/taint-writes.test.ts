@@ -42,9 +42,11 @@ function stubKube(pods: k8s.V1Pod[], nodeTaints: { key: string; effect: string }
         calls.get++;
         return pods.find((p) => p.metadata?.namespace === namespace && p.metadata?.name === name) ?? Promise.reject(notFound());
       },
-      listNode: async () => {
+    },
+    nodes: {
+      taints: async (name: string) => {
         calls.nodes++;
-        return { items: [{ metadata: { name: 'sim-1' }, spec: { taints: nodeTaints } }] };
+        return name === 'sim-1' ? nodeTaints : undefined;
       },
     },
     pods: {
@@ -241,8 +243,8 @@ describe('taint: a new node workflow reads the node, lists and marks in one acti
     const pods = Array.from({ length: 3 }, (_, i) => pod(i));
     const { kube, calls } = stubKube(pods);
     const throttled = () => Object.assign(new Error('Too many requests'), { code: 429 });
-    const apis = { core: kube.core, pods: kube.pods } as unknown as Record<string, Record<string, (...args: unknown[]) => Promise<unknown>>>;
-    for (const [api, name] of [['core', 'listNode'], ['pods', 'list'], ['pods', 'patchStatus']] as const) {
+    const apis = { core: kube.core, pods: kube.pods, nodes: kube.nodes } as unknown as Record<string, Record<string, (...args: unknown[]) => Promise<unknown>>>;
+    for (const [api, name] of [['nodes', 'taints'], ['pods', 'list'], ['pods', 'patchStatus']] as const) {
       const answer = apis[api]![name]!;
       let refused = 0;
       apis[api]![name] = async (...args: unknown[]) => (refused++ === 0 ? Promise.reject(throttled()) : answer(...args));
@@ -254,7 +256,7 @@ describe('taint: a new node workflow reads the node, lists and marks in one acti
 
   it('a read refused by anything else than flow control fails the activity at once', async () => {
     const { kube, calls } = stubKube([pod(1)]);
-    (kube.core as unknown as { listNode: () => Promise<never> }).listNode = async () => {
+    (kube.nodes as unknown as { taints: () => Promise<never> }).taints = async () => {
       calls.nodes++;
       throw Object.assign(new Error('forbidden'), { code: 403 });
     };
