@@ -48,7 +48,7 @@ import { kubeClients, loadKubeConfig, type KubeClients } from '../src/kube/clien
 import { statusOf } from '../src/kube/client.ts';
 import { startInformer } from '../src/kube/informer.ts';
 import { down, up } from '../src/sandbox/sandbox.ts';
-import { readRecord } from '../src/sandbox/process.ts';
+import { isRunning, readRecord } from '../src/sandbox/process.ts';
 import { log } from '../src/log.ts';
 import { workflowBundlePath, writeWorkflowBundle } from '../src/workers/worker.ts';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
@@ -96,7 +96,8 @@ const RAW_CS_GIVEN = opts['raw-concurrency']?.split(',').map((x) => {
   if (!Number.isInteger(n) || n < 1) throw new Error(`--raw-concurrency: ${JSON.stringify(x)} is not a whole number above 0 (a list: 1000,100)`);
   return n;
 });
-if (opts.pin && availableParallelism() < 2) throw new Error(`--pin needs at least 2 CPUs; this machine has ${availableParallelism()}`);
+const CPUS = availableParallelism();
+if (opts.pin && CPUS < 2) throw new Error(`--pin needs at least 2 CPUs; this machine has ${CPUS}`);
 /** How many Node taint writes the benchmark makes at once (as cluster admin, exempt from flow control). */
 const TAINTS_AT_ONCE = 100;
 
@@ -250,12 +251,14 @@ async function rawWrites(kube: KubeClients, set: boolean, concurrency: number): 
 // The processes whose CPU is counted: the sandbox's (from its pid files), this one, and tend's two once started.
 const CONTROL_PLANE = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const;
 const sandboxPids: Record<string, number | undefined> = {};
-for (const name of [...CONTROL_PLANE, 'temporal', 'kubelet']) sandboxPids[name] = (await readRecord(join(opts['state-dir'], 'run', `${name}.pid`)))?.pid;
+for (const name of [...CONTROL_PLANE, 'temporal', 'kubelet']) {
+  const rec = await readRecord(join(opts['state-dir'], 'run', `${name}.pid`));
+  sandboxPids[name] = (await isRunning(rec)) ? rec!.pid : undefined;
+}
 const tendPids: Record<string, number | undefined> = {};
 const cpu = cpuMeter(() => ({ ...sandboxPids, bench: process.pid, ...tendPids }));
 if (opts.pin) {
-  const cpus = availableParallelism();
-  const rest = cpus === 2 ? '1' : `1-${cpus - 1}`;
+  const rest = CPUS === 2 ? '1' : `1-${CPUS - 1}`;
   for (const [name, pid] of Object.entries(sandboxPids)) {
     if (pid === undefined) throw new Error(`--pin: no running ${name} in ${opts['state-dir']}`);
     await pinTo(pid, (CONTROL_PLANE as readonly string[]).includes(name) ? '0' : rest);
@@ -356,9 +359,8 @@ tendPids.worker = worker.pid;
 tendPids.watcher = watcher.pid;
 if (opts['tend-nice'] !== undefined) {
   const nice = Number(opts['tend-nice']);
-  const temporalPid = (await readRecord(join(opts['state-dir'], 'run', 'temporal.pid')))?.pid;
   // Linux keeps a nice per thread: every thread of each (threads started later inherit it).
-  for (const pid of [worker.pid, watcher.pid, temporalPid]) {
+  for (const pid of [worker.pid, watcher.pid, sandboxPids.temporal]) {
     if (pid) for (const tid of readdirSync(`/proc/${pid}/task`)) setPriority(Number(tid), nice);
   }
   say(`tend's worker and watcher and the Temporal server at nice ${nice}`);
@@ -482,6 +484,8 @@ const coordinator = histories.runs.coordinator ?? { runs: 0, events: 0, maxEvent
 const nodesRuns = histories.runs.nodes ?? { runs: 0, events: 0, maxEvents: 0 };
 const loadavg = (await import('node:fs/promises')).readFile('/proc/loadavg', 'utf8').then((s) => s.trim());
 
+/** The API server's CPU per affected pod (ms) in a phase, from its processes' CPU seconds. */
+const apiserverMsPerPod = (cpuSeconds: Record<string, number>) => +((1000 * (cpuSeconds['kube-apiserver'] ?? NaN)) / affected.length).toFixed(2);
 const result = {
   nodes: NODES, pods: PODS, apps: APPS, zone: opts.zone, taintedNodes: stormNodes.length, affectedPods: affected.length,
   sandboxUpMs,
@@ -503,11 +507,7 @@ const result = {
     // CPU seconds by process while the raw loop's fastest round wrote, and from the first taint
     // write until every affected pod was marked (the wait's last poll, up to a second later).
     cpuRaw, cpuRawWithZoneTaints: zoneRaw.best.cpu, cpuTend,
-    apiserverCpuMsPerPod: {
-      raw: +((1000 * (cpuRaw['kube-apiserver'] ?? NaN)) / affected.length).toFixed(2),
-      rawWithZoneTaints: +((1000 * (zoneRaw.best.cpu['kube-apiserver'] ?? NaN)) / affected.length).toFixed(2),
-      tend: +((1000 * (cpuTend['kube-apiserver'] ?? NaN)) / affected.length).toFixed(2),
-    },
+    apiserverCpuMsPerPod: { raw: apiserverMsPerPod(cpuRaw), rawWithZoneTaints: apiserverMsPerPod(zoneRaw.best.cpu), tend: apiserverMsPerPod(cpuTend) },
   },
   replacements: {
     windowMs, grants, grantsPerSecond: +(grants / (windowMs / 1000)).toFixed(2), queuedAtEnd: queued,

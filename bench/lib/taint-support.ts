@@ -1,7 +1,7 @@
 // What the taint benchmarks share: waiting for a condition, bounded
 // concurrency, the memory of a child process, and Temporal actions counted
 // from histories. Not a benchmark itself (bench/run.ts lists bench/*.ts only).
-import type { ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import type { Client } from '@temporalio/client';
 import type * as k8s from '@kubernetes/client-node';
@@ -291,7 +291,6 @@ export function cpuMeter(pids: () => Record<string, number | undefined>) {
  * inherit the binding from the thread that starts them.
  */
 export async function pinTo(pid: number, cpus: string): Promise<void> {
-  const { execFile } = await import('node:child_process');
   await new Promise<void>((resolve, reject) => {
     execFile('taskset', ['-a', '-p', '-c', cpus, String(pid)], (err, _out, stderr) => {
       if (!err) resolve();

@@ -187,7 +187,8 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     matches(c.podSelector as LabelSelector, pod.metadata?.labels ?? {});
   /** The node's taints that the configuration names (none when the node is gone). */
   const configuredTaints = async (c: TaintReplacementConfig, node: string): Promise<MatchedTaint[]> => {
-    // Read as a prepared request: client-node's decoding of a whole Node was most of the read's cost.
+    // A prepared request (a LIST of the one name, as tend's rights on Nodes are list and watch),
+    // its JSON read as it is: the marking's other reads are made the same way.
     return matchingTaints(await unthrottled(() => kube.nodes.taints(node)), c.taintReplacementOptions);
   };
   /**

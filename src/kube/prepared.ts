@@ -156,7 +156,6 @@ export function preparedPodDelete(requests: PreparedRequests): PreparedPodDelete
   };
 }
 
-/** A page of pods as the API server sends it: plain JSON (times are strings, as in any object read raw). */
 /** The Node reads of a zone outage's marking, without client-node's decoding of a whole Node. */
 export interface PreparedNodes {
   /**
@@ -177,6 +176,7 @@ export function preparedNodes(requests: PreparedRequests): PreparedNodes {
   };
 }
 
+/** A page of pods as the API server sends it: plain JSON (times are strings, as in any object read raw). */
 export interface PodPage { items: k8s.V1Pod[]; metadata?: { _continue?: string; resourceVersion?: string } }
 
 /** The pod reads and writes of a zone outage's marking, without client-node's per-call work. */

@@ -161,9 +161,11 @@ describe('prepared requests: the weeder\'s pod delete, the taint marking\'s pod 
     answers.push({ status: 200, body: { kind: 'NodeList', items: [{ metadata: { name: 'sim-1' }, spec: { taints: [taint] } }] } });
     answers.push({ status: 200, body: { kind: 'NodeList', items: [{ metadata: { name: 'sim-1' }, spec: {} }] } });
     answers.push({ status: 200, body: { kind: 'NodeList', items: [] } });
+    answers.push({ status: 200, body: { kind: 'NodeList', items: [{ metadata: { name: 'sim-2' }, spec: { taints: [taint] } }] } });
     assert.deepEqual(await nodes.taints('sim-1'), [taint], 'timeAdded as the API server wrote it');
     assert.deepEqual(await nodes.taints('sim-1'), []);
     assert.equal(await nodes.taints('sim-1'), undefined);
+    assert.equal(await nodes.taints('sim-1'), undefined, 'another Node\'s taints are never taken for this one\'s');
     const url = new URL(seen[0]!.url!, 'http://x');
     assert.equal(seen[0]!.method, 'GET');
     assert.equal(url.pathname, '/api/v1/nodes');
