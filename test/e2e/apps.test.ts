@@ -277,11 +277,14 @@ describe('App revisions (e2e)', function () {
   it('continues-as-new when its history grows, keeping its state', async () => {
     const client = await connectClient({ address: sandbox().temporalAddress, namespace: 'default', taskQueue: APPS_TASK_QUEUE });
     try {
-      // Started before the App exists, with a small history limit; the watcher's signal-with-start finds it running.
+      await createApp(kube(), appObject(ns, 'long', [webProcess(1)]));
+      await waitSettled('long');
+      // The watcher's run replaced by one with a small history limit (started before the App
+      // existed, a run would find nothing and end); the watcher's signal-with-start finds it running.
       const first = await client.workflow.start('appWorkflow', {
         ...appWorkflowStartOptions(ns, 'long', APPS_TASK_QUEUE), args: [{ namespace: ns, name: 'long', historyLimit: 40 }],
+        workflowIdConflictPolicy: 'TERMINATE_EXISTING',
       });
-      await createApp(kube(), appObject(ns, 'long', [webProcess(1)]));
       await waitSettled('long');
       for (let i = 0; i < 4; i++) {
         const r = await tendApp(['restart', '--strategy', 'rolling', `${ns}/long`]);
