@@ -111,6 +111,14 @@ export interface InformerOptions<T extends KubernetesObject> {
   path: string;
   /** Lists the collection, with the same selectors; called with the namespace when `namespaces` is given. */
   list: InformerList<T>;
+  /**
+   * The part of an object that the handlers and the cache's readers use, all that is kept of it:
+   * applied to every listed and watched object before anything holds it (the informer's cache,
+   * client-node's ListWatch, the handlers), so that the rest is garbage at once. It must keep
+   * metadata's name, namespace and resourceVersion. Absent: objects are kept whole. On a large
+   * cluster a pod is kilobytes (its managedFields most of all), and a watcher may need a few fields.
+   */
+  keep?: (obj: T) => T;
   /** Watch these namespaces only (one list+watch each, one cache); absent: cluster-wide. */
   namespaces?: readonly string[];
   labelSelector?: string;
@@ -306,10 +314,12 @@ export function namespacedPath(path: string, namespace: string): string {
 class StoppableWatch extends k8s.Watch {
   stopped = false;
   private readonly onEvent: (phase: string, obj: unknown) => void;
+  private readonly keep: ((obj: never) => unknown) | undefined;
 
-  constructor(kc: k8s.KubeConfig, onEvent: (phase: string, obj: unknown) => void) {
+  constructor(kc: k8s.KubeConfig, onEvent: (phase: string, obj: unknown) => void, keep?: (obj: never) => unknown) {
     super(kc);
     this.onEvent = onEvent;
+    this.keep = keep;
   }
 
   override async watch(...args: Parameters<k8s.Watch['watch']>): Promise<AbortController> {
@@ -319,11 +329,15 @@ class StoppableWatch extends k8s.Watch {
     // deletion of an object only a resync had seen is one ListWatch's own
     // cache would not report.
     return super.watch(path, params, (phase: string, obj: unknown, watchObj?: unknown) => {
-      callback(phase, obj, watchObj);
-      this.onEvent(phase, obj);
+      // Only objects are trimmed: an ERROR's Status (410 Gone starts a new list) and a BOOKMARK go as they came.
+      const kept = this.keep && OBJECT_PHASES.has(phase) && obj && typeof obj === 'object' ? this.keep(obj as never) : obj;
+      callback(phase, kept, watchObj);
+      this.onEvent(phase, kept);
     }, done);
   }
 }
+
+const OBJECT_PHASES = new Set(['ADDED', 'MODIFIED', 'DELETED']);
 
 export function startInformer<T extends KubernetesObject>(opts: InformerOptions<T>): RunningInformer<T> {
   if (opts.namespaces !== undefined) {
@@ -365,6 +379,10 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
       throw err;
     }
     let items = result.items ?? [];
+    if (opts.keep) {
+      items = items.map(opts.keep);
+      result = { ...result, items };
+    }
     if (scope !== undefined && items.some((o) => o.metadata?.namespace !== scope)) {
       // A list that ignores its namespace argument: keep the informer to what it watches.
       opts.log.warn({ path: opts.path, namespace: scope }, 'the list for one namespace returned objects of others; they are ignored (list must honour its namespace argument)');
@@ -400,7 +418,7 @@ export function startInformer<T extends KubernetesObject>(opts: InformerOptions<
     const watch = new StoppableWatch(opts.kc, (phase, obj) => {
       if (phase === 'ADDED' || phase === 'MODIFIED') upsert(obj as T);
       else if (phase === 'DELETED') remove(obj as T);
-    });
+    }, opts.keep as ((obj: never) => unknown) | undefined);
     const informer = new k8s.ListWatch<T>(path, watch, list, false, opts.labelSelector, opts.fieldSelector);
     const restartLater = (err: unknown) => {
       if (stopped) return;

@@ -9,6 +9,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { taintReplacementActive, type TaintReplacementConfig } from '../config/taint-replacement.ts';
 import { toSelectorString } from '../config/label-selector.ts';
 import { errorMessage } from '../kube/api.ts';
+import { kubeClients, type KubeClients } from '../kube/client.ts';
 import type { RunningInformer } from '../kube/informer.ts';
 import { log as rootLog } from '../log.ts';
 import { LatestSender } from '../latest.ts';
@@ -32,6 +33,53 @@ const CONCURRENCY = 16;
  * its taints meanwhile is told, and a coordinator that ended is started again.
  */
 export const RESYNC_MS = 30_000;
+/** Pods a page when the pod informer lists (and relists, every RESYNC_MS): each page trimmed as it comes. */
+export const POD_LIST_PAGE = 500;
+
+/**
+ * What the taint watch reads of a pod (podChanged: its node, its deletion, whether it is marked), all
+ * its informer keeps of one: a managed pod of a large cluster is kilobytes, mostly its managedFields.
+ */
+export function keptPod(pod: k8s.V1Pod): k8s.V1Pod {
+  const m = pod.metadata;
+  const detected = pod.status?.conditions?.filter((c) => c.type === DETECTED);
+  return {
+    metadata: {
+      ...(m?.name !== undefined && { name: m.name }), ...(m?.namespace !== undefined && { namespace: m.namespace }),
+      ...(m?.uid !== undefined && { uid: m.uid }), ...(m?.resourceVersion !== undefined && { resourceVersion: m.resourceVersion }),
+      ...(m?.deletionTimestamp && { deletionTimestamp: m.deletionTimestamp }),
+    },
+    spec: { ...(pod.spec?.nodeName !== undefined && { nodeName: pod.spec.nodeName }), containers: [] },
+    ...(detected?.length ? { status: { conditions: detected } } : {}),
+  };
+}
+
+/** What the taint watch reads of a Node (its taints), all its informer keeps of one. */
+export function keptNode(node: k8s.V1Node): k8s.V1Node {
+  const m = node.metadata;
+  return {
+    metadata: { ...(m?.name !== undefined && { name: m.name }), ...(m?.resourceVersion !== undefined && { resourceVersion: m.resourceVersion }) },
+    ...(node.spec?.taints && { spec: { taints: node.spec.taints } }),
+  };
+}
+
+/**
+ * The managed pods, POD_LIST_PAGE at a time, read as plain JSON (not client-node's models) and
+ * trimmed (keptPod) page by page, so that a relist of a large cluster never holds every pod whole.
+ */
+export async function listKeptPods(kube: Pick<KubeClients, 'pods'>, query: { namespace?: string; labelSelector: string; fieldSelector: string }): Promise<k8s.V1PodList> {
+  const items: k8s.V1Pod[] = [];
+  let next: string | undefined;
+  let resourceVersion: string | undefined;
+  do {
+    const page = await kube.pods.list({ ...query, limit: POD_LIST_PAGE, ...(next ? { _continue: next } : {}) });
+    for (const pod of page.items) items.push(keptPod(pod));
+    // Every page of one list is of the first page's snapshot.
+    resourceVersion ??= page.metadata?.resourceVersion;
+    next = page.metadata?._continue;
+  } while (next);
+  return { items, metadata: { ...(resourceVersion !== undefined && { resourceVersion }) } };
+}
 /** How long after a failed signal it is tried again (for every node that failed, each with its latest state). */
 const RETRY_MS = 2000;
 
@@ -111,8 +159,9 @@ class TaintWatch {
     // The coordinator first: node workflows ask it for slots.
     await this.startCoordinator();
     const core = kc.makeApiClient(k8s.CoreV1Api);
+    const kube = kubeClients(kc);
     this.nodes = startWatchedInformer<k8s.V1Node>('taint', 'nodes', {
-      kc, path: '/api/v1/nodes', list: () => core.listNode(), log: this.log,
+      kc, path: '/api/v1/nodes', list: () => core.listNode(), keep: keptNode, log: this.log,
       resyncMs: RESYNC_MS,
       onUpsert: (node) => this.nodeChanged(node.metadata!.name!, node),
       onDelete: (node) => this.nodeChanged(node.metadata!.name!, undefined),
@@ -124,9 +173,8 @@ class TaintWatch {
       kc,
       path: '/api/v1/pods',
       ...(this.config.namespaces ? { namespaces: this.config.namespaces } : {}),
-      list: (namespace) => namespace
-        ? core.listNamespacedPod({ namespace, labelSelector, fieldSelector })
-        : core.listPodForAllNamespaces({ labelSelector, fieldSelector }),
+      list: (namespace) => listKeptPods(kube, { ...(namespace ? { namespace } : {}), labelSelector, fieldSelector }),
+      keep: keptPod,
       labelSelector, fieldSelector, log: this.log,
       resyncMs: RESYNC_MS,
       onUpsert: (pod) => this.podChanged(pod),

@@ -86,6 +86,42 @@ describe('informer (one watch mechanism) against the API server', function () {
     assert.deepEqual(informer.list(c), []);
   });
 
+  it('keeps only what `keep` returns, of listed and of watched objects alike', async () => {
+    const ns = await tempNamespace(kube, 'informer');
+    namespaces.push(ns);
+    const withExtra = (name: string, value: string): k8s.V1ConfigMap => ({ ...cm(ns, name, value), data: { value, extra: 'x'.repeat(4096) } });
+    await kube.core.createNamespacedConfigMap({ namespace: ns, body: withExtra('listed', '1') });
+    const seen = new Seen();
+    const kept: k8s.V1ConfigMap[] = [];
+    informer = startInformer<k8s.V1ConfigMap>({
+      kc: kube.kc, path: '/api/v1/configmaps', namespaces: [ns], list: listIn, labelSelector, log,
+      keep: (o) => {
+        const k = { metadata: { name: o.metadata?.name, namespace: o.metadata?.namespace, resourceVersion: o.metadata?.resourceVersion }, data: { value: o.data?.value ?? '' } };
+        kept.push(k);
+        return k;
+      },
+      onUpsert: (o) => seen.upserts.push(o), onDelete: (o) => seen.deletes.push(o),
+    });
+    await informer.synced;
+    await kube.core.createNamespacedConfigMap({ namespace: ns, body: withExtra('watched', '1') });
+    await kube.core.patchNamespacedConfigMap({ namespace: ns, name: 'watched', body: { data: { value: '2' } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+    await kube.core.deleteNamespacedConfigMap({ namespace: ns, name: 'listed' });
+    await waitFor('the add, the update and the delete', () =>
+      seen.upserts.some((o) => o.metadata!.name === 'watched' && o.data?.value === '2') && seen.deletes.some((o) => o.metadata!.name === 'listed'));
+    // Every object the handlers were given, and every one the cache holds, is one `keep` made.
+    for (const o of [...seen.upserts, ...seen.deletes, ...informer.list()]) {
+      assert.ok(kept.includes(o), `${o.metadata!.name} is what keep returned`);
+      assert.deepEqual(Object.keys(o.data ?? {}), ['value'], `${o.metadata!.name}: nothing but what keep kept`);
+    }
+    assert.deepEqual(seen.names(seen.upserts), [`${ns}/listed`, `${ns}/watched`, `${ns}/watched`]);
+    assert.equal(informer.get('watched', ns)?.data?.value, '2');
+    assert.equal(informer.get('listed', ns), undefined);
+    // A relist compares the kept resourceVersions: nothing is delivered again.
+    await informer.resync();
+    assert.equal(seen.upserts.length, 3);
+  });
+
   it('a periodic relist delivers the update and the delete a stalled watch missed', async () => {
     const ns = namespaces[0]!;
     await kube.core.createNamespacedConfigMap({ namespace: ns, body: cm(ns, 'stays') });

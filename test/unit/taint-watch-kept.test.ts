@@ -1,0 +1,102 @@
+// The taint watch keeps of each pod and Node only what it reads, and lists pods a page at a time:
+// on a 1,000-node cluster its informers hold every managed pod and every Node.
+import assert from 'node:assert/strict';
+import type * as k8s from '@kubernetes/client-node';
+import type { KubeClients } from '../../src/kube/client.ts';
+import type { PodPage } from '../../src/kube/prepared.ts';
+import { keptNode, keptPod, listKeptPods, POD_LIST_PAGE } from '../../src/starters/taint-watch.ts';
+
+const fullPod = (i: number, o: { deleting?: boolean; marked?: boolean } = {}): k8s.V1Pod => ({
+  metadata: {
+    name: `app-${i}`, namespace: 'shop', uid: `uid-${i}`, resourceVersion: String(100 + i), labels: { managed: 'yes' },
+    annotations: { big: 'x'.repeat(1000) }, managedFields: [{ manager: 'kubelet', operation: 'Update', fieldsType: 'FieldsV1', fieldsV1: {} }],
+    ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'app-5d8f', uid: 'rs-1', controller: true }],
+    ...(o.deleting && { deletionTimestamp: '2026-11-26T18:00:00Z' as unknown as Date }),
+  },
+  spec: { nodeName: 'sim-1', containers: [{ name: 'app', image: 'app:1' }] },
+  status: {
+    phase: 'Running', podIP: '10.0.0.1',
+    conditions: [
+      { type: 'Ready', status: 'True' },
+      ...(o.marked ? [{ type: 'NodeTaintDetected', status: 'True', message: 'node sim-1 has taint k:NoSchedule' }] : []),
+    ],
+  },
+});
+
+describe('taint watch: what its informers keep', () => {
+  it('a pod: its name, namespace, uid, version, node, deletion and NodeTaintDetected condition, nothing else', () => {
+    assert.deepEqual(keptPod(fullPod(1, { deleting: true, marked: true })), {
+      metadata: { name: 'app-1', namespace: 'shop', uid: 'uid-1', resourceVersion: '101', deletionTimestamp: '2026-11-26T18:00:00Z' },
+      spec: { nodeName: 'sim-1', containers: [] },
+      status: { conditions: [{ type: 'NodeTaintDetected', status: 'True', message: 'node sim-1 has taint k:NoSchedule' }] },
+    });
+    assert.deepEqual(keptPod(fullPod(2)), {
+      metadata: { name: 'app-2', namespace: 'shop', uid: 'uid-2', resourceVersion: '102' },
+      spec: { nodeName: 'sim-1', containers: [] },
+    });
+    assert.deepEqual(keptPod(keptPod(fullPod(3, { marked: true }))), keptPod(fullPod(3, { marked: true })), 'keeping twice changes nothing');
+  });
+
+  it('a Node: its name, version and taints', () => {
+    const node: k8s.V1Node = {
+      metadata: { name: 'sim-1', resourceVersion: '7', labels: { zone: 'a' }, managedFields: [{ manager: 'kubelet' }] },
+      spec: { podCIDR: '10.0.0.0/26', taints: [{ key: 'k', effect: 'NoSchedule', timeAdded: '2026-11-26T18:00:00Z' as unknown as Date }] },
+      status: { conditions: [{ type: 'Ready', status: 'True' }], images: [{ names: ['app:1'], sizeBytes: 1 }] },
+    };
+    assert.deepEqual(keptNode(node), {
+      metadata: { name: 'sim-1', resourceVersion: '7' },
+      spec: { taints: [{ key: 'k', effect: 'NoSchedule', timeAdded: '2026-11-26T18:00:00Z' }] },
+    });
+    assert.deepEqual(keptNode({ metadata: { name: 'sim-2', resourceVersion: '8' }, spec: {} }), { metadata: { name: 'sim-2', resourceVersion: '8' } });
+  });
+});
+
+describe('taint watch: the pod list, a page at a time', () => {
+  /** An API holding `count` pods, answering pages with continue tokens; records each query. */
+  const paged = (count: number) => {
+    const queries: Record<string, unknown>[] = [];
+    const kube = {
+      pods: {
+        list: async (q: { limit?: number; _continue?: string }): Promise<PodPage> => {
+          queries.push({ ...q });
+          const from = Number(q._continue ?? 0);
+          const to = Math.min(count, from + (q.limit ?? count));
+          return {
+            items: Array.from({ length: to - from }, (_, i) => fullPod(from + i)),
+            // The snapshot's version on the first page; later pages may carry another, which must not win.
+            metadata: { resourceVersion: from === 0 ? '5000' : '9999', ...(to < count && { _continue: String(to) }) },
+          };
+        },
+      },
+    } as unknown as Pick<KubeClients, 'pods'>;
+    return { kube, queries };
+  };
+
+  it('reads every page, trims each pod, and answers with the first page\'s version', async () => {
+    const { kube, queries } = paged(2 * POD_LIST_PAGE + 3);
+    const list = await listKeptPods(kube, { namespace: 'shop', labelSelector: 'managed=yes', fieldSelector: 'spec.nodeName!=' });
+    assert.equal(list.items.length, 2 * POD_LIST_PAGE + 3);
+    assert.deepEqual(list.items[POD_LIST_PAGE + 1], keptPod(fullPod(POD_LIST_PAGE + 1)));
+    assert.equal(list.metadata?.resourceVersion, '5000');
+    assert.deepEqual(queries.map((q) => q._continue), [undefined, String(POD_LIST_PAGE), String(2 * POD_LIST_PAGE)]);
+    for (const q of queries) {
+      assert.equal(q.limit, POD_LIST_PAGE);
+      assert.equal(q.namespace, 'shop');
+      assert.equal(q.labelSelector, 'managed=yes');
+      assert.equal(q.fieldSelector, 'spec.nodeName!=');
+    }
+  });
+
+  it('lists every namespace when none is given; an empty list is one page', async () => {
+    const { kube, queries } = paged(0);
+    const list = await listKeptPods(kube, { labelSelector: 'managed=yes', fieldSelector: 'spec.nodeName!=' });
+    assert.deepEqual(list.items, []);
+    assert.equal(queries.length, 1);
+    assert.equal('namespace' in queries[0]!, false);
+  });
+
+  it('a page that fails fails the list (the informer lists again after its back-off)', async () => {
+    const kube = { pods: { list: async () => Promise.reject(new Error('HTTP 410: the continue token expired')) } } as unknown as Pick<KubeClients, 'pods'>;
+    await assert.rejects(listKeptPods(kube, { labelSelector: 'a=b', fieldSelector: '' }), /continue token expired/);
+  });
+});
