@@ -122,8 +122,12 @@ if (opts['as-worker'] !== undefined) {
   const { NativeConnection, Runtime, DefaultLogger, Worker } = await import('@temporalio/worker');
   Runtime.install({ logger: new DefaultLogger('WARN') });
   let patched = 0;
+  let lastAt = 0;
   let told = 0;
-  const kube = memoryKube(() => patched++);
+  const kube = memoryKube(() => {
+    patched++;
+    lastAt = Date.now();
+  });
   const worker = await Worker.create({
     connection: await NativeConnection.connect({ address: opts['as-worker'] }),
     taskQueue: TASK_QUEUE,
@@ -134,7 +138,8 @@ if (opts['as-worker'] !== undefined) {
     ...workerOptions,
   });
   const tell = setInterval(() => {
-    if (patched !== told) process.send!({ patched: (told = patched) });
+    // With the time of the last write, as the worker saw it (not when this message arrives).
+    if (patched !== told) process.send!({ patched: (told = patched), lastAt });
   }, 100);
   process.on('message', (m) => {
     if (m === 'stop') worker.shutdown();
@@ -188,10 +193,7 @@ children.push(worker);
 let patched = 0;
 let lastPatchAt = 0;
 worker.on('message', (m: unknown) => {
-  if (m && typeof m === 'object' && 'patched' in m) {
-    patched = (m as { patched: number }).patched;
-    lastPatchAt = Date.now();
-  }
+  if (m && typeof m === 'object' && 'patched' in m) ({ patched, lastAt: lastPatchAt } = m as { patched: number; lastAt: number });
 });
 await new Promise<void>((resolve, reject) => {
   worker.once('message', () => resolve());
@@ -208,7 +210,7 @@ const cpu = async () => ({
 });
 type Cpu = Awaited<ReturnType<typeof cpu>>;
 const minus = (b: Cpu, a: Cpu): Cpu => ({ temporal: b.temporal - a.temporal, worker: b.worker - a.worker, starts: b.starts - a.starts });
-/** Until the server and the worker use less than 2 % of a core over a second (at most 60 s). */
+/** Until the server and the worker use less than 2 % of a core over a second (at most 60 s, said if so). */
 const quiet = async () => {
   const until = Date.now() + 60_000;
   let a = await cpu();
@@ -219,6 +221,7 @@ const quiet = async () => {
     if (d.temporal < 0.02 && d.worker < 0.02) return;
     a = b;
   }
+  say('the server or the worker was still busy after 60 s: the round\'s CPU includes what they did meanwhile');
 };
 
 /** One round: NODES node workflows started as the watcher starts them, until every pod is marked and both processes are quiet. */
@@ -278,7 +281,9 @@ for (const x of rounds) {
     `${String(x.cpuMsPerNode.temporal).padStart(24)}  ${String(x.cpuMsPerNode.worker).padStart(6)}  ${String(x.cpuMsPerNode.starts).padStart(6)}  ${String(x.cpuMsPerNode.all).padStart(4)}`);
 }
 console.log(JSON.stringify(summary, null, 2));
-worker.send('stop');
-await new Promise((resolve) => worker.once('exit', resolve));
+if (worker.exitCode === null) {
+  worker.send('stop');
+  await new Promise((resolve) => worker.once('exit', resolve));
+}
 await connection.close();
 process.exit(0);

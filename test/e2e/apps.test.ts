@@ -285,7 +285,6 @@ describe('App revisions (e2e)', function () {
         ...appWorkflowStartOptions(ns, 'long', APPS_TASK_QUEUE), args: [{ namespace: ns, name: 'long', historyLimit: 40 }],
         workflowIdConflictPolicy: 'TERMINATE_EXISTING',
       });
-      await waitSettled('long');
       for (let i = 0; i < 4; i++) {
         const r = await tendApp(['restart', '--strategy', 'rolling', `${ns}/long`]);
         assert.equal(r.code, 0, r.stderr);

@@ -79,6 +79,8 @@ describe('taint watch: the pod list, a page at a time', () => {
     assert.deepEqual(list.items[POD_LIST_PAGE + 1], keptPod(fullPod(POD_LIST_PAGE + 1)));
     assert.equal(list.metadata?.resourceVersion, '5000');
     assert.deepEqual(queries.map((q) => q._continue), [undefined, String(POD_LIST_PAGE), String(2 * POD_LIST_PAGE)]);
+    // From the watch cache (resourceVersion 0) on the first page; a continued page carries only its token.
+    assert.deepEqual(queries.map((q) => q.resourceVersion), ['0', undefined, undefined]);
     for (const q of queries) {
       assert.equal(q.limit, POD_LIST_PAGE);
       assert.equal(q.namespace, 'shop');
@@ -96,7 +98,16 @@ describe('taint watch: the pod list, a page at a time', () => {
   });
 
   it('a page that fails fails the list (the informer lists again after its back-off)', async () => {
-    const kube = { pods: { list: async () => Promise.reject(new Error('HTTP 410: the continue token expired')) } } as unknown as Pick<KubeClients, 'pods'>;
+    const { kube: whole } = paged(2 * POD_LIST_PAGE);
+    let pages = 0;
+    const kube = {
+      pods: {
+        list: async (q: Parameters<KubeClients['pods']['list']>[0]) => (++pages === 2
+          ? Promise.reject(new Error('HTTP 410: the continue token expired'))
+          : whole.pods.list(q)),
+      },
+    } as unknown as Pick<KubeClients, 'pods'>;
     await assert.rejects(listKeptPods(kube, { labelSelector: 'a=b', fieldSelector: '' }), /continue token expired/);
+    assert.equal(pages, 2);
   });
 });
