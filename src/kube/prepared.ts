@@ -184,7 +184,7 @@ export interface PreparedPods {
   /** A strategic merge patch of the pod's status (the answer, the whole pod, is not read). */
   patchStatus(namespace: string, name: string, body: object): Promise<void>;
   /** A LIST of pods (of a namespace, or of all when none is given), with the query's selectors, limit and continue token. */
-  list(query: { namespace?: string; labelSelector?: string; fieldSelector?: string; limit?: number; _continue?: string; resourceVersion?: string }): Promise<PodPage>;
+  list(query: { namespace?: string; labelSelector?: string; fieldSelector?: string; limit?: number; _continue?: string }): Promise<PodPage>;
 }
 
 export function preparedPods(requests: PreparedRequests): PreparedPods {
@@ -194,9 +194,7 @@ export function preparedPods(requests: PreparedRequests): PreparedPods {
     },
     async list({ namespace, ...query }) {
       const params = new URLSearchParams();
-      for (const [k, v] of Object.entries({
-        labelSelector: query.labelSelector, fieldSelector: query.fieldSelector, limit: query.limit, continue: query._continue, resourceVersion: query.resourceVersion,
-      })) {
+      for (const [k, v] of Object.entries({ labelSelector: query.labelSelector, fieldSelector: query.fieldSelector, limit: query.limit, continue: query._continue })) {
         if (v !== undefined && v !== '') params.set(k, String(v));
       }
       const base = namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;

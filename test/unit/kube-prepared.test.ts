@@ -139,18 +139,18 @@ describe('prepared requests: the weeder\'s pod delete, the taint marking\'s pod 
     }
   });
 
-  it('pods.list sends the selectors, limit, resourceVersion and continue token, and answers with client-node\'s name for the next token', async () => {
+  it('pods.list sends the selectors, limit and continue token, and answers with client-node\'s name for the next token', async () => {
     const pods = preparedPods(preparedRequests(kc));
     const item = { metadata: { name: 'db-0', uid: 'uid-0', creationTimestamp: '2026-11-26T08:00:00Z' } };
     answers.push({ status: 200, body: { kind: 'PodList', metadata: { resourceVersion: '42', continue: 'next-page' }, items: [item] } });
     answers.push({ status: 200, body: { kind: 'PodList', metadata: { resourceVersion: '42' }, items: [] } });
-    const first = await pods.list({ namespace: 'shop', labelSelector: 'app=db', fieldSelector: 'spec.nodeName=sim-1', limit: 50, resourceVersion: '0' });
+    const first = await pods.list({ namespace: 'shop', labelSelector: 'app=db', fieldSelector: 'spec.nodeName=sim-1', limit: 50 });
     assert.deepEqual(first, { items: [item], metadata: { _continue: 'next-page', resourceVersion: '42' } });
     const last = await pods.list({ labelSelector: 'app=db', _continue: 'next-page' });
     assert.deepEqual(last, { items: [], metadata: { resourceVersion: '42' } });
     const urls = seen.map((s) => new URL(s.url!, 'http://x'));
     assert.equal(urls[0]!.pathname, '/api/v1/namespaces/shop/pods');
-    assert.deepEqual(Object.fromEntries(urls[0]!.searchParams), { labelSelector: 'app=db', fieldSelector: 'spec.nodeName=sim-1', limit: '50', resourceVersion: '0' });
+    assert.deepEqual(Object.fromEntries(urls[0]!.searchParams), { labelSelector: 'app=db', fieldSelector: 'spec.nodeName=sim-1', limit: '50' });
     assert.equal(urls[1]!.pathname, '/api/v1/pods', 'no namespace: every namespace');
     assert.deepEqual(Object.fromEntries(urls[1]!.searchParams), { labelSelector: 'app=db', continue: 'next-page' });
   });
