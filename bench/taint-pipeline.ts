@@ -17,7 +17,6 @@
 // by event type), a table on stderr.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +28,8 @@ import { createTaintActivities } from '../src/activities/taint.ts';
 import { taintReplacementSchema } from '../src/config/taint-replacement.ts';
 import type { KubeClients } from '../src/kube/client.ts';
 import { ensureBinaries } from '../src/sandbox/binaries.ts';
+import { devServerArgs } from '../src/sandbox/sandbox.ts';
+import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { TendCapability, TendTarget } from '../src/search-attributes.ts';
 import { nodeTaintsSignal, nodeWorkflowId } from '../src/taint/messages.ts';
 import { matchingTaints } from '../src/taint/match.ts';
@@ -151,15 +152,6 @@ if (opts['as-worker'] !== undefined) {
 }
 
 // --- the benchmark ----------------------------------------------------------------------------
-const freePort = () => new Promise<number>((resolve, reject) => {
-  const s = createServer();
-  s.once('error', reject);
-  s.listen(0, '127.0.0.1', () => {
-    const { port } = s.address() as { port: number };
-    s.close(() => resolve(port));
-  });
-});
-
 const dir = mkdtempSync(join(tmpdir(), 'tend-taint-pipeline-'));
 const children: ChildProcess[] = [];
 const stopAll = () => {
@@ -170,13 +162,10 @@ process.on('exit', stopAll);
 for (const s of ['SIGINT', 'SIGTERM'] as const) process.on(s, () => process.exit(130));
 
 // The dev server as the sandbox runs it (src/sandbox/sandbox.ts): SQLite in a file, write-ahead log.
-const port = await freePort();
+const port = await freeLoopbackPort();
 const address = `127.0.0.1:${port}`;
-const temporal = spawn((await ensureBinaries()).temporal, [
-  'server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--db-filename', join(dir, 'temporal.db'),
-  '--log-level', 'error', '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal',
-  ...[TendCapability, TendTarget].flatMap((k) => ['--search-attribute', `${k.name}=Keyword`]),
-], { stdio: ['ignore', 'ignore', 'inherit'] });
+const temporal = spawn((await ensureBinaries()).temporal, devServerArgs({ port, dbFile: join(dir, 'temporal.db'), logLevel: 'error' }),
+  { stdio: ['ignore', 'ignore', 'inherit'] });
 children.push(temporal);
 const connection = await waitFor('the Temporal server', () => Connection.connect({ address, connectTimeout: 1000 }).catch(() => undefined), 60_000, 500);
 const client = new Client({ connection });

@@ -15,7 +15,7 @@ import { statusOf, type KubeClients } from '../kube/client.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pool } from '../pool.ts';
 import { isConflict, isNotFound } from '../kube/api.ts';
-import type { PodPage } from '../kube/prepared.ts';
+import { podPages, type PodQuery } from '../kube/prepared.ts';
 import { evictPod as evictPodOnce, type EvictOutcome } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
 import {
@@ -240,19 +240,13 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
    */
   const listOnNode = async (c: TaintReplacementConfig, node: string): Promise<k8s.V1Pod[]> => {
     const query = { labelSelector: selectorOf(c.podSelector), fieldSelector: `spec.nodeName=${node}`, limit: LIST_PAGE };
-    const paged = async (page: (next: string | undefined) => Promise<PodPage>) => {
+    const paged = async (q: PodQuery) => {
       const items: k8s.V1Pod[] = [];
-      let next: string | undefined;
-      do {
-        const l = await unthrottled(() => page(next));
-        items.push(...l.items);
-        next = l.metadata?._continue || undefined;
-      } while (next);
+      for await (const page of podPages(kube.pods, q, unthrottled)) items.push(...page.items);
       return items;
     };
-    const more = (next: string | undefined) => (next ? { _continue: next } : {});
-    if (!c.namespaces) return paged((next) => kube.pods.list({ ...query, ...more(next) }));
-    const lists = await Promise.all(c.namespaces.map((namespace) => paged((next) => kube.pods.list({ namespace, ...query, ...more(next) }))));
+    if (!c.namespaces) return paged(query);
+    const lists = await Promise.all(c.namespaces.map((namespace) => paged({ namespace, ...query })));
     return lists.flat();
   };
 

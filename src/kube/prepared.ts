@@ -187,6 +187,24 @@ export interface PreparedPods {
   list(query: { namespace?: string; labelSelector?: string; fieldSelector?: string; limit?: number; _continue?: string }): Promise<PodPage>;
 }
 
+/** A pod LIST's query, as PreparedPods.list takes it, without the continue token. */
+export type PodQuery = Omit<Parameters<PreparedPods['list']>[0], '_continue'>;
+
+/**
+ * Every page of one pod LIST, in order, following its continue tokens; `send` makes each request
+ * (a caller's retry policy around it, or none).
+ */
+export async function* podPages(
+  pods: Pick<PreparedPods, 'list'>, query: PodQuery, send: (request: () => Promise<PodPage>) => Promise<PodPage> = (request) => request(),
+): AsyncGenerator<PodPage> {
+  let next: string | undefined;
+  do {
+    const page = await send(() => pods.list({ ...query, ...(next ? { _continue: next } : {}) }));
+    yield page;
+    next = page.metadata?._continue || undefined;
+  } while (next);
+}
+
 export function preparedPods(requests: PreparedRequests): PreparedPods {
   return {
     async patchStatus(namespace, name, body) {

@@ -76,6 +76,20 @@ const searchAttributeFlags = [TendCapability, TendTarget].flatMap((key) => {
   return ['--search-attribute', `${key.name}=Keyword`];
 });
 
+/** `temporal server start-dev`'s arguments, as the sandbox runs it (without a Web UI when `uiPort` is not given). */
+export function devServerArgs(o: { port: number; uiPort?: number; dbFile: string; logLevel: string }): string[] {
+  return [
+    'server', 'start-dev', '--ip', '127.0.0.1', '--port', String(o.port),
+    ...(o.uiPort === undefined ? ['--headless'] : ['--ui-port', String(o.uiPort)]),
+    '--db-filename', o.dbFile, '--log-level', o.logLevel,
+    // SQLite's defaults (a rollback journal, a full sync per commit) make every write to a busy
+    // workflow wait on the disk; with a write-ahead log a commit is an append. The state is a
+    // sandbox's: losing the last commits in a power cut is acceptable here.
+    '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal',
+    ...searchAttributeFlags,
+  ];
+}
+
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 /**
  * The controller manager's and the scheduler's client rate (requests a second, and the burst above
@@ -161,15 +175,7 @@ function components(info: SandboxInfo, bin: Binaries, pki: Pki, server?: ServerB
     {
       name: 'temporal',
       command: bin.temporal,
-      args: [
-        'server', 'start-dev', '--ip', '127.0.0.1', '--port', String(p.temporal), '--ui-port', String(p.temporalUi),
-        '--db-filename', join(dir, 'temporal.db'), '--log-level', 'warn',
-        // SQLite's defaults (a rollback journal, a full sync per commit) make every write to a busy
-        // workflow wait on the disk; with a write-ahead log a commit is an append. The state is a
-        // sandbox's: losing the last commits in a power cut is acceptable here.
-        '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal',
-        ...searchAttributeFlags,
-      ],
+      args: devServerArgs({ port: p.temporal, uiPort: p.temporalUi, dbFile: join(dir, 'temporal.db'), logLevel: 'warn' }),
       ready: async () => {
         await tcpOpen(p.temporal);
         await httpGet(p.temporalUi, '/');

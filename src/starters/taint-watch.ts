@@ -10,6 +10,7 @@ import { taintReplacementActive, type TaintReplacementConfig } from '../config/t
 import { toSelectorString } from '../config/label-selector.ts';
 import { errorMessage } from '../kube/api.ts';
 import { kubeClients, type KubeClients } from '../kube/client.ts';
+import { podPages } from '../kube/prepared.ts';
 import type { RunningInformer } from '../kube/informer.ts';
 import { log as rootLog } from '../log.ts';
 import { LatestSender } from '../latest.ts';
@@ -38,7 +39,7 @@ export const POD_LIST_PAGE = 500;
 
 /**
  * What the taint watch reads of a pod (podChanged: its node, its deletion, whether it is marked), all
- * its informer keeps of one: a managed pod of a large cluster is kilobytes, mostly its managedFields.
+ * its informer keeps of one: a managed pod of a large cluster is kilobytes (its managedFields among them).
  */
 export function keptPod(pod: k8s.V1Pod): k8s.V1Pod {
   const m = pod.metadata;
@@ -72,15 +73,12 @@ export function keptNode(node: k8s.V1Node): k8s.V1Node {
  */
 export async function listKeptPods(kube: Pick<KubeClients, 'pods'>, query: { namespace?: string; labelSelector: string; fieldSelector: string }): Promise<k8s.V1PodList> {
   const items: k8s.V1Pod[] = [];
-  let next: string | undefined;
   let resourceVersion: string | undefined;
-  do {
-    const page = await kube.pods.list({ ...query, limit: POD_LIST_PAGE, ...(next ? { _continue: next } : {}) });
+  for await (const page of podPages(kube.pods, { ...query, limit: POD_LIST_PAGE })) {
     for (const pod of page.items) items.push(keptPod(pod));
     // Every page of one list is of the first page's snapshot.
     resourceVersion ??= page.metadata?.resourceVersion;
-    next = page.metadata?._continue;
-  } while (next);
+  }
   return { items, metadata: { ...(resourceVersion !== undefined && { resourceVersion }) } };
 }
 /** How long after a failed signal it is tried again (for every node that failed, each with its latest state). */
