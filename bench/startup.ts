@@ -8,7 +8,6 @@
 // Each start gets its own task queue; the bundle is built first when it is stale.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,6 +15,7 @@ import { stringify as toYaml } from 'yaml';
 import { currentSandbox } from '../src/sandbox/sandbox.ts';
 import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { workflowCode, writeWorkflowBundle } from '../src/workers/worker.ts';
+import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { TendProcess } from '../test/harness/cli.ts';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5' } } });
@@ -28,12 +28,6 @@ if ('workflowsPath' in await workflowCode()) {
 }
 const dir = await mkdtemp(join(tmpdir(), 'tend-bench-startup-'));
 
-const freePort = () => new Promise<number>((resolve) => {
-  const s = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = s.address() as { port: number };
-    s.close(() => resolve(port));
-  });
-});
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const configFor = async (taskQueue: string) => {
@@ -50,7 +44,7 @@ await grantRightsFor(info.kubeconfig, await configFor('tend-startup'), 'tend-ben
 
 async function startOnce(command: 'worker' | 'run', bundle: boolean): Promise<number> {
   const config = await configFor(`tend-startup-${randomBytes(3).toString('hex')}`);
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const t0 = performance.now();
   const p = new TendProcess([command, '--config', config, '--http-address', `127.0.0.1:${port}`], bundle ? {} : { TEND_WORKFLOW_BUNDLE: 'off' });
   try {

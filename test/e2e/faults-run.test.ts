@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { repoRoot } from '../harness/env.ts';
 import { connectClient } from '../../src/temporal/connection.ts';
 import { sandbox } from '../harness/hooks.ts';
+import { waitFor } from '../harness/wait.ts';
 import type { RoundRecord } from '../../faults/report.ts';
 import { CAPABILITIES, FAULT_KINDS } from '../../faults/report.ts';
 
@@ -62,10 +63,14 @@ describe('fault run (e2e): one round per capability', function () {
     // (a coordinator left on the run's task queue would never be served again).
     const client = await connectClient({ address: sandbox().temporalAddress, namespace: 'default', taskQueue: 'unused' });
     try {
-      const left: string[] = [];
+      // Visibility follows a workflow's end by a moment: wait, bounded, for the list to agree.
       const query = 'TendCapability IS NOT NULL AND ExecutionStatus="Running" AND TaskQueue STARTS_WITH "tend-faults-"';
-      for await (const wf of client.workflow.list({ query })) left.push(`${wf.workflowId} (${wf.taskQueue})`);
-      assert.deepEqual(left, [], 'the fault run ends the workflows it started');
+      await waitFor('no workflow of the fault run left running', async () => {
+        const left: string[] = [];
+        for await (const wf of client.workflow.list({ query })) left.push(`${wf.workflowId} (${wf.taskQueue})`);
+        assert.deepEqual(left, [], 'the fault run ends the workflows it started');
+        return true;
+      }, { timeoutMs: 10_000 });
     } finally {
       await client.connection.close();
     }
