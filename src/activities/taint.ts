@@ -15,7 +15,7 @@ import { statusOf, type KubeClients } from '../kube/client.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pool } from '../pool.ts';
 import { isConflict, isNotFound } from '../kube/api.ts';
-import { podPages, type PodQuery } from '../kube/prepared.ts';
+import { listPages, type PodQuery } from '../kube/prepared.ts';
 import { evictPod as evictPodOnce, type EvictOutcome } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
 import {
@@ -242,7 +242,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     const query = { labelSelector: selectorOf(c.podSelector), fieldSelector: `spec.nodeName=${node}`, limit: LIST_PAGE };
     const paged = async (q: PodQuery) => {
       const items: k8s.V1Pod[] = [];
-      for await (const page of podPages(kube.pods, q, unthrottled)) items.push(...page.items);
+      for await (const page of listPages(kube.pods.list, q, unthrottled)) items.push(...page.items);
       return items;
     };
     if (!c.namespaces) return paged(query);

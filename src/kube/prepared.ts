@@ -156,53 +156,72 @@ export function preparedPodDelete(requests: PreparedRequests): PreparedPodDelete
   };
 }
 
-/** The Node reads of a zone outage's marking, without client-node's decoding of a whole Node. */
+/** The Node reads of a zone outage's marking and of the taint watch, without client-node's decoding of whole Nodes. */
 export interface PreparedNodes {
   /**
    * A Node's taints, by a LIST of that one name (tend's rights on Nodes are list and watch, the
    * watcher's informer): undefined when no Node has that name, [] when it has none.
    */
   taints(name: string): Promise<k8s.V1Taint[] | undefined>;
+  /** A LIST of Nodes, with the query's selectors, limit and continue token. */
+  list(query: ListQuery): Promise<ListPage<k8s.V1Node>>;
 }
 
 export function preparedNodes(requests: PreparedRequests): PreparedNodes {
   return {
+    list: (query) => listPage(requests, '/api/v1/nodes', query),
     async taints(name) {
-      const q = new URLSearchParams({ fieldSelector: `metadata.name=${name}` });
-      const page = JSON.parse(await requests.send('GET', `/api/v1/nodes?${q}`)) as { items?: k8s.V1Node[] };
-      const node = page.items?.find((n) => n.metadata?.name === name);
+      const page = await listPage<k8s.V1Node>(requests, '/api/v1/nodes', { fieldSelector: `metadata.name=${name}` });
+      const node = page.items.find((n) => n.metadata?.name === name);
       return node ? (node.spec?.taints ?? []) : undefined;
     },
   };
 }
 
-/** A page of pods as the API server sends it: plain JSON (times are strings, as in any object read raw). */
-export interface PodPage { items: k8s.V1Pod[]; metadata?: { _continue?: string; resourceVersion?: string } }
+/** A page of a LIST as the API server sends it: plain JSON (times are strings, as in any object read raw). */
+export interface ListPage<T> { items: T[]; metadata?: { _continue?: string; resourceVersion?: string } }
+export type PodPage = ListPage<k8s.V1Pod>;
+
+/** A LIST's query: its selectors, page size and continue token (client-node's name for it). */
+export interface ListQuery { labelSelector?: string; fieldSelector?: string; limit?: number; _continue?: string }
 
 /** The pod reads and writes of a zone outage's marking, without client-node's per-call work. */
 export interface PreparedPods {
   /** A strategic merge patch of the pod's status (the answer, the whole pod, is not read). */
   patchStatus(namespace: string, name: string, body: object): Promise<void>;
   /** A LIST of pods (of a namespace, or of all when none is given), with the query's selectors, limit and continue token. */
-  list(query: { namespace?: string; labelSelector?: string; fieldSelector?: string; limit?: number; _continue?: string }): Promise<PodPage>;
+  list(query: ListQuery & { namespace?: string }): Promise<PodPage>;
 }
 
 /** A pod LIST's query, as PreparedPods.list takes it, without the continue token. */
 export type PodQuery = Omit<Parameters<PreparedPods['list']>[0], '_continue'>;
 
 /**
- * Every page of one pod LIST, in order, following its continue tokens; `send` makes each request
+ * Every page of one LIST, in order, following its continue tokens; `send` makes each request
  * (a caller's retry policy around it, or none).
  */
-export async function* podPages(
-  pods: Pick<PreparedPods, 'list'>, query: PodQuery, send: (request: () => Promise<PodPage>) => Promise<PodPage> = (request) => request(),
-): AsyncGenerator<PodPage> {
+export async function* listPages<Q extends ListQuery, T>(
+  list: (query: Q) => Promise<ListPage<T>>, query: Omit<Q, '_continue'>,
+  send: (request: () => Promise<ListPage<T>>) => Promise<ListPage<T>> = (request) => request(),
+): AsyncGenerator<ListPage<T>> {
   let next: string | undefined;
   do {
-    const page = await send(() => pods.list({ ...query, ...(next ? { _continue: next } : {}) }));
+    const page = await send(() => list({ ...query, ...(next ? { _continue: next } : {}) } as Q));
     yield page;
     next = page.metadata?._continue || undefined;
   } while (next);
+}
+
+/** One page of a LIST at `base`, read as plain JSON, its continue token under client-node's name for it. */
+async function listPage<T>(requests: PreparedRequests, base: string, query: ListQuery): Promise<ListPage<T>> {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries({ labelSelector: query.labelSelector, fieldSelector: query.fieldSelector, limit: query.limit, continue: query._continue })) {
+    if (v !== undefined && v !== '') params.set(k, String(v));
+  }
+  const q = params.toString();
+  const page = JSON.parse(await requests.send('GET', q ? `${base}?${q}` : base)) as { items?: T[]; metadata?: { continue?: string; resourceVersion?: string } };
+  const { continue: next, resourceVersion } = page.metadata ?? {};
+  return { items: page.items ?? [], metadata: { ...(next ? { _continue: next } : {}), ...(resourceVersion ? { resourceVersion } : {}) } };
 }
 
 export function preparedPods(requests: PreparedRequests): PreparedPods {
@@ -210,17 +229,7 @@ export function preparedPods(requests: PreparedRequests): PreparedPods {
     async patchStatus(namespace, name, body) {
       await requests.send('PATCH', `${podPath(namespace, name)}/status`, { body, type: k8s.PatchStrategy.StrategicMergePatch, read: false });
     },
-    async list({ namespace, ...query }) {
-      const params = new URLSearchParams();
-      for (const [k, v] of Object.entries({ labelSelector: query.labelSelector, fieldSelector: query.fieldSelector, limit: query.limit, continue: query._continue })) {
-        if (v !== undefined && v !== '') params.set(k, String(v));
-      }
-      const base = namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
-      const q = params.toString();
-      const page = JSON.parse(await requests.send('GET', q ? `${base}?${q}` : base)) as { items?: k8s.V1Pod[]; metadata?: { continue?: string; resourceVersion?: string } };
-      // The continue token under client-node's name for it.
-      const { continue: next, resourceVersion } = page.metadata ?? {};
-      return { items: page.items ?? [], metadata: { ...(next ? { _continue: next } : {}), ...(resourceVersion ? { resourceVersion } : {}) } };
-    },
+    list: ({ namespace, ...query }) =>
+      listPage(requests, namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`, query),
   };
 }

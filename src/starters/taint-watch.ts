@@ -10,7 +10,7 @@ import { taintReplacementActive, type TaintReplacementConfig } from '../config/t
 import { toSelectorString } from '../config/label-selector.ts';
 import { errorMessage } from '../kube/api.ts';
 import { kubeClients, type KubeClients } from '../kube/client.ts';
-import { podPages } from '../kube/prepared.ts';
+import { listPages, type ListPage } from '../kube/prepared.ts';
 import type { RunningInformer } from '../kube/informer.ts';
 import { log as rootLog } from '../log.ts';
 import { LatestSender } from '../latest.ts';
@@ -36,6 +36,8 @@ const CONCURRENCY = 16;
 export const RESYNC_MS = 30_000;
 /** Pods a page when the pod informer lists (and relists, every RESYNC_MS): each page trimmed as it comes. */
 export const POD_LIST_PAGE = 500;
+/** Nodes a page when the Node informer lists: a Node read whole is kilobytes (its images, its conditions). */
+export const NODE_LIST_PAGE = 500;
 
 /**
  * What the taint watch reads of a pod (podChanged: its node, its deletion, whether it is marked), all
@@ -65,21 +67,33 @@ export function keptNode(node: k8s.V1Node): k8s.V1Node {
 }
 
 /**
- * The managed pods, POD_LIST_PAGE at a time, read as plain JSON (not client-node's models) and
- * trimmed (keptPod) page by page, so that a relist of a large cluster never holds every pod whole.
- * Each list is a consistent read, paged: with resourceVersion 0 (client-go's way) the API server
- * answered in one page of every pod, and the watcher peaked at 413 MiB in a zone outage of 10,000
- * pods instead of 234 (docs/taint.md).
+ * Every object of one LIST, page by page (the first page's snapshot), each trimmed by `keep` as its
+ * page comes, so that a relist of a large cluster never holds every object whole.
  */
-export async function listKeptPods(kube: Pick<KubeClients, 'pods'>, query: { namespace?: string; labelSelector: string; fieldSelector: string }): Promise<k8s.V1PodList> {
-  const items: k8s.V1Pod[] = [];
+async function listKept<T>(pages: AsyncIterable<ListPage<T>>, keep: (o: T) => T): Promise<{ items: T[]; metadata: { resourceVersion?: string } }> {
+  const items: T[] = [];
   let resourceVersion: string | undefined;
-  for await (const page of podPages(kube.pods, { ...query, limit: POD_LIST_PAGE })) {
-    for (const pod of page.items) items.push(keptPod(pod));
+  for await (const page of pages) {
+    for (const o of page.items) items.push(keep(o));
     // Every page of one list is of the first page's snapshot.
     resourceVersion ??= page.metadata?.resourceVersion;
   }
   return { items, metadata: { ...(resourceVersion !== undefined && { resourceVersion }) } };
+}
+
+/**
+ * The managed pods, POD_LIST_PAGE at a time, read as plain JSON (not client-node's models) and
+ * trimmed (keptPod). Each list is a consistent read, paged: with resourceVersion 0 (client-go's
+ * way) the API server answered in one page of every pod, and the watcher peaked at 413 MiB in a
+ * zone outage of 10,000 pods instead of 234 (docs/taint.md).
+ */
+export function listKeptPods(kube: Pick<KubeClients, 'pods'>, query: { namespace?: string; labelSelector: string; fieldSelector: string }): Promise<k8s.V1PodList> {
+  return listKept(listPages(kube.pods.list, { ...query, limit: POD_LIST_PAGE }), keptPod);
+}
+
+/** Every Node, NODE_LIST_PAGE at a time, read as plain JSON and trimmed (keptNode), as listKeptPods. */
+export function listKeptNodes(kube: Pick<KubeClients, 'nodes'>): Promise<k8s.V1NodeList> {
+  return listKept(listPages(kube.nodes.list, { limit: NODE_LIST_PAGE }), keptNode);
 }
 /** How long after a failed signal it is tried again (for every node that failed, each with its latest state). */
 const RETRY_MS = 2000;
@@ -159,10 +173,9 @@ class TaintWatch {
     const { kc, signal, client } = this.ctx;
     // The coordinator first: node workflows ask it for slots.
     await this.startCoordinator();
-    const core = kc.makeApiClient(k8s.CoreV1Api);
     const kube = kubeClients(kc);
     this.nodes = startWatchedInformer<k8s.V1Node>('taint', 'nodes', {
-      kc, path: '/api/v1/nodes', list: () => core.listNode(), keep: keptNode, log: this.log,
+      kc, path: '/api/v1/nodes', list: () => listKeptNodes(kube), keep: keptNode, log: this.log,
       resyncMs: RESYNC_MS,
       onUpsert: (node) => this.nodeChanged(node.metadata!.name!, node),
       onDelete: (node) => this.nodeChanged(node.metadata!.name!, undefined),

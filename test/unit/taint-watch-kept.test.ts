@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import type * as k8s from '@kubernetes/client-node';
 import type { KubeClients } from '../../src/kube/client.ts';
-import type { PodPage } from '../../src/kube/prepared.ts';
-import { keptNode, keptPod, listKeptPods, POD_LIST_PAGE } from '../../src/starters/taint-watch.ts';
+import type { ListPage, ListQuery, PodPage } from '../../src/kube/prepared.ts';
+import { keptNode, keptPod, listKeptNodes, listKeptPods, NODE_LIST_PAGE, POD_LIST_PAGE } from '../../src/starters/taint-watch.ts';
 
 const fullPod = (i: number, o: { deleting?: boolean; marked?: boolean } = {}): k8s.V1Pod => ({
   metadata: {
@@ -109,5 +109,38 @@ describe('taint watch: the pod list, a page at a time', () => {
     } as unknown as Pick<KubeClients, 'pods'>;
     await assert.rejects(listKeptPods(kube, { labelSelector: 'a=b', fieldSelector: '' }), /continue token expired/);
     assert.equal(pages, 2);
+  });
+});
+
+describe('taint watch: the Node list, a page at a time', () => {
+  const fullNode = (i: number): k8s.V1Node => ({
+    metadata: { name: `sim-${i}`, resourceVersion: String(i), labels: { zone: 'a' }, managedFields: [{ manager: 'kubelet' }] },
+    spec: { podCIDR: '10.0.0.0/26', ...(i % 2 ? { taints: [{ key: 'k', effect: 'NoSchedule' }] } : {}) },
+    status: { images: [{ names: ['app:1'], sizeBytes: 1 }] },
+  });
+
+  it('reads every page, trims each Node, and answers with the first page\'s version', async () => {
+    const count = NODE_LIST_PAGE + 7;
+    const queries: ListQuery[] = [];
+    const kube = {
+      nodes: {
+        list: async (q: ListQuery): Promise<ListPage<k8s.V1Node>> => {
+          queries.push({ ...q });
+          const from = Number(q._continue ?? 0);
+          const to = Math.min(count, from + q.limit!);
+          return {
+            items: Array.from({ length: to - from }, (_, i) => fullNode(from + i)),
+            metadata: { resourceVersion: from === 0 ? '700' : '701', ...(to < count && { _continue: String(to) }) },
+          };
+        },
+      },
+    } as unknown as Pick<KubeClients, 'nodes'>;
+    const list = await listKeptNodes(kube);
+    assert.equal(list.items.length, count);
+    assert.deepEqual(list.items.map((n) => n.metadata?.name), Array.from({ length: count }, (_, i) => `sim-${i}`));
+    assert.deepEqual(list.items[NODE_LIST_PAGE + 1], keptNode(fullNode(NODE_LIST_PAGE + 1)));
+    assert.deepEqual(list.items[NODE_LIST_PAGE + 1]?.spec?.taints, [{ key: 'k', effect: 'NoSchedule' }]);
+    assert.equal(list.metadata?.resourceVersion, '700');
+    assert.deepEqual(queries, [{ limit: NODE_LIST_PAGE }, { limit: NODE_LIST_PAGE, _continue: String(NODE_LIST_PAGE) }]);
   });
 });
