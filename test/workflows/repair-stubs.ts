@@ -146,6 +146,9 @@ export function refuse(message: string, type = 'DrainRefused'): never {
 
 /** Terminates every running workflow: the next test starts with no queue (its indexes continue past the old ones). */
 export async function resetAll(client: Client): Promise<void> {
+  // The queue by its id first: its current run, which visibility may not list yet when it has just
+  // continued as new.
+  await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).terminate('test reset').catch(() => undefined);
   for await (const w of client.workflow.list({ query: 'ExecutionStatus="Running"' })) {
     await client.workflow.getHandle(w.workflowId).terminate('test reset').catch(() => undefined);
   }
