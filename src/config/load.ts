@@ -174,7 +174,7 @@ async function readConfigMap(source: { configMap: string } & KubeOptions): Promi
   const origin = `configmap ${source.configMap}`;
   // The client library is loaded only to read a ConfigMap: a file needs none of it.
   const { kubeClients, loadKubeConfig, serverOf } = await import('../kube/client.ts');
-  const { kc, core } = kubeClients(loadKubeConfig({ kubeconfig: source.kubeconfig, context: source.context }));
+  const { kc, core } = kubeClients(loadKubeConfig(source));
   let configMap;
   try {
     configMap = await core.readNamespacedConfigMap({ namespace, name });

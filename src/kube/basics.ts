@@ -16,3 +16,17 @@ export function statusOf(err: unknown): number | undefined {
   const code = (err as { code?: unknown })?.code;
   return typeof code === 'number' ? code : undefined;
 }
+
+/** The flags a kubernetes section's kubeconfig or context came from, where not the configuration file. */
+const kubeSettingOrigins = new WeakMap<object, { kubeconfig?: string; context?: string }>();
+
+/** Records that `kubernetes` (a kubernetes section, or KubeOptions) holds values given by these flags. */
+export function kubeSettingsFrom<T extends object>(kubernetes: T, flags: { kubeconfig?: string; context?: string }): T {
+  kubeSettingOrigins.set(kubernetes, flags);
+  return kubernetes;
+}
+
+/** What an error about a kubeconfig or context names: the flag it came from, else the configuration's setting. */
+export function kubeSettingName(kubernetes: object, key: 'kubeconfig' | 'context'): string {
+  return kubeSettingOrigins.get(kubernetes)?.[key] ?? `kubernetes.${key}`;
+}

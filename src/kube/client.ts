@@ -3,12 +3,15 @@
 // kubeconfig file and in-cluster credentials is made once.
 import * as k8s from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
 import { Agent } from 'undici';
 import { ConfigError } from '../config/errors.ts';
-import { expandHome, KubeUnreachableError, statusOf } from './basics.ts';
+import { expandHome, kubeSettingName, KubeUnreachableError, statusOf } from './basics.ts';
 import { preparedNodes, preparedPods, preparedRequests, type PreparedNodes, type PreparedPods, type PreparedRequests } from './prepared.ts';
 
-export { expandHome, KubeUnreachableError, statusOf } from './basics.ts';
+export { expandHome, kubeSettingsFrom, KubeUnreachableError, statusOf } from './basics.ts';
 
 export interface KubeOptions {
   /** Path to a kubeconfig file; `~` is expanded. In-cluster credentials when absent. */
@@ -36,23 +39,62 @@ export function loadKubeConfig(opts: KubeOptions = {}): k8s.KubeConfig {
       const code = (err as NodeJS.ErrnoException).code;
       const why = code === 'ENOENT' ? 'file not found' : code === 'EACCES' ? 'permission denied'
         : code === 'EISDIR' ? 'is a folder, not a file' : `not a kubeconfig (${(err as Error).message.split('\n')[0]})`;
-      throw kubeconfigProblem('kubernetes.kubeconfig', `${opts.kubeconfig}: ${why}`);
+      throw kubeconfigProblem(kubeSettingName(opts, 'kubeconfig'), `${opts.kubeconfig}: ${why}`);
     }
-  } else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
-  else kc.loadFromDefault();
+  } else loadImplicit(kc, opts);
   if (opts.context) {
     if (!kc.getContextObject(opts.context)) {
       const known = kc.getContexts().map((c) => c.name);
-      throw kubeconfigProblem('kubernetes.context', `no context "${opts.context}" in ${opts.kubeconfig ?? 'the kubeconfig'}` +
+      throw kubeconfigProblem(kubeSettingName(opts, 'context'), `no context "${opts.context}" in ${opts.kubeconfig ?? 'the kubeconfig'}` +
         ` (${known.length ? `its contexts: ${known.join(', ')}` : 'it has no contexts'})`);
     }
     kc.setCurrentContext(opts.context);
   }
   if (opts.kubeconfig && !kc.getCurrentCluster()) {
-    throw kubeconfigProblem('kubernetes.kubeconfig', `${opts.kubeconfig}: not a kubeconfig with a cluster (no current-context naming a cluster${opts.context ? ` for context "${opts.context}"` : ''})`);
+    throw kubeconfigProblem(kubeSettingName(opts, 'kubeconfig'), `${opts.kubeconfig}: not a kubeconfig with a cluster (no current-context naming a cluster${opts.context ? ` for context "${opts.context}"` : ''})`);
   }
   reuseConnections(kc);
   return kc;
+}
+
+/**
+ * No kubeconfig given: in-cluster credentials when in a Pod, else $KUBECONFIG, else ~/.kube/config,
+ * as kubectl. What is missing or broken is a configuration error naming where it looked, never the
+ * client library's fallback to http://localhost:8080 or its stack.
+ */
+/** Where a Pod's ServiceAccount credentials are mounted (client-node's loadFromCluster reads them there). */
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+const SERVICE_ACCOUNT_CA = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt';
+
+function loadImplicit(kc: k8s.KubeConfig, opts: KubeOptions): void {
+  const setting = kubeSettingName(opts, 'kubeconfig');
+  const why = (err: unknown) => {
+    const code = (err as NodeJS.ErrnoException).code;
+    const path = (err as NodeJS.ErrnoException).path;
+    return code === 'ENOENT' ? `${path ?? 'a file'} not found` : code === 'EACCES' ? `${path ?? 'a file'}: permission denied` : (err as Error).message.split('\n')[0];
+  };
+  if (process.env.KUBERNETES_SERVICE_HOST) {
+    const inCluster = 'not set, and the in-cluster credentials (KUBERNETES_SERVICE_HOST is set) cannot be used';
+    if (!/^\d+$/.test(process.env.KUBERNETES_SERVICE_PORT ?? '')) {
+      throw kubeconfigProblem(setting, `${inCluster}: KUBERNETES_SERVICE_PORT is ${process.env.KUBERNETES_SERVICE_PORT === undefined ? 'not set' : `"${process.env.KUBERNETES_SERVICE_PORT}", not a port`}`);
+    }
+    const missing = [SERVICE_ACCOUNT_TOKEN, SERVICE_ACCOUNT_CA].filter((f) => !existsSync(f));
+    if (missing.length) throw kubeconfigProblem(setting, `${inCluster}: ${missing.join(' and ')} not found`);
+    kc.loadFromCluster();
+    return;
+  }
+  const env = process.env.KUBECONFIG;
+  const files = env ? env.split(delimiter).filter(Boolean) : [join(homedir(), '.kube', 'config')];
+  const from = env ? `KUBECONFIG=${env}` : '~/.kube/config';
+  if (!files.some((f) => existsSync(f))) {
+    throw kubeconfigProblem(setting, `not set, and ${from} ${files.length > 1 ? 'names no file that exists' : 'does not exist'}: give kubernetes.kubeconfig or --kubeconfig`);
+  }
+  try {
+    kc.loadFromDefault();
+  } catch (err) {
+    throw kubeconfigProblem(setting, `not set, and ${from} cannot be read: ${why(err)}`);
+  }
+  if (!opts.context && !kc.getCurrentCluster()) throw kubeconfigProblem(setting, `not set, and ${from} has no current-context naming a cluster`);
 }
 
 type CreateDispatcher = (cluster: k8s.Cluster | null, agentOptions: object) => unknown;

@@ -3,6 +3,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Config } from '../config/load.ts';
 import { log } from '../log.ts';
+import { kubeSettingsFrom } from '../kube/basics.ts';
 
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
@@ -42,15 +43,18 @@ export interface ConfigFlags {
  */
 function withCluster(config: Config, flags: ConfigFlags): Config {
   if (flags.kubeconfig === undefined && flags.context === undefined) return config;
-  return {
-    ...config,
-    kubernetes: {
-      ...config.kubernetes,
-      ...(flags.kubeconfig !== undefined ? { kubeconfig: flags.kubeconfig } : {}),
-      ...(flags.context !== undefined ? { context: flags.context } : {}),
-    },
+  const kubernetes = {
+    ...config.kubernetes,
+    ...(flags.kubeconfig !== undefined ? { kubeconfig: flags.kubeconfig } : {}),
+    ...(flags.context !== undefined ? { context: flags.context } : {}),
   };
+  return { ...config, kubernetes: kubeSettingsFrom(kubernetes, kubeFlagNames(flags)) };
 }
+
+/** The flags that chose the cluster, for its errors to name. */
+const kubeFlagNames = (flags: ConfigFlags) => ({
+  ...(flags.kubeconfig !== undefined && { kubeconfig: '--kubeconfig' }), ...(flags.context !== undefined && { context: '--context' }),
+});
 
 export const configOption = () => new Option('-c, --config <file>', 'configuration file').env('TEND_CONFIG');
 export const configMapOption = () =>
@@ -63,9 +67,9 @@ export async function configFrom(flags: ConfigFlags): Promise<Config> {
   if (flags.config && flags.configMap) throw new UsageError('give either --config or --config-map, not both');
   const { loadConfig } = await loader();
   if (flags.configMap) {
-    return withCluster(await loadConfig({
+    return withCluster(await loadConfig(kubeSettingsFrom({
       configMap: flags.configMap, ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}), ...(flags.context ? { context: flags.context } : {}),
-    }), flags);
+    }, kubeFlagNames(flags))), flags);
   }
   if (flags.config) return withCluster(await loadConfig({ file: flags.config }), flags);
   throw new UsageError('no configuration: give --config FILE (or set TEND_CONFIG), or --config-map NAMESPACE/NAME:KEY');
@@ -99,11 +103,37 @@ export async function configOrSandbox(flags: ConfigFlags, opts: { orEnvironment?
   throw new UsageError('no configuration given and no sandbox set up: give --config FILE, or run `tend sandbox up`');
 }
 
+const CONFIG_FLAGS = [['config', '--config', 'a file'], ['configMap', '--config-map', 'NAMESPACE/NAME:KEY'], ['kubeconfig', '--kubeconfig', 'a file'], ['context', '--context', 'a context name']] as const;
+
+/**
+ * Before a command runs, over it and the commands above it (whose options its flags merge):
+ * an empty value (`--config "$UNSET"`) is refused, never read as absent (which would fall back to
+ * the sandbox, or to the TEMPORAL_* variables); and --config-map wins over a TEND_CONFIG in the
+ * environment, as a flag does over a variable.
+ */
+function settleConfigFlags(action: Command): void {
+  const chain: Command[] = [];
+  for (let c: Command | null = action; c; c = c.parent) chain.push(c);
+  for (const cmd of chain) {
+    for (const [key, flag, what] of CONFIG_FLAGS) {
+      if (cmd.getOptionValue(key) !== '') continue;
+      throw new UsageError(cmd.getOptionValueSource(key) === 'env'
+        ? 'TEND_CONFIG is set but empty: set it to a configuration file, or unset it'
+        : `${flag} is empty: give ${what}`);
+    }
+  }
+  if (!chain.some((cmd) => cmd.getOptionValue('configMap') !== undefined)) return;
+  for (const cmd of chain) {
+    if (cmd.getOptionValueSource('config') === 'env') cmd.setOptionValueWithSource('config', undefined, 'default');
+  }
+}
+
 /** Adds --config, --config-map, --kubeconfig and --context to a command. */
 export function withConfigOptions(cmd: Command): Command {
   return cmd
     .addOption(configOption())
     .addOption(configMapOption())
     .option('--kubeconfig <file>', 'kubeconfig file: the cluster for everything the command does (and where --config-map is read), over kubernetes.kubeconfig')
-    .option('--context <name>', 'context in that kubeconfig, over kubernetes.context');
+    .option('--context <name>', 'context in that kubeconfig, over kubernetes.context')
+    .hook('preAction', (_self, action) => settleConfigFlags(action));
 }

@@ -11,8 +11,9 @@ import { stringify } from 'yaml';
 import { configFrom } from '../../src/starters/cli-support.ts';
 
 const cli = fileURLToPath(new URL('../../src/starters/cli.ts', import.meta.url));
-const tend = (args: string[]) => promisify(execFile)(process.execPath, [cli, ...args], { encoding: 'utf8' })
+const tendWith = (args: string[], env: Record<string, string>) => promisify(execFile)(process.execPath, [cli, ...args], { encoding: 'utf8', env: { ...process.env, ...env } })
   .then(() => ({ code: 0, stderr: '' }), (err: { code: number; stderr: string }) => ({ code: err.code, stderr: err.stderr }));
+const tend = (args: string[]) => tendWith(args, {});
 
 describe('CLI: --kubeconfig and --context choose the cluster', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tend-cluster-flags-'));
@@ -33,12 +34,43 @@ describe('CLI: --kubeconfig and --context choose the cluster', () => {
     assert.equal(untouched.kubernetes.kubeconfig, join(dir, 'from-the-file'));
   });
 
-  it('a command uses them: a missing --kubeconfig file and an unknown --context are named (exit 2)', async () => {
+  it('a command uses them: a missing --kubeconfig file and an unknown --context are named by the flag (exit 2)', async () => {
     const missing = await tend(['app', 'status', 'demo/x', '--config', config, '--kubeconfig', join(dir, 'nope')]);
     assert.equal(missing.code, 2, missing.stderr);
-    assert.match(missing.stderr, new RegExp(`kubernetes\\.kubeconfig: ${join(dir, 'nope')}: file not found`));
+    assert.match(missing.stderr, new RegExp(`^tend: --kubeconfig: ${join(dir, 'nope')}: file not found`));
     const context = await tend(['app', 'status', 'demo/x', '--config', config, '--kubeconfig', kubeconfig, '--context', 'prod']);
     assert.equal(context.code, 2, context.stderr);
-    assert.match(context.stderr, /kubernetes\.context: no context "prod" in .*kc \(its contexts: a, b\)/);
+    assert.match(context.stderr, /^tend: --context: no context "prod" in .*kc \(its contexts: a, b\)/);
+    // Without the flags, the configuration's setting is named.
+    const fromFile = await tend(['app', 'status', 'demo/x', '--config', config]);
+    assert.equal(fromFile.code, 2, fromFile.stderr);
+    assert.match(fromFile.stderr, /^tend: kubernetes\.kubeconfig: .*from-the-file: file not found/);
+  });
+
+  it('an empty --config, --config-map, --kubeconfig, --context or TEND_CONFIG is refused (exit 2), never read as absent', async () => {
+    for (const [args, message] of [
+      [['run', '--config', ''], /^tend: --config is empty: give a file$/m],
+      [['pause', 'status', '--config', ''], /^tend: --config is empty: give a file$/m],
+      [['doctor', '--config-map', ''], /^tend: --config-map is empty: give NAMESPACE\/NAME:KEY$/m],
+      [['app', 'status', 'demo/x', '--config', config, '--kubeconfig', ''], /^tend: --kubeconfig is empty: give a file$/m],
+      [['app', 'status', 'demo/x', '--config', config, '--context', ''], /^tend: --context is empty: give a context name$/m],
+    ] as const) {
+      const r = await tend([...args]);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, message, args.join(' '));
+    }
+    const env = await tendWith(['pause', 'status'], { TEND_CONFIG: '' });
+    assert.equal(env.code, 2, env.stderr);
+    assert.match(env.stderr, /^tend: TEND_CONFIG is set but empty: set it to a configuration file, or unset it$/m);
+  });
+
+  it('--config-map wins over TEND_CONFIG, as a flag over a variable; --config with --config-map is refused', async () => {
+    // The ConfigMap is read through --kubeconfig: its missing file shows that the ConfigMap was chosen.
+    const r = await tendWith(['pause', 'status', '--config-map', 'tend/tend:tend.yaml', '--kubeconfig', join(dir, 'nope')], { TEND_CONFIG: config });
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /^tend: --kubeconfig: .*nope: file not found/m);
+    const both = await tend(['pause', 'status', '--config', config, '--config-map', 'tend/tend:tend.yaml']);
+    assert.equal(both.code, 2, both.stderr);
+    assert.match(both.stderr, /give either --config or --config-map, not both/);
   });
 });

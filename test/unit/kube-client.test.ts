@@ -76,6 +76,63 @@ describe('kube client: a kubeconfig that cannot be used is a configuration error
   });
 });
 
+describe('kube client: no kubeconfig given, what kubectl would use or a configuration error naming where it looked', () => {
+  const saved: Record<string, string | undefined> = {};
+  const names = ['HOME', 'KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT'];
+  const dir = mkdtempSync(join(tmpdir(), 'tend-kc-implicit-'));
+  const good = join(dir, 'good');
+  writeFileSync(good, toYaml({
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+    clusters: [{ name: 'k', cluster: { server: 'https://127.0.0.1:6443' } }],
+    users: [{ name: 'u', user: { token: 't' } }],
+    contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
+  }));
+  beforeEach(() => {
+    for (const n of names) saved[n] = process.env[n];
+    for (const n of names) delete process.env[n];
+    process.env.HOME = join(dir, 'no-home');
+  });
+  afterEach(() => {
+    for (const n of names) {
+      if (saved[n] === undefined) delete process.env[n];
+      else process.env[n] = saved[n];
+    }
+  });
+  const refused = (message: RegExp) => assert.throws(() => loadKubeConfig({}), (err: Error) => {
+    assert.ok(err instanceof ConfigError, String(err));
+    assert.match(err.message, message);
+    return true;
+  });
+
+  it('$KUBECONFIG, then ~/.kube/config', () => {
+    process.env.KUBECONFIG = good;
+    assert.equal(loadKubeConfig({}).getCurrentCluster()?.server, 'https://127.0.0.1:6443');
+    delete process.env.KUBECONFIG;
+    refused(/^kubernetes\.kubeconfig: not set, and ~\/\.kube\/config does not exist: give kubernetes\.kubeconfig or --kubeconfig$/);
+  });
+  it('a $KUBECONFIG that names no file, one that is no YAML, one without a cluster', () => {
+    process.env.KUBECONFIG = join(dir, 'none');
+    refused(/^kubernetes\.kubeconfig: not set, and KUBECONFIG=.*none does not exist/);
+    const bad = join(dir, 'bad');
+    writeFileSync(bad, 'not: [a kubeconfig');
+    process.env.KUBECONFIG = bad;
+    refused(/^kubernetes\.kubeconfig: not set, and KUBECONFIG=.*bad cannot be read: /);
+    const empty = join(dir, 'empty');
+    writeFileSync(empty, 'apiVersion: v1\nkind: Config\n');
+    process.env.KUBECONFIG = empty;
+    refused(/^kubernetes\.kubeconfig: not set, and KUBECONFIG=.*empty has no current-context naming a cluster$/);
+  });
+  it('in a Pod (KUBERNETES_SERVICE_HOST): its port and ServiceAccount files are checked, not left to fail a request', () => {
+    process.env.KUBECONFIG = good;
+    process.env.KUBERNETES_SERVICE_HOST = '10.0.0.1';
+    refused(/in-cluster credentials \(KUBERNETES_SERVICE_HOST is set\) cannot be used: KUBERNETES_SERVICE_PORT is not set$/);
+    process.env.KUBERNETES_SERVICE_PORT = 'https';
+    refused(/KUBERNETES_SERVICE_PORT is "https", not a port$/);
+    process.env.KUBERNETES_SERVICE_PORT = '443';
+    refused(/cannot be used: \/var\/run\/secrets\/kubernetes\.io\/serviceaccount\/token and .*ca\.crt not found$/);
+  });
+});
+
 describe('kube client: an API server that cannot be reached is named with the reason', () => {
   it('a refused connection: the server and ECONNREFUSED, no stack', async () => {
     const { unreachableError } = await import('../../src/kube/client.ts');
