@@ -46,8 +46,9 @@ const patterns: [RegExp, string][] = [
   // JSON Web Tokens (Kubernetes ServiceAccount tokens among them): header.payload.signature.
   [/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, MASK],
   // The value of a field or variable named like a credential: `apiKey: x`, `"token":"x"`,
-  // `TEMPORAL_API_KEY=x`, `client-key-data: x`. Not `apiKeyEnv: NAME` (that names a variable).
-  [/((?:api[-_]?key|token|password|passwd|secret|client-key-data|authorization)\\?["']?\s*[:=]\s*\\?["']?)(?!\[redacted\]|Bearer\b|Basic\b)[^\s"'\\,{}[\]]{4,}/gi, `$1${MASK}`],
+  // `TEMPORAL_API_KEY=x`, `client-key-data: x`. Not `apiKeyEnv: NAME` (that names a variable), nor
+  // a setting's dotted path, as tend's errors name one (`temporal.apiKey: must not be empty`).
+  [/((?<!\.)(?:api[-_]?key|token|password|passwd|secret|client-key-data|authorization)\\?["']?\s*[:=]\s*\\?["']?)(?!\[redacted\]|Bearer\b|Basic\b)[^\s"'\\,{}[\]]{4,}/gi, `$1${MASK}`],
 ];
 
 /** `text` with every credential masked. */
@@ -57,9 +58,22 @@ export function redact(text: string): string {
   return out;
 }
 
+/**
+ * TEND_LOG_LEVEL, or info. A level pino does not know is an operator's mistake made before any
+ * command runs: said in one line, exit 2 (pino would throw, and its stack would be all one saw).
+ */
+function logLevel(): string {
+  const level = process.env.TEND_LOG_LEVEL;
+  if (level === undefined || level === '') return 'info';
+  const known = [...Object.keys(pino.levels.values), 'silent'];
+  if (known.includes(level)) return level;
+  process.stderr.write(`tend: TEND_LOG_LEVEL: "${level}" is not a log level (one of: ${known.join(', ')})\n`);
+  process.exit(2);
+}
+
 export const log = pino(
   {
-    level: process.env.TEND_LOG_LEVEL ?? 'info',
+    level: logLevel(),
     base: { pid: process.pid },
     // Fields that hold credentials by name are masked before serialization...
     redact: {

@@ -52,6 +52,15 @@ describe('bin/tend: the Node.js flags it runs with', function () {
     assert.ok(!r.execArgv.includes('--heap-growing-percent=20'));
   });
 
+  it('a TEND_HEAP_GROWING_PERCENT that is no whole number of percent: exit 2 naming the variable, Node.js not started', () => {
+    for (const value of ['abc', '0', '12.5', '-5']) {
+      const r = spawnSync(bin, ['--version'], { encoding: 'utf8', env: { ...process.env, TEND_HEAP_GROWING_PERCENT: value } });
+      assert.equal(r.status, 2, `${value}: ${r.stderr}`);
+      assert.equal(r.stdout, '');
+      assert.equal(r.stderr, `tend: TEND_HEAP_GROWING_PERCENT: "${value}" is not a whole number of percent (1 to 999)\n`);
+    }
+  });
+
   it('sets MALLOC_ARENA_MAX=2 and MALLOC_MMAP_THRESHOLD_=131072 when unset, and names what it set; an operator\'s own values are kept', () => {
     const r = started('');
     assert.deepEqual([r.arenas, r.mmap, r.setByTend], ['2', '131072', 'MALLOC_ARENA_MAX MALLOC_MMAP_THRESHOLD_']);

@@ -54,6 +54,9 @@ describe('secrets: redact', () => {
       'temporal: localhost:7233, namespace default, task queue tend, no TLS, API key from $TEMPORAL_API_KEY',
       'cannot reach Temporal at 127.0.0.1:1 (namespace default): connection refused',
       'no worker answered on task queue "tend" within 30s',
+      // A setting's dotted path, as tend's errors name it, is followed by the error, not a value.
+      'temporal.apiKey: must not be empty',
+      'weeder.dependants[0].selector.matchLabels.password: must be a label value',
     ]) assert.equal(redact(text), text);
   });
 
