@@ -107,3 +107,6 @@ export function parseAppKey(text: string): { namespace: string; name: string } |
   const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(text);
   return m ? { namespace: m[1]!, name: m[3]! } : undefined;
 }
+
+/** The longest a restart update waits for new, ready pods (its `timeoutSeconds`), and `tend app restart --timeout`. */
+export const MAX_RESTART_TIMEOUT_SECONDS = 3600;

@@ -8,7 +8,7 @@ import type { Config } from '../config/load.ts';
 import type { KubeClients } from '../kube/client.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { AppCommandResult, RestartRequest, RestartStrategy } from '../apps/messages.ts';
-import { parseAppKey, type App } from '../apps/types.ts';
+import { MAX_RESTART_TIMEOUT_SECONDS, parseAppKey, type App } from '../apps/types.ts';
 import type { appWorkflow } from '../workflows/apps.ts';
 import { configOrSandbox, EXIT_FAILURE, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
 import { columns, formatOf, jsonAliasOption, outputOption, printOutput, type OutputFormat } from './output.ts';
@@ -159,7 +159,7 @@ export function registerAppCommands(program: Command): void {
   for (const { verb, description, timeout } of verbs) {
     const cmd = withConfigOptions(app.command(verb).description(description))
       .argument('<app>', 'NAMESPACE/NAME')
-      .option('--timeout <seconds>', 'how long to wait', positiveInt('--timeout'), timeout);
+      .option('--timeout <seconds>', 'how long to wait', positiveInt('--timeout', verb === 'restart' ? MAX_RESTART_TIMEOUT_SECONDS : undefined), timeout);
     if (verb === 'restart') {
       cmd.addOption(new Option('--strategy <strategy>', 'stop-start: new workloads; rolling: bump app-rev only, rolling the same workloads')
         .choices(['stop-start', 'rolling']).default('stop-start'));

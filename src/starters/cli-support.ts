@@ -14,10 +14,14 @@ export class UsageError extends Error {}
 /** A failure whose message says all the operator needs (what failed, what to do): exit 1, no stack. */
 export class OperatorError extends Error {}
 
-export function positiveInt(name: string) {
+/** The most a whole-number flag takes unless it says otherwise: a day of seconds. */
+export const MAX_FLAG_INT = 86_400;
+
+/** A whole number from 1 to `max`, written in decimal digits (not 1e3, 0x10 or 12.0). */
+export function positiveInt(name: string, max = MAX_FLAG_INT) {
   return (v: string) => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${name} must be a whole number of at least 1 (got "${v}")`);
+    if (!/^\s*\d+\s*$/.test(v) || n < 1 || n > max) throw new InvalidArgumentError(`${name} must be a whole number from 1 to ${max} (got "${v}")`);
     return n;
   };
 }

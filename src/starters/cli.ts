@@ -23,7 +23,7 @@ import type { Capability } from '../activities/index.ts';
 
 /** --nodes: the simulated kubelet gives each node a pod range of its own, and has MAX_NODES of them. */
 function nodeCount(v: string): number {
-  const n = positiveInt('--nodes')(v);
+  const n = positiveInt('--nodes', Number.MAX_SAFE_INTEGER)(v);
   if (n > MAX_NODES) throw new InvalidArgumentError(`--nodes must be at most ${MAX_NODES}, a /26 of the pod network each (got "${v}")`);
   return n;
 }

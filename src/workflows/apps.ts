@@ -14,6 +14,7 @@ import {
   type AppCommandResult, type RestartRequest,
 } from '../apps/messages.ts';
 import type { AppCommand } from '../apps/revisions.ts';
+import { MAX_RESTART_TIMEOUT_SECONDS } from '../apps/types.ts';
 
 // Retries are bounded: a reconcile that still fails after them is recorded
 // (the `state` query, the workflow's details in the Web UI), its command is
@@ -165,8 +166,8 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
         throw new Error(`strategy must be stop-start or rolling (got ${JSON.stringify(req.strategy)})`);
       }
       const t = req?.timeoutSeconds;
-      if (t !== undefined && (!Number.isInteger(t) || t < 1 || t > 3600)) {
-        throw new Error(`timeoutSeconds must be a whole number from 1 to 3600 (got ${JSON.stringify(t)})`);
+      if (t !== undefined && (!Number.isInteger(t) || t < 1 || t > MAX_RESTART_TIMEOUT_SECONDS)) {
+        throw new Error(`timeoutSeconds must be a whole number from 1 to ${MAX_RESTART_TIMEOUT_SECONDS} (got ${JSON.stringify(t)})`);
       }
     },
   });

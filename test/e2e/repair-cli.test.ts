@@ -68,7 +68,7 @@ describe('repair-queue CLI habits (e2e)', function () {
   });
 
   it("wait's options as ckecli's: a negative timeout or a zero interval is exit 2 before connecting", async () => {
-    for (const [option, value, message] of [['--timeout-seconds', '-3', /--timeout-seconds must be a whole number of seconds, 0 or more \(got "-3"\)/], ['--interval-seconds', '0', /--interval-seconds must be a whole number of at least 1/]] as const) {
+    for (const [option, value, message] of [['--timeout-seconds', '-3', /--timeout-seconds must be a whole number of seconds, 0 or more \(got "-3"\)/], ['--interval-seconds', '0', /--interval-seconds must be a whole number from 1 to 86400 \(got "0"\)/]] as const) {
       const r = await runTend(['repair-queue', 'wait', '--config', unreachable, option, value], { timeoutMs: 60_000 });
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, message);
