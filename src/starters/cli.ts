@@ -71,6 +71,14 @@ async function runServed(config: Config, parts: Parts, signal: AbortSignal, flag
   const configured = parseListenAddress(config.http.address);
   if ('problem' in configured) throw new UsageError(`http.address: ${configured.problem}`);
   const address = flag ?? configured;
+  // What this machine can check is checked before anything is served: a plan the worker refuses, or
+  // a kubeconfig that cannot be used, is exit 2, never a process that has begun to serve /healthz.
+  const { workerPlan } = await import('../workers/worker.ts');
+  const plan = parts.worker ? workerPlan(config, parts.capabilities ? { capabilities: parts.capabilities } : {}) : undefined;
+  if (parts.watcher || plan?.kind === 'main') {
+    const { loadKubeConfig } = await import('../kube/client.ts');
+    loadKubeConfig(config.kubernetes);
+  }
   if (parts.worker) runtime.installRuntime({ coreMetricsPort: await runtime.freeLoopbackPort() });
   // The worker's check, from the SDK Worker's state: alive unless stopped or failed, ready while it polls.
   const workerCheck = parts.worker

@@ -47,6 +47,15 @@ describe('CLI: --kubeconfig and --context choose the cluster', () => {
     assert.match(fromFile.stderr, /^tend: kubernetes\.kubeconfig: .*from-the-file: file not found/);
   });
 
+  it('tend run with a kubeconfig that cannot be used: exit 2 naming it, before it serves anything', async () => {
+    for (const args of [['run'], ['watcher'], ['worker']]) {
+      const r = await tend([...args, '--config', config, '--http-address', '127.0.0.1:1']);
+      assert.equal(r.code, 2, `${args[0]}: ${r.stderr}`);
+      assert.match(r.stderr, /^tend: kubernetes\.kubeconfig: .*from-the-file: file not found$/m, args[0]);
+      assert.doesNotMatch(r.stderr, /serving \/metrics/, args[0]);
+    }
+  });
+
   it('an empty --config, --config-map, --kubeconfig, --context or TEND_CONFIG is refused (exit 2), never read as absent', async () => {
     for (const [args, message] of [
       [['run', '--config', ''], /^tend: --config is empty: give a file$/m],
