@@ -201,6 +201,38 @@ function envconfigProblem(err: unknown, where: string): string {
   return `${where}: ${message}`;
 }
 
+/** The values Go's strconv.ParseBool takes, as the temporal CLI reads its boolean variables. */
+const GO_TRUE = ['1', 't', 'T', 'TRUE', 'true', 'True'];
+const GO_FALSE = ['0', 'f', 'F', 'FALSE', 'false', 'False'];
+
+/**
+ * A boolean TEMPORAL_* variable as the temporal CLI reads it: unset or empty is undefined, and a
+ * value it would refuse is a problem (the SDK's reader takes anything but "1" and "true" as false,
+ * so TEMPORAL_TLS=yes would turn TLS off without a word).
+ */
+function envBool(env: NodeJS.ProcessEnv, name: string): { value?: boolean; problem?: string } {
+  const v = env[name];
+  if (v === undefined || v === '') return {};
+  if (GO_TRUE.includes(v)) return { value: true };
+  if (GO_FALSE.includes(v)) return { value: false };
+  return { problem: `${name} is "${v}": not a boolean (true or false; the temporal CLI also reads 1, t, TRUE, True, 0, f, FALSE, False)` };
+}
+
+/** A profile value of the wrong type (TOML takes any): a problem naming the key and the profile. */
+function profileTypeProblems(profile: ClientConfigProfile, where: string): string[] {
+  const problems: string[] = [];
+  // (The address is checked as every address is, below.)
+  for (const [key, name] of [['namespace', 'namespace'], ['apiKey', 'api_key']] as const) {
+    const v = profile[key];
+    if (v !== undefined && typeof v !== 'string') problems.push(`${name} of ${where} must be a string (got ${Array.isArray(v) ? 'a list' : typeof v})`);
+  }
+  const disabled = profile.tls?.disabled;
+  if (disabled !== undefined && typeof disabled !== 'boolean') problems.push(`tls.disabled of ${where} must be true or false, unquoted (got ${JSON.stringify(disabled)})`);
+  const serverName = profile.tls?.serverName;
+  if (serverName !== undefined && typeof serverName !== 'string') problems.push(`tls.server_name of ${where} must be a string (got ${typeof serverName})`);
+  return problems;
+}
+
 function profileOf(env: NodeJS.ProcessEnv): { profile: ClientConfigProfile; where: string } | { problem: string } {
   const file = temporalConfigFile(env);
   const name = env.TEMPORAL_PROFILE || 'default';
@@ -232,19 +264,26 @@ function profileOf(env: NodeJS.ProcessEnv): { profile: ClientConfigProfile; wher
  */
 export function resolveTemporal(file: TemporalFileConfig, env: NodeJS.ProcessEnv): { temporal: TemporalConfig } | { problems: TemporalProblem[] } {
   const problems: TemporalProblem[] = [];
+  const tlsVar = envBool(env, 'TEMPORAL_TLS');
+  const noHostCheck = envBool(env, 'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION');
+  for (const { problem } of [tlsVar, noHostCheck]) if (problem) problems.push({ path: ['tls'], message: problem });
+  // The SDK's reader is given TEMPORAL_TLS as the temporal CLI reads it (TRUE is true; empty is unset).
+  const envForSdk: Record<string, string | undefined> = { ...env, TEMPORAL_TLS: tlsVar.value === undefined ? undefined : String(tlsVar.value) };
+  if (envForSdk.TEMPORAL_TLS === undefined) delete envForSdk.TEMPORAL_TLS;
   let fromEnv: ClientConfigProfile = {};
   try {
-    fromEnv = loadClientConfigProfile({ disableFile: true, overrideEnvVars: { ...env } as Record<string, string> });
+    fromEnv = loadClientConfigProfile({ disableFile: true, overrideEnvVars: envForSdk as Record<string, string> });
   } catch (err) {
     problems.push({ path: [], message: envconfigProblem(err, 'environment TEMPORAL_TLS_*') });
   }
-  if (env.TEMPORAL_TLS_DISABLE_HOST_VERIFICATION === 'true' || env.TEMPORAL_TLS_DISABLE_HOST_VERIFICATION === '1') {
+  if (noHostCheck.value === true) {
     problems.push({ path: ['tls'], message: 'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION is set, but tend always verifies the server\'s host name; set TEMPORAL_TLS_SERVER_NAME to the name its certificate has' });
   }
   const fromProfile = profileOf(env);
   if ('problem' in fromProfile) problems.push({ path: [], message: fromProfile.problem });
   const profile = 'profile' in fromProfile ? fromProfile.profile : {};
   const profileWhere = 'where' in fromProfile ? fromProfile.where : '';
+  for (const message of profileTypeProblems(profile, profileWhere)) problems.push({ path: [], message });
 
   const pick = <T>(fileValue: T | undefined, fileName: string, envValue: T | undefined, envName: string, profValue: T | undefined, profName: string) =>
     fileValue !== undefined ? { value: fileValue, from: `temporal.${fileName} in the config file` }

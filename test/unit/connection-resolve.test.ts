@@ -138,6 +138,12 @@ describe('Temporal connection: TLS', () => {
     assert.equal(resolve({}, {}).tls, undefined);
   });
 
+  it('TEMPORAL_TLS as the temporal CLI reads it: TRUE, True, t and 1 are true, FALSE, f and 0 false, empty unset', () => {
+    for (const v of ['1', 't', 'T', 'TRUE', 'true', 'True']) assert.equal(resolve({}, { TEMPORAL_TLS: v }).tls, true, v);
+    for (const v of ['0', 'f', 'F', 'FALSE', 'false', 'False']) assert.equal(resolve({}, { TEMPORAL_TLS: v }).tls, false, v);
+    assert.equal(resolve({}, { TEMPORAL_TLS: '' }).tls, undefined);
+  });
+
   it('takes PEM text from TEMPORAL_TLS_*_DATA', () => {
     const t = resolve({}, { TEMPORAL_TLS_CLIENT_CERT_DATA: 'CERT', TEMPORAL_TLS_CLIENT_KEY_DATA: 'KEY', TEMPORAL_TLS_SERVER_CA_CERT_DATA: 'CA' });
     assert.deepEqual(t.tls, { clientCertData: 'CERT', clientKeyData: 'KEY', serverRootCAData: 'CA' });
@@ -191,8 +197,28 @@ describe('Temporal connection: bad values name where they came from', () => {
   });
 
   it('host verification turned off, which tend does not do', () => {
-    const [p] = problems({}, { TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: 'true' });
-    assert.match(p!, /^tls: TEMPORAL_TLS_DISABLE_HOST_VERIFICATION is set, but tend always verifies/);
+    for (const v of ['true', 'TRUE', '1']) {
+      const [p] = problems({}, { TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: v });
+      assert.match(p!, /^tls: TEMPORAL_TLS_DISABLE_HOST_VERIFICATION is set, but tend always verifies/, v);
+    }
+    assert.equal(resolve({}, { TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: 'false' }).tls, undefined);
+  });
+
+  it('a TEMPORAL_TLS or TEMPORAL_TLS_DISABLE_HOST_VERIFICATION that is no boolean, never read as false', () => {
+    for (const name of ['TEMPORAL_TLS', 'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION']) {
+      for (const v of ['yes', 'maybe', 'on']) {
+        assert.deepEqual(problems({}, { [name]: v }), [`tls: ${name} is "${v}": not a boolean (true or false; the temporal CLI also reads 1, t, TRUE, True, 0, f, FALSE, False)`]);
+      }
+    }
+  });
+
+  it('a profile value of the wrong type: a list for a name, a quoted tls.disabled', () => {
+    const typed = toml('typed.toml', '[profile.default]\naddress = 7233\nnamespace = ["a"]\n[profile.default.tls]\ndisabled = "maybe"\n');
+    const found = problems({}, { TEMPORAL_CONFIG_FILE: typed });
+    assert.equal(found.length, 3, found.join('\n'));
+    assert.match(found[0]!, /^: namespace of temporal CLI profile "default" in .*typed\.toml must be a string \(got a list\)$/);
+    assert.match(found[1]!, /^: tls\.disabled of temporal CLI profile "default" in .*typed\.toml must be true or false, unquoted \(got "maybe"\)$/);
+    assert.match(found[2]!, /^address: address of temporal CLI profile "default" in .*typed\.toml is "7233": .*expected string/);
   });
 
   it('the config loader reports them as problems of temporal, with the file name', () => {
