@@ -16,7 +16,18 @@ const cases: [string[], string[]][] = [
   // Options and their values do not stop the walk down the tree.
   [['tend', '--config', 'x.yaml', 'repair-queue', 'add', '--c'], ['--config', '--config-map', '--context']],
   [['tend', 'pause', 's'], ['status']],
-  [['tend', 'completion', ''], ['--help']],
+  // A command's arguments' choices; nothing for a file argument (bash then completes file names).
+  [['tend', 'completion', ''], ['bash', 'zsh']],
+  [['tend', 'config', 'validate', ''], []],
+  [['tend', 'config', 'validate', '-'], ['--help']],
+  // After an option that takes a value: its choices, or nothing (file names) for a free one.
+  [['tend', 'app', 'status', 'demo/web', '-o', ''], ['table', 'wide', 'json', 'yaml']],
+  [['tend', 'app', 'status', 'demo/web', '--output', 'y'], ['yaml']],
+  [['tend', 'run', '--config', ''], []],
+  [['tend', 'run', '--config', 'tend.yaml', '--'], ['--config', '--config-map', '--kubeconfig', '--context', '--http-address', '--help']],
+  // Subcommands, not options, for a word that does not start with "-"; hidden options never.
+  [['tend', 'pause', ''], ['status']],
+  [['tend', 'app', 'status', 'demo/web', '--j'], []],
 ];
 
 describe('tend completion', () => {
@@ -31,11 +42,17 @@ describe('tend completion', () => {
         `COMP_CWORD=${words.length - 1}; _tend; echo "\${COMPREPLY[*]}"`;
       const out = execFileSync(shell, shell === 'zsh' ? ['-f', '-c', `${prelude}source ${file}; ${cases.map(([w]) => call(w)).join('; ')}`]
         : ['-c', `source ${file}; ${cases.map(([w]) => call(w)).join('; ')}`], { encoding: 'utf8' });
-      assert.deepEqual(out.trimEnd().split('\n').map((l) => l.split(' ').filter(Boolean)), cases.map(([, want]) => want));
+      // One line per case, an empty one for no completions.
+      const lines = out.split('\n');
+      assert.equal(lines.length, cases.length + 1, out);
+      assert.deepEqual(lines.slice(0, cases.length).map((l) => l.split(' ').filter(Boolean)), cases.map(([, want]) => want));
     });
   }
-  it('another shell is a usage error (exit 2)', () => {
+  it('another shell is a usage error (exit 2) naming the choices', () => {
     assert.throws(() => execFileSync(process.execPath, [cli, 'completion', 'fish'], { encoding: 'utf8', stdio: 'pipe' }),
-      (err: { status: number; stderr: string }) => err.status === 2 && /shell must be bash or zsh \(got "fish"\)/.test(err.stderr));
+      (err: { status: number; stderr: string }) => err.status === 2 && /value 'fish' is invalid for argument 'shell'\. Allowed choices are bash, zsh/.test(err.stderr));
+  });
+  it('bash falls back to file names where tend offers nothing (complete -o default)', () => {
+    assert.match(script('bash'), /^complete -o default -F _tend tend$/m);
   });
 });
