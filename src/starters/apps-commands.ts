@@ -10,7 +10,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { AppCommandResult, RestartRequest, RestartStrategy } from '../apps/messages.ts';
 import { MAX_RESTART_TIMEOUT_SECONDS, parseAppKey, type App } from '../apps/types.ts';
 import type { appWorkflow } from '../workflows/apps.ts';
-import { configOrSandbox, EXIT_FAILURE, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
 import { columns, formatOf, jsonAliasOption, outputOption, printOutput, type OutputFormat } from './output.ts';
 
 // Each command loads what it uses when it runs (the Temporal client, the Kubernetes client): `tend app --help` loads neither.
@@ -33,15 +33,20 @@ async function clusterOf(config: Config): Promise<{ kc: KubeConfig; kube: KubeCl
 
 async function existingApp({ kc, kube }: Awaited<ReturnType<typeof clusterOf>>, namespace: string, name: string): Promise<App> {
   const { readApp } = await reading();
-  const { unreachableError } = await import('../kube/client.ts');
+  const { serverOf, statusOf, unreachableError } = await import('../kube/client.ts');
   const app = await readApp(kube, namespace, name).catch((err: unknown) => {
-    throw unreachableError(kc, err) ?? err;
+    const unreachable = unreachableError(kc, err);
+    if (unreachable) throw unreachable;
+    // Another answer (401, 403, 5xx): its status, not the client library's stack.
+    const status = statusOf(err);
+    if (status !== undefined) throw new OperatorError(`cannot read App ${namespace}/${name} from ${serverOf(kc)}: the API server answered ${status}${status === 401 || status === 403 ? ' (the credentials may not get apps.tend.dev there)' : ''}`);
+    throw err;
   });
-  if (!app) throw new AppCommandError(`App ${namespace}/${name} not found (kubectl get apps.tend.dev -n ${namespace})`);
+  // What the cluster answers, not a mistake in the command's words: exit 1, as kubectl's NotFound.
+  if (!app) throw new OperatorError(`App ${namespace}/${name} not found (kubectl get apps.tend.dev -n ${namespace})`);
   return app;
 }
 
-class AppCommandError extends UsageError {}
 
 /**
  * Sends a command to the App's workflow, starting it if needed, and waits for

@@ -1,14 +1,19 @@
 // `-o/--output` for every read command, as kubectl has it: `table` (the default, or the
 // command's own), `wide` (more columns), `json`, `yaml`. A format that is not one of them is
 // refused by the option parser, before anything connects (exit 2).
-import { Option } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
 
 export const OUTPUT_FORMATS = ['table', 'wide', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
-/** -o/--output FORMAT, `fallback` when absent. */
+/** -o/--output FORMAT, `fallback` when absent; `-o=json` as kubectl takes it, as well as `-o json` and `-ojson`. */
 export function outputOption(fallback: OutputFormat = 'table'): Option {
-  return new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default(fallback);
+  return new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default(fallback)
+    .argParser((v: string) => {
+      const format = v.startsWith('=') ? v.slice(1) : v;
+      if (!(OUTPUT_FORMATS as readonly string[]).includes(format)) throw new InvalidArgumentError(`Allowed choices are ${OUTPUT_FORMATS.join(', ')}.`);
+      return format as OutputFormat;
+    });
 }
 
 /** --json, kept for scripts written before -o: the same as -o json (not listed in --help). */

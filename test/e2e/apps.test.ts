@@ -237,8 +237,9 @@ describe('App revisions (e2e)', function () {
     assert.match(bad.stderr, /NAMESPACE\/NAME/);
     const strategy = await tendApp(['restart', '--strategy', 'fast', `${ns}/x`]);
     assert.equal(strategy.code, 2);
+    // Not found is the cluster's answer, not a usage error: exit 1, as kubectl's NotFound.
     const missing = await tendApp(['restart', `${ns}/nope`]);
-    assert.equal(missing.code, 2);
+    assert.equal(missing.code, 1);
     assert.match(missing.stderr, /not found/);
   });
 

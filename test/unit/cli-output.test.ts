@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
-import { columns, printOutput } from '../../src/starters/output.ts';
+import { Command } from 'commander';
+import { columns, outputOption, printOutput } from '../../src/starters/output.ts';
 import { formatEntries } from '../../src/starters/repair-commands.ts';
 import { formatWindows, type WindowRow } from '../../src/starters/weeder-commands.ts';
 import { formatTaintStatus } from '../../src/starters/taint-commands.ts';
@@ -61,6 +62,16 @@ describe('CLI: -o/--output on the read commands', function () {
     const r = await tend(['repair-queue', 'list', '--config', config, '--', '-o', 'xml']);
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /list: -o\/--output must be one of table, wide, json, yaml \(got "xml"\)/);
+  });
+
+  it('-o takes its format as kubectl does: -o json, -ojson, -o=json, --output=json, --output json', () => {
+    for (const args of [['-o', 'json'], ['-ojson'], ['-o=json'], ['--output=json'], ['--output', 'json']]) {
+      const cmd = new Command().exitOverride().addOption(outputOption()).action(() => undefined);
+      cmd.parse(args, { from: 'user' });
+      assert.equal(cmd.opts().output, 'json', args.join(' '));
+    }
+    const bad = new Command().exitOverride().configureOutput({ writeErr: () => undefined }).addOption(outputOption());
+    assert.throws(() => bad.parse(['-o=xml'], { from: 'user' }), /argument '=xml' is invalid\. Allowed choices are table, wide, json, yaml\./);
   });
 
   it('columns: aligned, two spaces apart, no trailing blanks', () => {
