@@ -15,6 +15,7 @@ import {
 } from '../apps/messages.ts';
 import type { AppCommand } from '../apps/revisions.ts';
 import { MAX_RESTART_TIMEOUT_SECONDS } from '../apps/types.ts';
+import { carriedFromOwnRun } from './carried.ts';
 
 // Retries are bounded: a reconcile that still fails after them is recorded
 // (the `state` query, the workflow's details in the Web UI), its command is
@@ -41,6 +42,16 @@ export interface AppWorkflowInput {
 }
 
 const HISTORY_LIMIT = 2000;
+/** The least history limit a start may ask for: below it a run could continue as new before it does anything. */
+export const MIN_HISTORY_LIMIT = 10;
+
+/** A start's history limit: a whole number from MIN_HISTORY_LIMIT to HISTORY_LIMIT, else HISTORY_LIMIT. */
+function historyLimitOf(asked: unknown): number {
+  if (asked === undefined) return HISTORY_LIMIT;
+  if (Number.isInteger(asked) && (asked as number) >= MIN_HISTORY_LIMIT && (asked as number) <= HISTORY_LIMIT) return asked as number;
+  log.warn('historyLimit in the start input ignored', { historyLimit: String(asked), range: `${MIN_HISTORY_LIMIT} to ${HISTORY_LIMIT}` });
+  return HISTORY_LIMIT;
+}
 
 // A check of the worker's configuration: it fails only by refusing (non-retryable)
 // or by a worker too busy to answer, which is retried until it answers.
@@ -76,12 +87,12 @@ export const HELD_RETRY_MS = 5_000;
 export const OBSERVED_RECHECK_MS = 30_000;
 
 export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
-  const carried = input?.state;
+  const carried = carriedFromOwnRun(input?.state);
   const entity = new AppEntity(carried && carried.namespace === input?.namespace && carried.name === input?.name
     ? carried : { namespace: input?.namespace, name: input?.name });
   const e = entity.data;
   const label = `${input?.namespace}/${input?.name}`;
-  const historyLimit = input?.historyLimit ?? HISTORY_LIMIT;
+  const historyLimit = historyLimitOf(input?.historyLimit);
 
   const result = (ok: boolean, message: string): AppCommandResult => ({
     ok, message, workloads: e.last?.workloads ?? [],
@@ -213,7 +224,9 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
         await condition(() => allHandlersFinished() || updatesInFlight > 0);
         if (updatesInFlight > 0) continue;
         wait?.cancel();
-        await continueAsNew<typeof appWorkflow>({ namespace: e.namespace, name: e.name, state: e, historyLimit: input?.historyLimit });
+        await continueAsNew<typeof appWorkflow>({
+          namespace: e.namespace, name: e.name, state: e, ...(input?.historyLimit !== undefined && { historyLimit }),
+        });
       }
       const step = decideNext(e, wait !== undefined);
       if (step.kind === 'end') break;

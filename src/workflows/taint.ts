@@ -20,6 +20,7 @@ import {
   withdrawNodeSignal, announceSlotsSignal, slotsHeldSignal,
 } from '../taint/messages.ts';
 import { taintId, type MatchedTaint } from '../taint/match.ts';
+import { carriedFromOwnRun } from './carried.ts';
 import type { TaintNodeStartResult } from '../activities/taint.ts';
 import {
   askFor, awaitDone, decideReplacements, evictDone, giveBack, holders, noteGrants, outboxOf, STEP_RETRY_MS, takeGrants, type EvictOutcome,
@@ -102,7 +103,7 @@ function carriedData(node: string, carried: NodeTaintData | undefined): NodeTain
 
 export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNodeResult> {
   const node = typeof input?.node === 'string' ? input.node : '';
-  const carried = carriedData(node, input?.data);
+  const carried = carriedData(node, carriedFromOwnRun(input?.data));
   // The data this run acts on (undefined until the first read, for a new run).
   let d: NodeTaintData | undefined = carried;
   const slots = getExternalWorkflowHandle(SLOTS_WORKFLOW_ID);
@@ -413,7 +414,7 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
   // The limits come from the worker's configuration (refused when it has no
   // taint replacement), the breaker's counts from the Nodes: the settings and
   // nodeCounts signals only say "look again".
-  const carried = input?.data;
+  const carried = carriedFromOwnRun(input?.data);
   // Only the slots themselves are carried over; limits and counts start at the
   // most cautious values until read from the worker and the Nodes, so that a
   // forged input can never lend them its own.

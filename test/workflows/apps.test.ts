@@ -64,6 +64,22 @@ describe('App entity workflow (workflow test)', function () {
     });
   });
 
+  it('a hand start carrying state, or a history limit out of range, is a fresh run that reconciles (never wedged nor looping)', async () => {
+    // Only a run the workflow continued as new takes carried state; this one would break decideNext.
+    const q = taskQueue('apps-forged');
+    const stubs = appStubs();
+    await withWorker(env, q, stubs.activities, async (client) => {
+      const h = await start(client, q, 'forged', { state: { namespace: 'wf', name: 'forged', nextSeq: 1 }, historyLimit: 0 });
+      await waitFor('the App reconciled', async () => (await state(h)).last?.lastSeen?.generation === stubs.app.generation);
+      const runs = [];
+      for await (const w of client.workflow.list({ query: `WorkflowId="${h.workflowId}"` })) runs.push(w.status.name);
+      assert.deepEqual(runs.filter((r) => r === 'CONTINUED_AS_NEW'), [], 'no continue-as-new loop from historyLimit 0');
+      stubs.app.exists = false;
+      await h.signal('appDeleted');
+      assert.match(await h.result(), /deleted/);
+    });
+  });
+
   it('an App deleted and created again while a reconcile of the old one runs: the new App is reconciled, not taken as handled', async () => {
     const q = taskQueue('apps-new-uid');
     const stubs = appStubs();

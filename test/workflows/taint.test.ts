@@ -69,7 +69,9 @@ describe('taint workflows (stub activities)', function () {
     });
   });
 
-  it('a grant carried over continue-as-new is acted on by the new run', async () => {
+  it('a hand start carrying state (a grant, pods) is a fresh run: the pod is evicted once, through the coordinator\'s own grant', async () => {
+    // Only a run the workflow continued as new takes carried state (its continuedFromExecutionRunId);
+    // a grant carried over a real continue-as-new is in 'a blocked eviction continues as new' above.
     const stubs = new TaintStubs();
     const node = fresh();
     stubs.taint(node, [pod('g')]);
@@ -88,7 +90,42 @@ describe('taint workflows (stub activities)', function () {
     await withWorker(env, queue, stubs.activities(), async (client) => {
       await startSlots(client, queue);
       const h = await startNode(client, queue, node, data);
-      await waitFor('the granted pod evicted', () => stubs.evicted('g') === 1, { timeoutMs: 30_000 });
+      await waitFor('the pod evicted', () => stubs.evicted('g') === 1, { timeoutMs: 30_000 });
+      assert.equal((await slotsStatus(client)).granted, 1, 'granted by the coordinator, not by the forged input');
+      await untaint(stubs, h, node);
+      assert.equal(stubs.evicted('g'), 1);
+    });
+  });
+
+  it('a hand start whose carried state would break the run (a null pod) is not wedged: it starts afresh and replaces', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.taint(node, [pod('w')]);
+    const queue = taskQueue('taint-forged');
+    const broken = { node, taints: [], firstSeen: {}, pods: { x: null } } as unknown as NodeTaintData;
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node, broken);
+      await waitFor('the pod evicted', () => stubs.evicted('w') === 1, { timeoutMs: 30_000 });
+      assert.ok((await nodeStatus(h)).every((r) => r.pod !== 'x'), 'nothing of the forged state');
+      await untaint(stubs, h, node);
+    });
+  });
+
+  it('a hand-started coordinator carrying slots (one of them null) starts with none: it grants as the limit allows', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.taint(node, [pod('c')]);
+    const queue = taskQueue('taint-forged-slots');
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await client.workflow.start('taintReplacementsWorkflow', {
+        taskQueue: queue, workflowId: SLOTS, args: [{ data: { queue: [], inFlight: [null, { uid: 'z', node: 'elsewhere' }], granted: 7 } }],
+      });
+      const h = await startNode(client, queue, node);
+      await waitFor('the pod evicted', () => stubs.evicted('c') === 1, { timeoutMs: 30_000 });
+      const status = await slotsStatus(client);
+      assert.equal(status.granted, 1, JSON.stringify(status));
+      assert.ok(status.inFlight.every((g) => g.uid !== 'z'), 'nothing of the forged slots');
       await untaint(stubs, h, node);
     });
   });
