@@ -24,6 +24,7 @@ import {
 import { controllerWhole } from '../taint/replace.ts';
 import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metrics/registry.ts';
 import { recordWould, writeHold, type SafetyGates } from './safety-gate.ts';
+import { log } from '../log.ts';
 
 export const DETECTED = 'NodeTaintDetected';
 export const REPLACING = 'NodeTaintReplacing';
@@ -470,12 +471,13 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
      * patch (conditions merge by type, so the kubelet's and the scheduler's
      * stay). A pod that is gone, or replaced by a namesake, is skipped.
      */
-    async writeTaintConditions(input: { node: string; writes: ConditionWrite[] }): Promise<{ written: number; gone: number; marked: Record<string, number> }> {
+    async writeTaintConditions(input: { node: string; writes: ConditionWrite[] }): Promise<{ written: number; gone: number; marked: Record<string, number>; skipped?: number }> {
       const node = nodeName(input?.node);
       const writes = Array.isArray(input.writes) ? input.writes : refuse('writes must be a list');
       const c = writes.some((w) => w?.detected || w?.replacing) ? configured() : sectionForCleanup();
       let gone = 0;
-      // Every pod is checked before any is written: a refusal changes nothing.
+      let skipped = 0;
+      // Every pod is checked before any is written: a refusal of a mark changes nothing.
       let taints: Promise<MatchedTaint[]> | undefined;
       const taintsOf = (n: string) => (taints ??= configuredTaints(c, n));
       // The re-read: one LIST of the node's managed pods rather than a GET per pod (a pod
@@ -486,12 +488,23 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       const live: { w: ConditionWrite; pod: k8s.V1Pod }[] = [];
       await pool(writes, WRITES_AT_ONCE, async (w) => {
         const setting = !!(w?.detected || w?.replacing);
-        const pod = await checkedPod(c, node, w ?? {}, setting, taintsOf, listed);
+        let pod: k8s.V1Pod | undefined;
+        try {
+          pod = await checkedPod(c, node, w ?? {}, setting, taintsOf, listed);
+        } catch (err) {
+          // A clear of a pod that is no longer this node's managed one (relabelled, or a namesake
+          // elsewhere) is left alone, and the rest are cleared: one such pod must not keep the
+          // conditions on every other pod once the workflow has ended. A mark is refused whole.
+          if (setting || !(err instanceof ApplicationFailure) || err.type !== TAINT_REFUSED) throw err;
+          log.warn({ node, pod: `${String(w?.namespace)}/${String(w?.name)}`, reason: err.message }, 'taint conditions: a clear left out');
+          skipped++;
+          return;
+        }
         if (pod) live.push({ w, pod });
         else gone++;
       });
       const done = await patchChecked(live);
-      return { written: done.written, gone: gone + done.gone, marked: done.marked };
+      return { written: done.written, gone: gone + done.gone, marked: done.marked, ...(skipped > 0 && { skipped }) };
     },
 
     /**

@@ -104,6 +104,16 @@ describe('taint: condition writes re-read their pods with one LIST of the node',
     assert.equal(calls.patch, 0);
   });
 
+  it('clears: a pod no longer managed, or on another node, is left out and the others cleared (an ending never keeps them all)', async () => {
+    const pods = [pod(1), pod(2, { managed: false }), pod(3, { node: 'sim-9' }), pod(4)];
+    const { kube, calls, patched } = stubKube(pods);
+    const clear = (p: k8s.V1Pod) => ({ ...mark(p), detected: null, replacing: null });
+    const r = await createTaintActivities(kube, config).writeTaintConditions({ node: 'sim-1', writes: pods.map(clear) });
+    assert.equal(r.skipped, 2);
+    assert.deepEqual(patched.sort(), ['db-1', 'db-4']);
+    assert.equal(calls.patch, 2);
+  });
+
   it('a pod on another node (a forged write) is refused, and nothing is written', async () => {
     const pods = [pod(1), pod(2, { node: 'sim-9' })];
     const { kube, calls } = stubKube(pods);
