@@ -8,7 +8,7 @@
 import {
   ActivityCancellationType, ActivityFailure, allHandlersFinished, ApplicationFailure, CancellationScope, ChildWorkflowCancellationType,
   condition, ContinueAsNew, continueAsNew, getExternalWorkflowHandle, isCancellation, log, ParentClosePolicy, patched, proxyActivities, proxyLocalActivities,
-  setCurrentDetails, setHandler,
+  setCurrentDetails, setHandler, sleep,
   startChild, TemporalFailure, WorkflowIdReusePolicy, workflowInfo, type RetryPolicy,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
@@ -55,6 +55,14 @@ export const REPAIR_QUEUE_UNBLOCKED_STARTS_PATCH = 'repair-queue-unblocked-start
  * the one before), and it waits for the last one before it continues as new.
  */
 export const REPAIR_REPORT_AHEAD_PATCH = 'repair-report-ahead';
+/**
+ * An entry that ends (failed, given up, deleted) with its cordon on tries to lift it until it is
+ * lifted, LIFT_RETRY_MS (time-scaled) after each uncordon that ran out of attempts, showing why in
+ * its details: a cordon never outlives its entry. Before, one failed uncordon was logged and the
+ * entry ended with the node cordoned.
+ */
+export const REPAIR_LIFT_UNTIL_DONE_PATCH = 'repair-lift-until-done';
+const LIFT_RETRY_MS = 60_000;
 
 /** An activity bound for a command without a timeout (CKE: 0 is none): its heartbeat timeout still notices a dead worker. */
 const UNBOUNDED_MS = 365 * 24 * 3600 * 1000;
@@ -305,6 +313,8 @@ class RepairEntry {
   commandRuns = 0;
   /** The last write repair's pause held, shown in the Web UI until it goes out. */
   held?: string;
+  /** Why the entry's cordon is not lifted yet, while it is tried again (lift). */
+  lifting?: string;
   /** What observe mode recorded instead of doing (newest last, the last OBSERVED_MAX). */
   observed: string[] = [];
 
@@ -373,6 +383,7 @@ const PAUSE_HOLD_MS = 10 * 60_000;
 function entryDetails(r: RepairEntry): string {
   const lines = [`step ${r.entry.step} ${r.entry.step_status}`];
   if (r.held) lines.push(`paused: ${r.held}; goes on within a second of tend resume repair`);
+  if (r.lifting) lines.push(r.lifting);
   if (r.observed.length > 0) lines.push(`observe mode, nothing done; would have: ${r.observed.join('; ')}`);
   return lines.join('\n');
 }
@@ -560,9 +571,34 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
     if (result.observed) observe('run the success_command');
     return result;
   };
-  /** Lifts a cordon this entry set, whatever happens; a failure to do so is logged (the entry still ends). */
+  /**
+   * Lifts a cordon this entry set, whatever happens: until it is lifted (REPAIR_LIFT_UNTIL_DONE_PATCH),
+   * each failure shown in the entry's details; only a refusal (the input or the key not acceptable,
+   * which no retry changes) ends the tries.
+   */
   const lift = async () => {
-    await uncordon().catch((e: unknown) => log.warn('repair: could not uncordon', { index: r.entry.index, error: describe(e) }));
+    if (!patched(REPAIR_LIFT_UNTIL_DONE_PATCH)) {
+      await uncordon().catch((e: unknown) => log.warn('repair: could not uncordon', { index: r.entry.index, error: describe(e) }));
+      r.cordoned = false;
+      return;
+    }
+    for (;;) {
+      try {
+        await uncordon();
+        break;
+      } catch (e) {
+        const refused = refusal(e);
+        log.warn('repair: could not uncordon', { index: r.entry.index, error: describe(e), ...(refused ? {} : { retryInMs: LIFT_RETRY_MS * scaleOf() }) });
+        if (refused) break;
+        r.lifting = `lifting the cordon on node ${r.entry.nodename} failed (${describe(e)}); tried again every ${Math.round(LIFT_RETRY_MS * scaleOf() / 1000)} s until it is lifted`;
+        show();
+        await sleep(Math.max(100, LIFT_RETRY_MS * scaleOf()));
+      }
+    }
+    if (r.lifting) {
+      r.lifting = undefined;
+      show();
+    }
     r.cordoned = false;
   };
   const finish = async (status: 'succeeded' | 'failed', reason?: string, fields: Partial<RepairQueueEntry> = {}): Promise<RepairEntryResult> => {

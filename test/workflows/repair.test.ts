@@ -61,6 +61,40 @@ describe('repair workflows (stub activities)', function () {
     });
   });
 
+  it('an uncordon that fails past its attempts is tried again until the cordon is lifted, shown in the details; only then does a deleted entry leave', async () => {
+    let failing = true;
+    world.ops.stuck = {
+      repairDrain: async (k) => {
+        world.cordon(k);
+        await block(true);
+        return { ok: true, evicted: 0, deleted: 0 };
+      },
+      repairUncordon: async (k) => {
+        if (failing) throw new Error('the API server is unreachable');
+        world.cordons.delete(world.nodeOf(String(k.address)));
+        return 'changed';
+      },
+    };
+    await run(async (client, q) => {
+      const e1 = await q.add('stuck', '10.0.0.1');
+      await waitFor('cordoned, draining', () => world.cordons.has('node-1'));
+      await q.delete(e1.index);
+      const h = client.workflow.getHandle(repairEntryWorkflowId(e1.index));
+      // Ten attempts of the activity, then again after the (time-scaled) minute: more than ten calls.
+      await waitFor('the uncordon tried again past its attempts', () => world.called('repairUncordon', e1.index).length > 10, { timeoutMs: 60_000 });
+      const details = await waitFor('the reason in the details', async () => {
+        const d = (await h.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
+        return /lifting the cordon on node node-1 failed \(.*the API server is unreachable.*\); tried again every \d+ s until it is lifted/.test(d) && d;
+      });
+      assert.ok(details);
+      assert.equal((await h.describe()).status.name, 'RUNNING', 'the entry waits for its cordon to be lifted');
+      assert.ok(world.cordons.has('node-1'));
+      failing = false;
+      await assert.rejects(h.result());
+      assert.equal(world.cordons.has('node-1'), false, 'the cordon is lifted before the entry ends');
+    });
+  });
+
   it('an activity that fails every attempt gives up after ten: the entry fails, its cordon lifted, the next entry runs', async () => {
     world.ops.flaky = {
       repairRunCommand: async () => {
