@@ -38,7 +38,7 @@ export const sharedWorkflowModules: readonly string[] = [
   'repair/entry.ts', 'repair/validate.ts', 'repair/decide.ts', 'repair/messages.ts', 'repair/queue.ts',
   'taint/breaker.ts', 'taint/match.ts', 'taint/messages.ts', 'taint/node.ts', 'taint/replace.ts', 'taint/slots.ts',
   'weeder/messages.ts', 'weeder/window.ts',
-  'apps/messages.ts', 'apps/entity.ts',
+  'apps/messages.ts', 'apps/entity.ts', 'apps/types.ts',
 ].map((m) => fileURLToPath(new URL(`../${m}`, import.meta.url)));
 
 /** The workflow sources for a worker that bundles them at start-up, bundled as the pre-built bundle is. */
