@@ -92,6 +92,8 @@ export interface NodeTaintData {
   granted?: string[];
   /** Messages to the coordinator not yet delivered (see replace.ts). */
   outbox?: { request: string[]; release: string[] };
+  /** A fresh coordinator asked for the slots held (announceSlots), and they are not told yet: the next run tells them. */
+  announce?: true;
 }
 
 export function newNodeTaintData(node: string, settings: TaintSettings): NodeTaintData {

@@ -234,8 +234,9 @@ async function runNode(
     listNeeded = true;
     dirty = true;
   });
-  // A fresh coordinator asks: the slots held are told to it, the pods queued ask again.
-  let announce = false;
+  // A fresh coordinator asks: the slots held are told to it, the pods queued ask again. An ask
+  // not answered before continue-as-new is carried over (data.announce), never lost.
+  let announce = carried?.announce === true;
   setHandler(announceSlotsSignal, () => {
     announce = true;
     dirty = true;
@@ -394,7 +395,11 @@ async function runNode(
     const out = outboxOf(data);
     const quiet = running.size === 0 && out.request.length === 0 && out.release.length === 0 && (data.granted ?? []).length === 0;
     if (decision.done && quiet && !dirty) return false;
-    if (continuing && running.size === 0) return true;
+    if (continuing && running.size === 0) {
+      if (announce) data.announce = true;
+      else delete data.announce;
+      return true;
+    }
     if (dirty) continue;
     const next = [decision.nextAt, replacements.nextAt, stepRetryAt, out.request.length + out.release.length > 0 || announce ? resendAt : undefined]
       .filter((t): t is number => t !== undefined);

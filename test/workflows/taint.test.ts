@@ -167,6 +167,32 @@ describe('taint workflows (stub activities)', function () {
     });
   });
 
+  it('an announceSlots not yet answered when the node continues as new is answered by the next run', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.taint(node, [pod('k')]);
+    stubs.evictions.set('k', Array(200).fill('blocked'));
+    const queue = taskQueue('taint-announce-can');
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node);
+      await waitFor('k holds the slot', async () => (await slotsStatus(client)).inFlight.some((g) => g.uid === 'k'), { timeoutMs: 30_000 });
+      // The coordinator is gone: the node cannot tell it what it holds, and keeps the ask.
+      await client.workflow.getHandle(SLOTS).terminate('ended by hand');
+      const firstRun = await runIdOf(h);
+      await h.signal('announceSlots');
+      await waitFor('taint/<node> to continue as new, the eviction still blocked', async () => {
+        const rows = await nodeStatus(h);
+        return (await runIdOf(h)) !== firstRun && rows.some((p) => p.state === 'Blocked' || p.state === 'Evicting');
+      }, { timeoutMs: 120_000 });
+      // A fresh coordinator, told nothing by anyone else: the new run answers the ask it carried.
+      await startSlots(client, queue);
+      await waitFor('the fresh coordinator counts k in flight', async () => (await slotsStatus(client)).inFlight.some((g) => g.uid === 'k'), { timeoutMs: 30_000 });
+      await h.cancel();
+      await assert.rejects(h.result());
+    });
+  });
+
   it('a fresh coordinator (the one before terminated) learns the slots held when it asks: nothing is granted beyond the limit', async () => {
     const stubs = new TaintStubs();
     const [n1, n2] = [fresh(), fresh()];
