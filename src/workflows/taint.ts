@@ -7,7 +7,7 @@
 // Decisions live in src/taint (pure, unit-tested); these only act on them.
 import {
   allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew, getExternalWorkflowHandle, isCancellation,
-  log, patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo,
+  log, patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, sleep, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import {
@@ -83,6 +83,13 @@ const { taintNodeStart } = proxyActivities<Activities>({ startToCloseTimeout: '1
  * docs/upgrading.md.
  */
 export const TAINT_START_LOCAL_PATCH = 'taint-start-local';
+/**
+ * A node workflow that ends (cancelled, failed) clears the conditions it set until they are
+ * cleared, STEP_RETRY_MS after each write that ran out of attempts, the reason in its Current
+ * Details; before, one failed clear was logged and the conditions outlived the workflow. Only a
+ * refusal ends the tries. docs/upgrading.md.
+ */
+export const TAINT_CLEAR_UNTIL_DONE_PATCH = 'taint-clear-until-done';
 // The same minute and retries; they back off inside the worker (none waits as long as the SDK's one-minute
 // threshold past which a local activity's retry waits on a timer), the workflow task kept alive meanwhile.
 const { taintNodeStart: taintNodeStartHere } = proxyLocalActivities<Activities>({ startToCloseTimeout: '1m', retry });
@@ -131,11 +138,19 @@ async function cleanUp(d: NodeTaintData, slots: ReturnType<typeof getExternalWor
       .filter((p) => p.written.detected !== undefined || p.written.replacing !== undefined)
       .map((p) => ({ uid: p.uid, namespace: p.namespace, name: p.name, detected: null, replacing: null }));
     if (writes.length > 0) {
-      try {
-        await kube.writeTaintConditions({ node: d.node, writes });
-        for (const w of writes) markWritten(d, w);
-      } catch (err) {
-        log.warn('clearing the taint conditions failed', { node: d.node, error: messageOf(err) });
+      const untilDone = patched(TAINT_CLEAR_UNTIL_DONE_PATCH);
+      for (;;) {
+        try {
+          await kube.writeTaintConditions({ node: d.node, writes });
+          for (const w of writes) markWritten(d, w);
+          break;
+        } catch (err) {
+          log.warn('clearing the taint conditions failed', { node: d.node, error: messageOf(err), ...(untilDone ? { retryInMs: STEP_RETRY_MS } : {}) });
+          if (!untilDone || refusalOf(err) !== undefined) break;
+          setCurrentDetails(`ending: clearing the taint conditions of ${writes.length} pod(s) on node ${d.node} failed (${messageOf(err)}); ` +
+            `tried again every ${STEP_RETRY_MS / 1000} s until they are cleared`);
+          await sleep(STEP_RETRY_MS);
+        }
       }
     }
     try {

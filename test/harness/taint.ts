@@ -171,6 +171,8 @@ export class TaintStubs {
   evictGate: Promise<void> | undefined;
   /** When set, taintNodeState and taintNodeStart refuse (as a worker without taint replacement does). */
   refuseState = false;
+  /** How many clears (every write null) fail outright, as when the API server cannot be reached. */
+  clearFailures = 0;
   calls: { at: number; name: string; input: unknown; result?: unknown }[] = [];
 
   taint(node: string, pods: StubPod[]): void {
@@ -218,8 +220,13 @@ export class TaintStubs {
         return record('taintNodeStart', input, { taints, settings: this.settings, listedAt: now, ...(mark ? { mark } : {}), pods: this.listed(input.node), written: [], marked: {} });
       },
       listTaintPods: async (input: { node: string }) => record('listTaintPods', input, this.listed(input.node)),
-      writeTaintConditions: async (input: { node: string; writes: { uid: string; replacing: unknown }[] }) => {
+      writeTaintConditions: async (input: { node: string; writes: { uid: string; detected?: unknown; replacing: unknown }[] }) => {
         if (this.writeDelayMs > 0) await new Promise((r) => setTimeout(r, this.writeDelayMs));
+        if (this.clearFailures > 0 && input.writes.every((w) => w.detected === null && w.replacing === null)) {
+          this.clearFailures--;
+          // Not retried by the activity's policy: the failure reaches the workflow at once, as after its last attempt.
+          throw record('writeTaintConditions:failed', input, ApplicationFailure.nonRetryable('cannot reach the Kubernetes API: connection refused', 'KubeUnreachable'));
+        }
         const at = Date.now();
         const marked = Object.fromEntries(input.writes.filter((w) => w.replacing).map((w) => [w.uid, at]));
         return record('writeTaintConditions', input, { written: input.writes.length, gone: 0, marked });

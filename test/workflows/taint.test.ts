@@ -280,6 +280,30 @@ describe('taint workflows (stub activities)', function () {
     });
   });
 
+  it('a clear that fails at the end is tried again until the conditions are cleared; only then does the workflow end', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.settings.taintReplacementOptions[0]!.durationInSeconds = 3600;
+    stubs.taint(node, [pod('e')]);
+    stubs.clearFailures = 1;
+    const queue = taskQueue('taint-clear-again');
+    await withWorker(env, queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h = await startNode(client, queue, node);
+      await waitFor('Detected', async () => (await nodeStatus(h)).some((p) => p.state === 'Detected'), { timeoutMs: 30_000 });
+      await h.cancel();
+      await waitFor('the failed clear shown', async () => {
+        const d = (await h.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
+        return /clearing the taint conditions of 1 pod\(s\) on node .* failed \(.*connection refused\); tried again every 30 s/.test(d);
+      }, { timeoutMs: 30_000 });
+      assert.equal(stubs.cleared('e'), false);
+      assert.equal((await h.describe()).status.name, 'RUNNING', 'the workflow waits for its conditions to be cleared');
+      await assert.rejects(h.result());
+      assert.ok(stubs.cleared('e'), 'cleared before the workflow ended');
+      assert.equal(stubs.callsOf('writeTaintConditions:failed').length, 1);
+    });
+  });
+
   for (const at of ['Detected', 'Queued', 'Evicting', 'Blocked', 'Evicted'] as const) {
     it(`cancelled while ${at}: conditions cleared, slots withdrawn`, async () => {
       const stubs = new TaintStubs();
