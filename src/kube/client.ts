@@ -57,15 +57,15 @@ export function loadKubeConfig(opts: KubeOptions = {}): k8s.KubeConfig {
   return kc;
 }
 
+/** Where a Pod's ServiceAccount credentials are mounted (client-node's loadFromCluster reads them there). */
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+const SERVICE_ACCOUNT_CA = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt';
+
 /**
  * No kubeconfig given: in-cluster credentials when in a Pod, else $KUBECONFIG, else ~/.kube/config,
  * as kubectl. What is missing or broken is a configuration error naming where it looked, never the
  * client library's fallback to http://localhost:8080 or its stack.
  */
-/** Where a Pod's ServiceAccount credentials are mounted (client-node's loadFromCluster reads them there). */
-const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
-const SERVICE_ACCOUNT_CA = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt';
-
 function loadImplicit(kc: k8s.KubeConfig, opts: KubeOptions): void {
   const setting = kubeSettingName(opts, 'kubeconfig');
   const why = (err: unknown) => {

@@ -43,12 +43,12 @@ export interface AppWorkflowInput {
 
 const HISTORY_LIMIT = 2000;
 /** The least history limit a start may ask for: below it a run could continue as new before it does anything. */
-export const MIN_HISTORY_LIMIT = 10;
+const MIN_HISTORY_LIMIT = 10;
 
 /** A start's history limit: a whole number from MIN_HISTORY_LIMIT to HISTORY_LIMIT, else HISTORY_LIMIT. */
 function historyLimitOf(asked: unknown): number {
   if (asked === undefined) return HISTORY_LIMIT;
-  if (Number.isInteger(asked) && (asked as number) >= MIN_HISTORY_LIMIT && (asked as number) <= HISTORY_LIMIT) return asked as number;
+  if (typeof asked === 'number' && Number.isInteger(asked) && asked >= MIN_HISTORY_LIMIT && asked <= HISTORY_LIMIT) return asked;
   log.warn('historyLimit in the start input ignored', { historyLimit: String(asked), range: `${MIN_HISTORY_LIMIT} to ${HISTORY_LIMIT}` });
   return HISTORY_LIMIT;
 }

@@ -3,12 +3,15 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { configFrom } from '../../src/starters/cli-support.ts';
+import { writeKubeconfig } from '../harness/kubeconfig.ts';
 
 const cli = fileURLToPath(new URL('../../src/starters/cli.ts', import.meta.url));
 const tendWith = (args: string[], env: Record<string, string>) => promisify(execFile)(process.execPath, [cli, ...args], { encoding: 'utf8', env: { ...process.env, ...env } })
@@ -18,12 +21,7 @@ const tend = (args: string[]) => tendWith(args, {});
 describe('CLI: --kubeconfig and --context choose the cluster', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tend-cluster-flags-'));
   const kubeconfig = join(dir, 'kc');
-  writeFileSync(kubeconfig, stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'a',
-    clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
-    users: [{ name: 'u', user: { token: 't' } }],
-    contexts: [{ name: 'a', context: { cluster: 'c', user: 'u' } }, { name: 'b', context: { cluster: 'c', user: 'u' } }],
-  }));
+  writeKubeconfig(kubeconfig, 'https://127.0.0.1:1', { contexts: ['a', 'b'] });
   const config = join(dir, 'tend.yaml');
   writeFileSync(config, stringify({ kubernetes: { kubeconfig: join(dir, 'from-the-file'), context: 'from-the-file' }, apps: { namespaces: ['demo'] } }));
 
@@ -53,6 +51,29 @@ describe('CLI: --kubeconfig and --context choose the cluster', () => {
       assert.equal(r.code, 2, `${args[0]}: ${r.stderr}`);
       assert.match(r.stderr, /^tend: kubernetes\.kubeconfig: .*from-the-file: file not found$/m, args[0]);
       assert.doesNotMatch(r.stderr, /serving \/metrics/, args[0]);
+    }
+  });
+
+  it('app status: an App not found is exit 1 (the cluster\'s answer), and another answer (403) is its status, not a stack', async () => {
+    let status = 404;
+    const server = createServer((_req, res) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: status, reason: status === 404 ? 'NotFound' : 'Forbidden', message: 'no' }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const plain = writeKubeconfig(join(dir, 'plain-kc'), `http://127.0.0.1:${port}`, { cluster: { 'insecure-skip-tls-verify': true } });
+      const missing = await tend(['app', 'status', 'demo/x', '--config', config, '--kubeconfig', plain, '--context', 'a']);
+      assert.equal(missing.code, 1, missing.stderr);
+      assert.match(missing.stderr, /^tend: App demo\/x not found \(kubectl get apps\.tend\.dev -n demo\)$/m);
+      status = 403;
+      const forbidden = await tend(['app', 'status', 'demo/x', '--config', config, '--kubeconfig', plain, '--context', 'a']);
+      assert.equal(forbidden.code, 1, forbidden.stderr);
+      assert.match(forbidden.stderr, new RegExp(`^tend: cannot read App demo/x from http://127\\.0\\.0\\.1:${port}: the API server answered 403 \\(the credentials may not get apps\\.tend\\.dev there\\)$`, 'm'));
+      assert.doesNotMatch(forbidden.stderr, /\n\s+at /, 'no stack');
+    } finally {
+      server.close();
     }
   });
 

@@ -9,6 +9,7 @@ import * as k8s from '@kubernetes/client-node';
 import { stringify as toYaml } from 'yaml';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { ConfigError } from '../../src/config/errors.ts';
+import { writeKubeconfig } from '../harness/kubeconfig.ts';
 
 const pem = (tag: string) => Buffer.from(`-----BEGIN CERTIFICATE-----\n${Buffer.from(tag).toString('base64')}\n-----END CERTIFICATE-----\n`).toString('base64');
 
@@ -80,13 +81,7 @@ describe('kube client: no kubeconfig given, what kubectl would use or a configur
   const saved: Record<string, string | undefined> = {};
   const names = ['HOME', 'KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT'];
   const dir = mkdtempSync(join(tmpdir(), 'tend-kc-implicit-'));
-  const good = join(dir, 'good');
-  writeFileSync(good, toYaml({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-    clusters: [{ name: 'k', cluster: { server: 'https://127.0.0.1:6443' } }],
-    users: [{ name: 'u', user: { token: 't' } }],
-    contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
-  }));
+  const good = writeKubeconfig(join(dir, 'good'), 'https://127.0.0.1:6443');
   beforeEach(() => {
     for (const n of names) saved[n] = process.env[n];
     for (const n of names) delete process.env[n];
