@@ -87,3 +87,18 @@ export async function withWorker<T>(
   });
   return worker.runUntil(fn(env.client));
 }
+
+/**
+ * The history of `workflowId` (its current run) replays against the workflow code as it is, and
+ * recorded these patch markers: a new path behind patched() is proven to replay.
+ */
+export async function replaysWithPatches(client: Client, workflowId: string, patches: string[]): Promise<void> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  await Worker.runReplayHistory({ workflowBundle: await workflowBundle(), replayName: workflowId }, history, workflowId);
+  // Patch markers carry the patch id in a JSON payload of their details.
+  const markers = (history.events ?? []).flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {})
+    .flatMap((d) => (d.payloads ?? []).map((pl) => Buffer.from(pl.data ?? new Uint8Array()).toString('utf8')))).join(' ');
+  for (const p of patches) {
+    if (!markers.includes(JSON.stringify(p))) throw new Error(`${workflowId}: no ${p} marker in: ${markers}`);
+  }
+}

@@ -8,11 +8,10 @@
 import assert from 'node:assert/strict';
 import { Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { repairEntryWorkflowId } from '../../src/repair/messages.ts';
 import { REPAIR_CKE_BACKOFF_PATCH, REPAIR_CKE_FAILED_STEP_PATCH } from '../../src/workflows/repair.ts';
-import { startWorkflowEnv, taskQueue, withWorker, workflowBundle } from '../harness/workflow-env.ts';
+import { replaysWithPatches, startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
 import { block, gate, plan, queueClient, resetAll, SCALE, World } from './repair-stubs.ts';
 
@@ -41,14 +40,7 @@ describe('repair workflows: CKE parity (stub activities)', function () {
     withWorker(env, tq, activities, (client) => fn(client, queueClient(client, tq)));
 
   /** The entry's history replays against the workflow code as it is, and recorded these patch markers. */
-  const replaysWith = async (client: Client, index: string, patches: string[]) => {
-    const history = await client.workflow.getHandle(repairEntryWorkflowId(index)).fetchHistory();
-    await Worker.runReplayHistory({ workflowBundle: await workflowBundle(), replayName: 'repair-cke' }, history, repairEntryWorkflowId(index));
-    // Patch markers carry the patch id in a JSON payload of their details.
-    const markers = (history.events ?? []).flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {})
-      .flatMap((d) => (d.payloads ?? []).map((pl) => Buffer.from(pl.data ?? new Uint8Array()).toString('utf8')))).join(' ');
-    for (const p of patches) assert.ok(markers.includes(JSON.stringify(p)), `no ${p} marker in: ${markers}`);
-  };
+  const replaysWith = (client: Client, index: string, patches: string[]) => replaysWithPatches(client, repairEntryWorkflowId(index), patches);
 
   it("CKE's drain back-off: 300 s + a random share of 300 s x count (scaled), drawn deterministically: the run replays", async () => {
     let drains = 0;

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { REPAIR_QUEUE_WORKFLOW_ID, repairEntryWorkflowId, entryReportSignal } from '../../src/repair/messages.ts';
-import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { REPAIR_LIFT_UNTIL_DONE_PATCH } from '../../src/workflows/repair.ts';
+import { replaysWithPatches, startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
 import { block, gate, plan, queueClient, refuse, resetAll, World, type Name } from './repair-stubs.ts';
 
@@ -92,6 +93,7 @@ describe('repair workflows (stub activities)', function () {
       failing = false;
       await assert.rejects(h.result());
       assert.equal(world.cordons.has('node-1'), false, 'the cordon is lifted before the entry ends');
+      await replaysWithPatches(client, h.workflowId, [REPAIR_LIFT_UNTIL_DONE_PATCH]);
     });
   });
 

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { TAINT_CLEAR_UNTIL_DONE_PATCH } from '../../src/workflows/taint.ts';
+import { replaysWithPatches, startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { TaintStubs, type StubPod } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';
 import type { NodeTaintData } from '../../src/taint/node.ts';
@@ -301,6 +302,7 @@ describe('taint workflows (stub activities)', function () {
       await assert.rejects(h.result());
       assert.ok(stubs.cleared('e'), 'cleared before the workflow ended');
       assert.equal(stubs.callsOf('writeTaintConditions:failed').length, 1);
+      await replaysWithPatches(client, h.workflowId, [TAINT_CLEAR_UNTIL_DONE_PATCH]);
     });
   });
 
