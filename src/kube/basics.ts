@@ -2,14 +2,15 @@
 // loading the client library: paths, error classes, a status code's reading.
 // src/kube/client.ts re-exports all of it.
 import { homedir } from 'node:os';
+import { KubeUnreachableError } from '../errors.ts';
+
+/** The API server could not be reached (its class on the ground floor, src/errors.ts, with the other shared errors). */
+export { KubeUnreachableError };
 
 /** `~` and `~/...` as the user's home, as kubectl reads them. */
 export function expandHome(path: string): string {
   return path === '~' || path.startsWith('~/') ? homedir() + path.slice(1) : path;
 }
-
-/** The API server could not be reached (refused, no route, name not found, TLS): exit 1 with the address and the reason. */
-export class KubeUnreachableError extends Error {}
 
 /** The HTTP status of an error thrown by the generated client, if it has one. */
 export function statusOf(err: unknown): number | undefined {

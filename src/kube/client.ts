@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { Agent } from 'undici';
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError } from '../errors.ts';
 import { expandHome, kubeSettingName, KubeUnreachableError, statusOf } from './basics.ts';
 import { preparedNodes, preparedPods, preparedRequests, type PreparedNodes, type PreparedPods, type PreparedRequests } from './prepared.ts';
 

@@ -4,15 +4,13 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Config } from '../config/load.ts';
 import { log } from '../log.ts';
 import { kubeSettingsFrom } from '../kube/basics.ts';
+import { UsageError } from '../errors.ts';
 
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
-/** An error whose message is all the operator needs: printed without a stack. */
-export class UsageError extends Error {}
-
-/** A failure whose message says all the operator needs (what failed, what to do): exit 1, no stack. */
-export class OperatorError extends Error {}
+// The errors every layer shares live on the ground floor; the commands import them from here.
+export { OperatorError, UsageError } from '../errors.ts';
 
 /** The most a whole-number flag takes unless it says otherwise: a day of seconds. */
 export const MAX_FLAG_INT = 86_400;

@@ -4,12 +4,10 @@
 import { Command, CommanderError, Help, InvalidArgumentError, Option } from 'commander';
 import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config/errors.ts';
+import { ConfigError, KubeUnreachableError, UnreachableError } from '../errors.ts';
 import type { Config } from '../config/load.ts';
-import { KubeUnreachableError } from '../kube/basics.ts';
 import { log, redact } from '../log.ts';
 import { workerCheckOf } from '../http/worker-state.ts';
-import { UnreachableError } from '../temporal/errors.ts';
 import { SandboxError } from '../sandbox/errors.ts';
 import { MAX_NODES } from '../sandbox/kubelet/ipam.ts';
 import {

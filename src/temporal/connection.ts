@@ -7,7 +7,7 @@ import { expandHome } from '../kube/basics.ts';
 import { log, redact, registerSecret } from '../log.ts';
 import { temporalOrigins } from '../config/schema.ts';
 import type { DeploymentSettings } from '../workers/versioning.ts';
-import { UnreachableError } from './errors.ts';
+import { UnreachableError } from '../errors.ts';
 
 export { UnreachableError };
 
