@@ -6,7 +6,6 @@ import { readFile } from 'node:fs/promises';
 import { expandHome } from '../kube/basics.ts';
 import { log, redact, registerSecret } from '../log.ts';
 import { temporalOrigins } from '../config/schema.ts';
-import type { DeploymentSettings } from '../workers/versioning.ts';
 import { UnreachableError } from '../errors.ts';
 
 export { UnreachableError };
@@ -20,6 +19,16 @@ export interface TemporalTls {
   serverRootCAData?: string;
   clientCertData?: string;
   clientKeyData?: string;
+}
+
+/** `temporal.deployment`: the worker polls as one version of a Worker Deployment (src/workers/versioning.ts). */
+export interface DeploymentSettings {
+  /** The Worker Deployment's name. */
+  name: string;
+  /** This worker's build id; absent: the fingerprint of its code (buildIdOf). */
+  buildId?: string;
+  /** newest: make this version current unless a newer one is; never: leave it to the operator. */
+  promote: 'newest' | 'never';
 }
 
 export interface TemporalSettings {

@@ -6,15 +6,6 @@ import type { NativeConnection } from '@temporalio/worker';
 import { log } from '../log.ts';
 import { abortableSleep } from '../sleep.ts';
 
-export interface DeploymentSettings {
-  /** The Worker Deployment's name. */
-  name: string;
-  /** This worker's build id; absent: the fingerprint of its code (workerBuildId). */
-  buildId?: string;
-  /** newest: make this version current unless a newer one is; never: leave it to the operator. */
-  promote: 'newest' | 'never';
-}
-
 /** A build id from the code's fingerprint: the same code gives the same id on every replica. */
 export function buildIdOf(fingerprint: string): string {
   return `tend-${fingerprint.slice(0, 12)}`;
