@@ -20,8 +20,11 @@
 // The error predicates (isNotFound, isConflict, isPreconditionFailed,
 // isTooManyRequests, isForbidden, isMultiplePodDisruptionBudgets) are
 // re-exported from api.ts, so a capability imports its writes from one place.
+// Each write takes only the API calls it makes (PodWrites, DeploymentWrites): any KubeClients
+// fits, and this module needs nothing of client.ts (which builds on prepared.ts, which builds
+// on this).
 import type * as k8s from '@kubernetes/client-node';
-import type { KubeClients } from './client.ts';
+import { preview } from '../checks/preview.ts';
 import { errorMessage, isConflict, isMultiplePodDisruptionBudgets, isNamespaceTerminating, isNotFound, isTooManyRequests } from './api.ts';
 
 export {
@@ -36,13 +39,23 @@ export interface ObjectRef {
   uid: string;
 }
 
+/** The core API calls the pod writes make: a KubeClients fits, as does a test's stub of the two. */
+export interface PodWrites {
+  core: Pick<k8s.CoreV1Api, 'createNamespacedPodEviction' | 'deleteNamespacedPod'>;
+}
+
+/** The apps API call the Deployment delete makes. */
+export interface DeploymentWrites {
+  apps: Pick<k8s.AppsV1Api, 'deleteNamespacedDeployment'>;
+}
+
 export type EvictOutcome = { outcome: 'evicted' } | { outcome: 'gone' } | { outcome: 'blocked'; message: string };
 export type DeleteOutcome = { outcome: 'deleted' } | { outcome: 'gone' };
 
 export function checkRef(what: string, ref: ObjectRef): void {
   for (const field of ['namespace', 'name', 'uid'] as const) {
     if (typeof ref?.[field] !== 'string' || ref[field] === '') {
-      throw new Error(`${what}: ${field} must be a non-empty string (got ${JSON.stringify(ref)})`);
+      throw new Error(`${what}: ${field} must be a non-empty string (got ${preview(ref)})`);
     }
   }
 }
@@ -71,7 +84,7 @@ export function deleteOutcome(err: unknown): DeleteOutcome | undefined {
  * Asks for the pod's eviction (policy/v1) with a UID precondition, so that
  * PodDisruptionBudgets are honoured and a namesake is never evicted.
  */
-export async function evictPod(kube: Pick<KubeClients, 'core'>, pod: ObjectRef, opts: { gracePeriodSeconds?: number } = {}): Promise<EvictOutcome> {
+export async function evictPod(kube: PodWrites, pod: ObjectRef, opts: { gracePeriodSeconds?: number } = {}): Promise<EvictOutcome> {
   checkRef('evictPod', pod);
   checkGrace(`evictPod ${pod.namespace}/${pod.name}`, opts.gracePeriodSeconds);
   try {
@@ -104,7 +117,7 @@ export async function deleteIfSameUid(
   del: (body: k8s.V1DeleteOptions) => Promise<unknown>, uid: string,
   opts: { gracePeriodSeconds?: number; propagationPolicy?: 'Background' | 'Foreground' | 'Orphan' } = {},
 ): Promise<DeleteOutcome> {
-  if (typeof uid !== 'string' || uid === '') throw new Error(`deleteIfSameUid: uid must be a non-empty string (got ${JSON.stringify(uid)})`);
+  if (typeof uid !== 'string' || uid === '') throw new Error(`deleteIfSameUid: uid must be a non-empty string (got ${preview(uid)})`);
   checkGrace('deleteIfSameUid', opts.gracePeriodSeconds);
   try {
     await del({
@@ -121,14 +134,14 @@ export async function deleteIfSameUid(
 }
 
 /** Deletes the pod only while it is the one with `pod.uid` (an optional grace period overrides the pod's own). */
-export async function deletePodIfSameUid(kube: Pick<KubeClients, 'core'>, pod: ObjectRef, opts: { gracePeriodSeconds?: number } = {}): Promise<DeleteOutcome> {
+export async function deletePodIfSameUid(kube: PodWrites, pod: ObjectRef, opts: { gracePeriodSeconds?: number } = {}): Promise<DeleteOutcome> {
   checkRef('deletePodIfSameUid', pod);
   return deleteIfSameUid((body) => kube.core.deleteNamespacedPod({ namespace: pod.namespace, name: pod.name, body }), pod.uid, opts);
 }
 
 /** Deletes the Deployment only while it is the one with `ref.uid`; its pods go in the background unless told otherwise. */
 export async function deleteDeploymentIfSameUid(
-  kube: Pick<KubeClients, 'apps'>, ref: ObjectRef, opts: { propagationPolicy?: 'Background' | 'Foreground' | 'Orphan' } = {},
+  kube: DeploymentWrites, ref: ObjectRef, opts: { propagationPolicy?: 'Background' | 'Foreground' | 'Orphan' } = {},
 ): Promise<DeleteOutcome> {
   checkRef('deleteDeploymentIfSameUid', ref);
   return deleteIfSameUid((body) => kube.apps.deleteNamespacedDeployment({ namespace: ref.namespace, name: ref.name, body }), ref.uid,
