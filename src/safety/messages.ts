@@ -7,10 +7,14 @@
 // anything else (an unknown field, a name tend does not know) is refused with
 // the reason. Pure: imported by workflow code.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { pastLimits, type ValueLimits } from '../checks/limits.ts';
+import { preview } from '../checks/preview.ts';
 import { array, boolean, integer, max, maxItems, maxLength, min, number, optional, parse, rfc3339, strictObject, string, type Shape } from '../checks/shape.ts';
 
 /** One per Temporal namespace, like `repair-queue`. */
 export const SAFETY_WORKFLOW_ID = 'tend-safety';
+/** The workflow type readers expect under SAFETY_WORKFLOW_ID (src/workflows/safety.ts): anything else is an impostor. */
+export const SAFETY_WORKFLOW_TYPE = 'safetyWorkflow';
 /** The memo key the workflow writes its state to at every change (readers use DescribeWorkflowExecution). */
 export const SAFETY_MEMO_KEY = 'tendSafety';
 
@@ -71,7 +75,7 @@ const capabilitiesSchema = array(string('capabilities must be a list of capabili
   maxItems(PAUSABLE.length * 4, 'capabilities lists too many names'),
   (names) => {
     const unknown = names.filter((n) => !(PAUSABLE as readonly string[]).includes(n));
-    return unknown.length > 0 ? `unknown capability ${unknown.map((n) => JSON.stringify(n.slice(0, 60))).join(', ')} (known: ${PAUSABLE.join(', ')})` : undefined;
+    return unknown.length > 0 ? `unknown capability ${unknown.map((n) => preview(n, 60)).join(', ')} (known: ${PAUSABLE.join(', ')})` : undefined;
   }) as Shape<PausableCapability[]>;
 
 const textSchema = (what: string, maxChars: number, required: boolean) => string(`${what} must be a string`,
@@ -109,12 +113,30 @@ export const safetyStateSchema: Shape<SafetyState> = strictObject({
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
 
-/** Checks `value` against `schema`; the reason names each problem by its path, prefixed with `what`. */
+/**
+ * The most any safety message (a pause, a resume, a carried state, a memo) may hold, measured
+ * before it is read field by field: a valid one is a few dozen values and under 4 KiB of text.
+ */
+export const SAFETY_LIMITS: ValueLimits = Object.freeze({ maxDepth: 4, maxNodes: 256, maxChars: 16 * 1024 });
+/** A refusal names at most this many problems, each cut to PROBLEM_MAX characters (they can quote untrusted keys). */
+const PROBLEMS_MAX = 4;
+const PROBLEM_MAX = 200;
+
+const cut = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
+
+/**
+ * Checks `value` against `schema`; the reason names each problem by its path, prefixed with
+ * `what`. Total and bounded: a value past SAFETY_LIMITS is refused by its size before any field
+ * is read, and the reason is cut short, so a refusal never carries much of what it refuses.
+ */
 export function check<T>(schema: Shape<T>, value: unknown, what: string): Checked<T> {
+  const past = pastLimits(value, SAFETY_LIMITS);
+  if (past !== undefined) return { ok: false, reason: `${what}: refused unread: ${past}` };
   const r = parse(schema, value);
   if (r.ok) return r;
-  const problems = r.issues.map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message));
-  return { ok: false, reason: `${what}: ${problems.join('; ')}` };
+  const problems = r.issues.slice(0, PROBLEMS_MAX).map((i) => cut(i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message, PROBLEM_MAX));
+  const more = r.issues.length > PROBLEMS_MAX ? `; and ${r.issues.length - PROBLEMS_MAX} more` : '';
+  return { ok: false, reason: `${what}: ${problems.join('; ')}${more}` };
 }
 
 /** The capabilities a message names: all when none. */
@@ -123,6 +145,9 @@ export function targets(names: readonly PausableCapability[] | undefined): Pausa
 }
 
 // ------------------------------------------------------------------ transitions (pure)
+
+/** The revision after a change: it stops at the largest the state's check takes, so a carried state always passes it. */
+const nextRevision = (s: SafetyState) => Math.min(s.revision + 1, Number.MAX_SAFE_INTEGER);
 
 /**
  * The state after a pause. A capability paused already keeps its `since` and takes
@@ -139,7 +164,7 @@ export function applyPause(s: SafetyState, input: PauseInput, now: string): Safe
       changed = true;
     }
   }
-  return changed ? { ...next, revision: s.revision + 1, changedAt: now } : s;
+  return changed ? { ...next, revision: nextRevision(s), changedAt: now } : s;
 }
 
 /** The state after a resume: the named capabilities (all when none) act again. */
@@ -152,7 +177,7 @@ export function applyResume(s: SafetyState, input: ResumeInput, now: string): Sa
       changed = true;
     }
   }
-  return changed ? { ...next, revision: s.revision + 1, changedAt: now } : s;
+  return changed ? { ...next, revision: nextRevision(s), changedAt: now } : s;
 }
 
 /** The paused capabilities, in PAUSABLE's order. */

@@ -5,7 +5,10 @@
 // and answers its activities from the last good read. No tend-safety workflow
 // running means nothing is paused. A state older than 1 s is unknown, and
 // unknown fails closed: a destructive write must not happen on a state the
-// process cannot confirm.
+// process cannot confirm. Reads are aged by a monotonic clock and ordered by
+// the sequence in which they were issued, never by the wall clock: a wall
+// clock stepped back (NTP, an operator) must not keep an old "acting" fresh,
+// nor make a newer read look older than an older one.
 //
 // The API for activities:
 //
@@ -19,12 +22,14 @@
 //                                        // paused or unknown; rejects when `signal` aborts or stop() is called
 //
 // Metrics: tend_paused{capability} and tend_pause_state_age_seconds (docs/metrics.md).
+import { performance } from 'node:perf_hooks';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { log } from '../log.ts';
 import { onScrape, pausedGauge, pauseStateAge } from '../metrics/registry.ts';
+import { foundOfDescription, impostor } from '../temporal/identity.ts';
 import {
-  check as checkSchema, PAUSABLE, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, safetyStateSchema, type PausableCapability, type SafetyState,
+  check as checkSchema, PAUSABLE, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, SAFETY_WORKFLOW_TYPE, safetyStateSchema, type PausableCapability, type SafetyState,
 } from './messages.ts';
 
 /** How often the state is read. */
@@ -45,8 +50,8 @@ export type SafetyReader = () => Promise<SafetyState | undefined>;
 
 export interface PauseStateOptions {
   read: SafetyReader;
-  /** The clock (epoch ms); Date.now by default. */
-  now?: () => number;
+  /** A monotonic clock in ms (performance.now by default): it never steps back with the wall clock. */
+  monotonic?: () => number;
   intervalMs?: number;
   freshMs?: number;
   readTimeoutMs?: number;
@@ -60,12 +65,14 @@ export class PauseWaitAborted extends Error {}
 export class PauseState {
   private readonly read: SafetyReader;
   private readonly now: () => number;
+  /** The sequence number of the last read issued. */
+  private issued = 0;
   private readonly intervalMs: number;
   private readonly freshMs: number;
   private readonly readTimeoutMs: number;
   private readonly metrics: boolean;
-  /** The last good read: the state (undefined: no workflow, nothing paused) and when that read was issued. */
-  private last?: { state: SafetyState | undefined; at: number };
+  /** The last good read: the state (undefined: no workflow, nothing paused), when that read was issued (monotonic ms) and its sequence number. */
+  private last?: { state: SafetyState | undefined; at: number; seq: number };
   private lastError?: string;
   private startedAt?: number;
   private timer?: NodeJS.Timeout;
@@ -75,7 +82,7 @@ export class PauseState {
 
   constructor(opts: PauseStateOptions) {
     this.read = opts.read;
-    this.now = opts.now ?? Date.now;
+    this.now = opts.monotonic ?? (() => performance.now());
     this.intervalMs = opts.intervalMs ?? READ_INTERVAL_MS;
     this.freshMs = opts.freshMs ?? FRESH_MS;
     this.readTimeoutMs = opts.readTimeoutMs ?? READ_TIMEOUT_MS;
@@ -110,6 +117,7 @@ export class PauseState {
     if (this.reading) return;
     this.reading = true;
     const at = this.now();
+    const seq = ++this.issued;
     let timeout: NodeJS.Timeout | undefined;
     try {
       const state = await Promise.race([
@@ -118,7 +126,8 @@ export class PauseState {
           timeout = setTimeout(() => reject(new Error(`no answer within ${this.readTimeoutMs} ms`)), this.readTimeoutMs);
         }),
       ]);
-      if (!this.last || at >= this.last.at) this.last = { state, at };
+      // Only a read issued after the one kept replaces it.
+      if (!this.last || seq > this.last.seq) this.last = { state, at, seq };
       if (this.lastError) log.info({ workflowId: SAFETY_WORKFLOW_ID }, 'pause state: read again');
       this.lastError = undefined;
       if (this.metrics) {
@@ -157,7 +166,8 @@ export class PauseState {
       return { state: 'unknown', reason: `the pause state (workflow ${SAFETY_WORKFLOW_ID}) has not been read yet${this.lastError ? `: ${this.lastError}` : ''}` };
     }
     const age = this.now() - this.last.at;
-    if (age > this.freshMs) {
+    // A monotonic clock does not go back; one that seems to (an injected or broken one) cannot age the read: unknown.
+    if (age > this.freshMs || age < 0) {
       return {
         state: 'unknown',
         reason: `the pause state (workflow ${SAFETY_WORKFLOW_ID}) was last read ${(age / 1000).toFixed(1)} s ago, more than ${this.freshMs / 1000} s` +
@@ -231,12 +241,19 @@ export interface DescribeService {
 const NOT_FOUND = 5;
 const RUNNING = 1;
 
+/** Where tend's own tend-safety runs: the worker's `temporal.taskQueue`. */
+export interface SafetyExpected {
+  /** The task queue tend's workers poll for tend-safety; absent: the workflow type alone is checked. */
+  taskQueue?: string;
+}
+
 /**
  * Reads tend-safety's memo with DescribeWorkflowExecution (`connection.workflowService` of a
  * @temporalio/client Connection or of the worker's NativeConnection). No workflow, or one that
- * has ended: nothing paused. A running one without a valid state in its memo: an error (unknown).
+ * has ended: nothing paused. A running one that is not tend's (another type, another task
+ * queue), or without a valid state in its memo: an error naming it (unknown, fail closed).
  */
-export function describeReader(service: DescribeService, namespace: string): SafetyReader {
+export function describeReader(service: DescribeService, namespace: string, expected: SafetyExpected = {}): SafetyReader {
   return async () => {
     let r;
     try {
@@ -245,17 +262,36 @@ export function describeReader(service: DescribeService, namespace: string): Saf
       if ((err as { code?: number })?.code === NOT_FOUND) return undefined;
       throw err;
     }
-    return stateOfDescription(r);
+    return stateOfDescription(r, expected);
   };
 }
 
-/** The pause state in a description of tend-safety (exported for tests). */
-export function stateOfDescription(r: temporal.api.workflowservice.v1.IDescribeWorkflowExecutionResponse): SafetyState | undefined {
+/**
+ * Why the running workflow a description shows is not tend's tend-safety, or undefined when
+ * it is: anyone who may write to the namespace can start any type on any task queue under
+ * the id, and write any memo with it.
+ */
+export function safetyImpostor(r: temporal.api.workflowservice.v1.IDescribeWorkflowExecutionResponse, expected: SafetyExpected = {}): string | undefined {
+  return impostor(SAFETY_WORKFLOW_ID, foundOfDescription(r), {
+    type: SAFETY_WORKFLOW_TYPE, ...(expected.taskQueue !== undefined ? { taskQueues: [expected.taskQueue] } : {}),
+  });
+}
+
+/** The pause state in a description of tend-safety (exported for tests); throws naming an impostor or a bad memo. */
+export function stateOfDescription(r: temporal.api.workflowservice.v1.IDescribeWorkflowExecutionResponse, expected: SafetyExpected = {}): SafetyState | undefined {
   const info = r.workflowExecutionInfo;
   if (Number(info?.status) !== RUNNING) return undefined;
+  const notOurs = safetyImpostor(r, expected);
+  if (notOurs !== undefined) throw new Error(`${notOurs}; destructive actions wait until it is gone (terminate it, then \`tend pause\` if a pause is wanted)`);
   const payload = info?.memo?.fields?.[SAFETY_MEMO_KEY];
   if (!payload) throw new Error(`workflow ${SAFETY_WORKFLOW_ID} runs but its memo has no ${SAFETY_MEMO_KEY} yet`);
-  const c = checkSchema(safetyStateSchema, defaultPayloadConverter.fromPayload(payload), `workflow ${SAFETY_WORKFLOW_ID}'s memo ${SAFETY_MEMO_KEY}`);
+  let memo: unknown;
+  try {
+    memo = defaultPayloadConverter.fromPayload(payload);
+  } catch {
+    throw new Error(`workflow ${SAFETY_WORKFLOW_ID}'s memo ${SAFETY_MEMO_KEY} cannot be decoded`);
+  }
+  const c = checkSchema(safetyStateSchema, memo, `workflow ${SAFETY_WORKFLOW_ID}'s memo ${SAFETY_MEMO_KEY}`);
   if (!c.ok) throw new Error(c.reason);
   return c.value;
 }

@@ -4,7 +4,11 @@
 // command learns that the change was applied and its revision; pause then
 // waits out the readers' freshness bound (1 s, src/safety/pause.ts) before it
 // says every worker has stopped. status reads the workflow's memo, so it
-// needs no worker. Exit codes: 0 ok, 1 refused or Temporal unreachable, 2 usage.
+// needs no worker. Each checks first that what runs under `tend-safety` is
+// tend's (its type, and this configuration's task queue) and refuses, naming
+// it, when it is not: nothing is sent to an impostor, and pause reads the
+// memo again once applied, so it never reports a pause that an impostor
+// took. Exit codes: 0 ok, 1 refused or Temporal unreachable, 2 usage.
 import type { Command } from 'commander';
 import { hostname, userInfo } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -12,10 +16,10 @@ import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } fr
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Config } from '../config/load.ts';
 import {
-  check, emptySafetyState, PAUSABLE, pauseInputSchema, pauseUpdate, resumeUpdate, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, targets,
+  check, emptySafetyState, PAUSABLE, pauseInputSchema, pauseUpdate, resumeUpdate, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, SAFETY_WORKFLOW_TYPE, targets,
   type PausableCapability, type SafetyState,
 } from '../safety/messages.ts';
-import { FRESH_MS, stateOfDescription } from '../safety/pause.ts';
+import { FRESH_MS, safetyImpostor, stateOfDescription } from '../safety/pause.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { configOrSandbox, OperatorError, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
 import { columns, outputOption, printOutput, type OutputFormat } from './output.ts';
@@ -51,16 +55,35 @@ export interface PauseStatus {
   capabilities: SafetyState['capabilities'];
 }
 
-/** The pause as tend-safety's memo says (DescribeWorkflowExecution: no worker needed). */
-export async function pauseStatus(client: Client): Promise<PauseStatus> {
-  let d;
+/** What to do about an impostor: said by every command that finds one. */
+const IMPOSTOR_HELP = 'every worker holds destructive actions while it runs (the pause state is unknown); ' +
+  `look at it (temporal workflow describe --workflow-id ${SAFETY_WORKFLOW_ID}), terminate it, then \`tend pause\` again if a pause is wanted`;
+
+/** The raw description of what runs under tend-safety, or undefined when nothing ever did. */
+async function describeSafety(client: Client) {
   try {
-    d = await client.workflowService.describeWorkflowExecution({ namespace: client.options.namespace, execution: { workflowId: SAFETY_WORKFLOW_ID } });
+    return await client.workflowService.describeWorkflowExecution({ namespace: client.options.namespace, execution: { workflowId: SAFETY_WORKFLOW_ID } });
   } catch (err) {
-    if ((err as { code?: number })?.code === 5 || err instanceof WorkflowNotFoundError) return { running: false, ...emptySafetyState() };
+    if ((err as { code?: number })?.code === 5 || err instanceof WorkflowNotFoundError) return undefined;
     throw err;
   }
-  const s = stateOfDescription(d);
+}
+
+/** The state in a description, checked to be tend's own on `taskQueue`: an impostor or a bad memo is refused (exit 1), naming it. */
+function stateOrRefuse(d: Parameters<typeof stateOfDescription>[0], taskQueue: string, doing: string): SafetyState | undefined {
+  try {
+    return stateOfDescription(d, { taskQueue });
+  } catch (err) {
+    const why = (err as Error).message;
+    throw new OperatorError(`${doing}: refused: ${why}${safetyImpostor(d, { taskQueue }) !== undefined ? `; ${IMPOSTOR_HELP}` : ''}`);
+  }
+}
+
+/** The pause as tend-safety's memo says (DescribeWorkflowExecution: no worker needed), refused when what runs there is not tend's on `taskQueue`. */
+export async function pauseStatus(client: Client, taskQueue: string): Promise<PauseStatus> {
+  const d = await describeSafety(client);
+  if (!d) return { running: false, ...emptySafetyState() };
+  const s = stateOrRefuse(d, taskQueue, 'pause status');
   const runId = d.workflowExecutionInfo?.execution?.runId ?? undefined;
   if (!s) return { running: false, ...(runId ? { runId } : {}), ...emptySafetyState() };
   return { running: true, ...(runId ? { runId } : {}), ...s };
@@ -98,15 +121,31 @@ async function needWorker(client: Client, config: Config, taskQueue: string): Pr
   }
 }
 
-/** The task queue tend-safety runs on: its own when it runs, else this configuration's. */
-async function safetyTaskQueue(client: Client, config: Config): Promise<{ taskQueue: string; running: boolean }> {
-  try {
-    const d = await client.workflow.getHandle(SAFETY_WORKFLOW_ID).describe();
-    if (d.status.name === 'RUNNING') return { taskQueue: d.taskQueue, running: true };
-  } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError)) throw err;
+/**
+ * Whether tend's tend-safety runs on this configuration's task queue. What runs under the id
+ * and is not tend's (another type, another task queue) is refused before anything is sent to it.
+ */
+async function safetyRunning(client: Client, config: Config, doing: string): Promise<boolean> {
+  const d = await describeSafety(client);
+  if (!d || Number(d.workflowExecutionInfo?.status) !== 1) return false;
+  const notOurs = safetyImpostor(d, { taskQueue: config.temporal.taskQueue });
+  if (notOurs !== undefined) throw new OperatorError(`${doing}: refused, nothing sent: ${notOurs}; ${IMPOSTOR_HELP}`);
+  return true;
+}
+
+/**
+ * After a change was answered: the memo every worker reads is tend's, and has the answered
+ * revision (or a later one). An impostor started under the id meanwhile would have taken the
+ * change in place of tend-safety: refused, naming it, rather than reported as done.
+ */
+export async function confirmApplied(client: Client, config: Config, answered: SafetyState, doing: string): Promise<SafetyState> {
+  const d = await describeSafety(client);
+  const s = d && stateOrRefuse(d, config.temporal.taskQueue, doing);
+  if (!s) throw new OperatorError(`${doing}: refused: ${SAFETY_WORKFLOW_ID} answered revision ${answered.revision} but no longer runs: nothing is paused`);
+  if (s.revision < answered.revision) {
+    throw new OperatorError(`${doing}: refused: ${SAFETY_WORKFLOW_ID} answered revision ${answered.revision} but its memo, which the workers read, says ${s.revision}`);
   }
-  return { taskQueue: config.temporal.taskQueue, running: false };
+  return s;
 }
 
 const refused = (err: unknown): never => {
@@ -126,12 +165,13 @@ async function withClient<T>(config: Config, fn: (client: Client) => Promise<T>)
 
 /** Pauses: starts tend-safety when it is not running, then the pause update; answers the state it applied. */
 export async function pause(client: Client, config: Config, capabilities: PausableCapability[], reason: string): Promise<SafetyState> {
-  const { taskQueue } = await safetyTaskQueue(client, config);
+  await safetyRunning(client, config, 'pause');
+  const taskQueue = config.temporal.taskQueue;
   await needWorker(client, config, taskQueue);
   const input = { ...(capabilities.length ? { capabilities } : {}), reason, by: requester() };
   return client.workflow.executeUpdateWithStart(pauseUpdate, {
     args: [input],
-    startWorkflowOperation: new WithStartWorkflowOperation('safetyWorkflow', {
+    startWorkflowOperation: new WithStartWorkflowOperation(SAFETY_WORKFLOW_TYPE, {
       workflowId: SAFETY_WORKFLOW_ID,
       taskQueue,
       workflowIdConflictPolicy: 'USE_EXISTING',
@@ -145,11 +185,12 @@ export async function pause(client: Client, config: Config, capabilities: Pausab
 
 /** Resumes; undefined when tend-safety is not running (nothing was paused). */
 export async function resume(client: Client, config: Config, capabilities: PausableCapability[]): Promise<SafetyState | undefined> {
-  const { taskQueue, running } = await safetyTaskQueue(client, config);
-  if (!running) return undefined;
-  await needWorker(client, config, taskQueue);
+  if (!await safetyRunning(client, config, 'resume')) return undefined;
+  await needWorker(client, config, config.temporal.taskQueue);
   const input = { ...(capabilities.length ? { capabilities } : {}), by: requester() };
-  return client.workflow.getHandle(SAFETY_WORKFLOW_ID).executeUpdate(resumeUpdate, { args: [input] }).catch(refused);
+  const s = await client.workflow.getHandle(SAFETY_WORKFLOW_ID).executeUpdate(resumeUpdate, { args: [input] }).catch(refused);
+  await confirmApplied(client, config, s, 'resume');
+  return s;
 }
 
 export function registerSafetyCommands(program: Command): void {
@@ -164,9 +205,13 @@ export function registerSafetyCommands(program: Command): void {
       const c = check(pauseInputSchema, { reason: flags.reason }, '--reason');
       if (!c.ok) throw new UsageError(c.reason.replace(/reason: /, ''));
       const config = await configOrSandbox(flags, { orEnvironment: true });
-      const s = await withClient(config, (client) => pause(client, config, capabilities, flags.reason!));
-      // Every reader's state is at most FRESH_MS old, or it refuses to act: after this, no worker acts on the old state.
-      await sleep(FRESH_MS);
+      const s = await withClient(config, async (client) => {
+        const applied = await pause(client, config, capabilities, flags.reason!);
+        // Every reader's state is at most FRESH_MS old, or it refuses to act: after this, no worker acts on the old state.
+        await sleep(FRESH_MS);
+        await confirmApplied(client, config, applied, 'pause');
+        return applied;
+      });
       console.log(`paused: ${describeTarget(capabilities)} (reason ${flags.reason}), revision ${s.revision}; ` +
         'every worker stops destructive actions of these capabilities from now on');
     });
@@ -179,7 +224,7 @@ export function registerSafetyCommands(program: Command): void {
       // --config before `status` is the parent's (tend pause --config F status): both count.
       const flags = { ...cmd.parent?.opts(), ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) } as ConfigFlags & { output: OutputFormat };
       const config = await configOrSandbox(flags, { orEnvironment: true });
-      const st = await withClient(config, pauseStatus);
+      const st = await withClient(config, (client) => pauseStatus(client, config.temporal.taskQueue));
       // wide: the same columns (a pause has no more to show).
       await printOutput(flags.output, st, () => formatPauseStatus(st));
     });

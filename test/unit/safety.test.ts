@@ -102,7 +102,7 @@ describe('pause: PauseState', () => {
   it('check: unknown before any read; acting with no workflow; paused with its reason; unknown once the last good read is older than 1 s', async () => {
     let now = 1_000_000;
     const reader = fakeReader();
-    const p = new PauseState({ read: reader.read, now: () => now, metrics: false });
+    const p = new PauseState({ read: reader.read, monotonic: () => now, metrics: false });
     assert.equal(p.check('taint').state, 'unknown');
     await p.refresh();
     assert.deepEqual(p.check('taint'), { state: 'acting', revision: 0 });
@@ -131,10 +131,80 @@ describe('pause: PauseState', () => {
         now += 1500;
         return undefined;
       },
-      now: () => now, metrics: false,
+      monotonic: () => now, metrics: false,
     });
     await p.refresh();
     assert.equal(p.check('taint').state, 'unknown');
+  });
+
+  /** Runs fn with Date.now stepping as the test says (the wall clock), restored after. */
+  const withWallClock = async (wall: { now: number }, fn: () => Promise<void>) => {
+    const real = Date.now;
+    Date.now = () => wall.now;
+    try {
+      await fn();
+    } finally {
+      Date.now = real;
+    }
+  };
+
+  it('a wall clock stepped back keeps no stale "acting": reads are aged by the monotonic clock and fail closed when too old', async () => {
+    const wall = { now: Date.UTC(2026, 0, 1, 12) };
+    let mono = 5_000;
+    const reader = fakeReader();
+    await withWallClock(wall, async () => {
+      const p = new PauseState({ read: reader.read, monotonic: () => mono, metrics: false });
+      await p.refresh();
+      assert.equal(p.check('taint').state, 'acting');
+      // NTP steps the wall clock back an hour; reads fail from now on; real time goes on.
+      wall.now -= 3_600_000;
+      reader.fail = 'connection refused';
+      for (let i = 0; i < 8; i++) {
+        wall.now += 250;
+        mono += 250;
+        await p.refresh();
+      }
+      const c = p.check('taint');
+      assert.equal(c.state, 'unknown', 'two seconds without a good read: the state must not still be acting');
+      assert.match((c as Extract<PauseCheck, { state: 'unknown' }>).reason, /last read 2\.0 s ago.*connection refused/);
+      assert.ok(p.ageSeconds() >= 2, `age ${p.ageSeconds()}`);
+    });
+  });
+
+  it('a read issued after the wall clock stepped back replaces the one before it (ordered by sequence, not by time)', async () => {
+    const wall = { now: Date.UTC(2026, 0, 1, 12) };
+    let mono = 5_000;
+    const reader = fakeReader();
+    await withWallClock(wall, async () => {
+      const p = new PauseState({ read: reader.read, monotonic: () => mono, metrics: false });
+      await p.refresh();
+      assert.equal(p.check('taint').state, 'acting');
+      wall.now -= 3_600_000;
+      mono += 250;
+      reader.value = paused();
+      await p.refresh();
+      assert.equal(p.check('taint').state, 'paused', 'the newer read (a pause) is what counts');
+    });
+  });
+
+  it('a read that answers after a later one changes nothing: the later one is kept', async () => {
+    let mono = 0;
+    const answers: ((s: SafetyState | undefined) => void)[] = [];
+    const p = new PauseState({
+      read: () => new Promise<SafetyState | undefined>((resolve) => answers.push(resolve)),
+      monotonic: () => mono, readTimeoutMs: 100, metrics: false,
+    });
+    // The first read hangs past its timeout; the second is issued and answers "paused"; then the first answers "acting".
+    const first = p.refresh();
+    mono += 50;
+    await first.catch(() => undefined);
+    const second = p.refresh();
+    answers[1]!(paused());
+    await second;
+    assert.equal(p.check('taint').state, 'paused');
+    answers[0]!(undefined);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(p.check('taint').state, 'paused');
   });
 
   it('allowed() resolves at once when acting, waits while paused and resolves on resume', async () => {
@@ -196,13 +266,83 @@ describe('pause: PauseState', () => {
     await assert.rejects(stopped, PauseWaitAborted);
   });
 
+  const memo = (v: unknown) => ({ fields: { [SAFETY_MEMO_KEY]: defaultPayloadConverter.toPayload(v) } });
+  /** A description of what runs under tend-safety: tend's own (safetyWorkflow on "tend") unless told otherwise. */
+  const described = (fields: { status?: number; type?: string; taskQueue?: string; memo?: unknown }) => ({
+    workflowExecutionInfo: {
+      status: fields.status ?? 1, type: { name: fields.type ?? 'safetyWorkflow' }, taskQueue: fields.taskQueue ?? 'tend',
+      ...('memo' in fields ? { memo: memo(fields.memo) } : {}),
+    },
+  });
+
   it('reads the state from a description of tend-safety: running with a memo, ended (nothing paused), or a bad memo (an error)', () => {
     const s = paused();
-    const memo = (v: unknown) => ({ fields: { [SAFETY_MEMO_KEY]: defaultPayloadConverter.toPayload(v) } });
-    assert.deepEqual(stateOfDescription({ workflowExecutionInfo: { status: 1, memo: memo(s) } }), s);
-    assert.equal(stateOfDescription({ workflowExecutionInfo: { status: 3, memo: memo(s) } }), undefined);
-    assert.throws(() => stateOfDescription({ workflowExecutionInfo: { status: 1 } }), /memo has no tendSafety/);
-    assert.throws(() => stateOfDescription({ workflowExecutionInfo: { status: 1, memo: memo({ revision: 'x' }) } }), /tendSafety: revision/);
+    assert.deepEqual(stateOfDescription(described({ memo: s }), { taskQueue: 'tend' }), s);
+    assert.equal(stateOfDescription(described({ status: 3, memo: s }), { taskQueue: 'tend' }), undefined);
+    assert.throws(() => stateOfDescription(described({})), /memo has no tendSafety/);
+    assert.throws(() => stateOfDescription(described({ memo: { revision: 'x' } })), /tendSafety: revision/);
+  });
+
+  it('an impostor under tend-safety (another type, or another task queue) is an error naming it, whatever its memo says', () => {
+    const acting = emptySafetyState();
+    assert.throws(() => stateOfDescription(described({ type: 'notTheSafety', memo: acting }), { taskQueue: 'tend' }),
+      /workflow tend-safety is of type "notTheSafety", not safetyWorkflow: not tend's.*destructive actions wait/);
+    assert.throws(() => stateOfDescription(described({ taskQueue: 'elsewhere', memo: acting }), { taskQueue: 'tend' }),
+      /workflow tend-safety runs on task queue "elsewhere", not on "tend": not tend's/);
+    // Without the expected task queue, the type is still checked.
+    assert.throws(() => stateOfDescription(described({ type: 'x', memo: acting })), /of type "x", not safetyWorkflow/);
+    // A huge type name is named by its prefix only.
+    const err = (() => {
+      try {
+        stateOfDescription(described({ type: 'y'.repeat(100_000), memo: acting }), { taskQueue: 'tend' });
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return '';
+    })();
+    assert.ok(err.length > 0 && err.length < 600, `${err.length} characters`);
+    // Ended, an impostor is no longer anything: nothing runs under the id, nothing is paused.
+    assert.equal(stateOfDescription(described({ status: 2, type: 'x', memo: acting }), { taskQueue: 'tend' }), undefined);
+  });
+
+  it('a reader finding an impostor fails closed: every capability is unknown, the reason names the impostor', async () => {
+    const p = new PauseState({
+      read: async () => stateOfDescription(described({ type: 'notTheSafety', taskQueue: 'attacker', memo: emptySafetyState() }), { taskQueue: 'tend' }),
+      metrics: false,
+    });
+    await p.refresh();
+    for (const capability of PAUSABLE) {
+      const c = p.check(capability);
+      assert.equal(c.state, 'unknown', capability);
+      assert.match((c as Extract<PauseCheck, { state: 'unknown' }>).reason, /of type "notTheSafety", not safetyWorkflow/);
+    }
+  });
+
+  it('a memo past the safety limits, deeply nested, or not JSON is refused before any field is read, in a short reason', () => {
+    /** A memo payload of raw JSON text, as any client may write it. */
+    const raw = (json: string) => ({
+      workflowExecutionInfo: {
+        status: 1, type: { name: 'safetyWorkflow' }, taskQueue: 'tend',
+        memo: { fields: { [SAFETY_MEMO_KEY]: { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(json) } } },
+      },
+    });
+    const reasonOf = (d: Parameters<typeof stateOfDescription>[0]) => {
+      try {
+        stateOfDescription(d, { taskQueue: 'tend' });
+      } catch (e) {
+        return (e as Error).message;
+      }
+      assert.fail('accepted');
+    };
+    assert.match(reasonOf(raw(`{"revision":1,"capabilities":${'['.repeat(5000)}1${']'.repeat(5000)}}`)), /refused unread: nested deeper than 4 levels/);
+    const wide = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`.repeat(40), i]));
+    const tooMany = reasonOf(described({ memo: wide }));
+    assert.match(tooMany, /refused unread: more than/);
+    assert.ok(tooMany.length < 300, tooMany);
+    assert.match(reasonOf(raw('{"revision":')), /memo tendSafety cannot be decoded/);
+    // Within the limits but wrong: the reason names a few problems, each cut short.
+    const keys = reasonOf(described({ memo: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`${'z'.repeat(500)}${i}`, i])) }));
+    assert.ok(keys.length < 1200, `${keys.length} characters`);
   });
 });
 
