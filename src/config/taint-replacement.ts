@@ -7,7 +7,14 @@ import { z } from 'zod';
 import { dns1123LabelProblem, kubeNameSchema, labelKeyProblem } from './kube-names.ts';
 import { labelSelectorSchema } from './label-selector.ts';
 import { modeSchema } from './mode.ts';
-import { IGNORED_DURATION } from '../taint/match.ts';
+
+/**
+ * FDB's "ignore this key" duration, the int64 maximum, is past the safe integers: it is kept as
+ * the largest safe one, which the taint capability reads as ignored (taint/match.ts's
+ * IGNORED_DURATION, the same value: the configuration sits below the capabilities and imports
+ * none of them; test/unit/taint-config.test.ts reads an ignored key as taint/match.ts does).
+ */
+export const IGNORED_DURATION = Number.MAX_SAFE_INTEGER;
 
 /** A taint key, or `*` for every key without an exact entry. */
 const taintKeySchema = kubeNameSchema((key) => {
