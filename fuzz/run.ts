@@ -1,0 +1,381 @@
+// `npm run fuzz -- [--messages N] [--seed S] [--time-limit SECONDS]`: the message fuzzer.
+// On a sandbox of its own (or a running one it reuses, with kube-apiserver's
+// audit log turned on), with tend's worker and watcher running all four
+// capabilities at small limits, it sends generated messages to every handler
+// and start input of every workflow type tend hosts, in batches, each beside
+// normal operation (a repair, a taint, an App restart, a Service recovery),
+// and after each batch checks the invariants (fuzz/invariants.ts). Prints a
+// table per workflow type and handler, and exits 1 on any violation. Leaves
+// nothing running. See docs/security.md.
+import { readFile, writeFile, mkdir, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { enableAuditLog, currentSandbox, status, up, TEND_USER } from '../src/sandbox/sandbox.ts';
+import { kubeClients, loadKubeConfig } from '../src/kube/client.ts';
+import { REPAIR_QUEUE_WORKFLOW_ID, enableUpdate, listQuery } from '../src/repair/messages.ts';
+import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
+import { SAFETY_WORKFLOW_ID } from '../src/safety/messages.ts';
+import { getApp } from '../test/harness/apps.ts';
+import { waitFor } from '../test/harness/wait.ts';
+import { AuditLog } from '../faults/audit.ts';
+import { peakInFlight, replicaSetStatuses } from '../faults/invariants.ts';
+import { Tend } from '../faults/world.ts';
+import { Draw } from './generate.ts';
+import { type Context, exportedBounds, type Message, nextMessage, targets } from './targets.ts';
+import { commandRuns, cordons, historySize, identity, outsideConfiguration, repairLimit, stuckTask, taskFailures, type Violation } from './invariants.ts';
+import { fuzzClient, send } from './send.ts';
+import { cordonedNodes, MAX_CONCURRENT_REPAIRS, MAX_CONCURRENT_REPLACEMENTS, probeApps, probeRepair, probeTaint, probeWeeder, setUp, startSafety, TASK_QUEUE, uncordon, untaint, type ProbeResult, type Setup } from './world.ts';
+import { expectedId, formatReport, type Row, rowKey } from './report.ts';
+
+/** What --report writes: the table's rows and every violation (the e2e test reads it). */
+export interface FuzzReport {
+  seed: number;
+  sent: number;
+  batches: number;
+  rows: Row[];
+  violations: (Violation & { batch: number })[];
+  /** The run itself failed (the sandbox, tend, a probe's setup): its stack. */
+  error?: string;
+}
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const usage = `usage: npm run fuzz -- [--messages N] [--seed S] [--time-limit SECONDS] [--batch N]
+                     [--state-dir DIR] [--port-offset N] [--report FILE] [--down]`;
+
+function fail(message: string): never {
+  console.error(`fuzz: ${message}\n${usage}`);
+  process.exit(2);
+}
+
+let parsed;
+try {
+  parsed = parseArgs({
+    options: {
+      messages: { type: 'string', default: '2000' },
+      seed: { type: 'string' },
+      'time-limit': { type: 'string', default: '3600' },
+      batch: { type: 'string', default: '200' },
+      'state-dir': { type: 'string', default: join(repo, '.tend', 'fuzz') },
+      'port-offset': { type: 'string', default: '90' },
+      report: { type: 'string' },
+      down: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+} catch (err) {
+  fail((err as Error).message);
+}
+const { values: opts } = parsed;
+if (opts.help) {
+  console.log(usage);
+  process.exit(0);
+}
+const whole = (name: string, text: string, least: number) => {
+  if (!/^\d{1,9}$/.test(text) || Number(text) < least) fail(`--${name} must be a whole number of at least ${least} (got "${text}")`);
+  return Number(text);
+};
+const total = whole('messages', opts.messages, 1);
+const seed = opts.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : whole('seed', opts.seed, 0);
+const timeLimitMs = whole('time-limit', opts['time-limit'], 1) * 1000;
+const batchSize = whole('batch', opts.batch, 1);
+const offset = whole('port-offset', opts['port-offset'], 0);
+const stateDir = resolve(opts['state-dir']);
+const began = Date.now();
+
+const say = (m: string) => console.error(`[fuzz ${new Date().toISOString().slice(11, 19)}] ${m}`);
+say(`seed ${seed} (repeat with --seed ${seed}); ${total} message(s) in batches of ${batchSize}; at most ${timeLimitMs / 1000} s`);
+
+// The sandbox: reused when it runs, else started with the audit log on.
+const p = (port: number) => port + offset;
+let info = (await status(stateDir)).every((c) => c.running) ? await currentSandbox(stateDir) : undefined;
+if (!info) {
+  info = await up({
+    stateDir,
+    settings: {
+      nodes: 3, timeScale: 0.1, nodeMonitorGraceSeconds: 8, auditLog: true,
+      ports: { etcdClient: p(24790), etcdPeer: p(25800), apiserver: p(17443), controllerManager: p(11357), scheduler: p(11359), temporal: p(7333), temporalUi: p(8333) },
+    },
+    progress: (m) => say(`sandbox: ${m}`),
+  });
+}
+const audit = new AuditLog(await enableAuditLog(stateDir, (m) => say(`sandbox: ${m}`)));
+info = (await currentSandbox(stateDir))!;
+say(`sandbox ${stateDir}: kube-apiserver ${info.apiserver}, Temporal ${info.temporalAddress} (loopback); audit log ${audit.path}`);
+
+const kube = kubeClients(loadKubeConfig({ kubeconfig: info.kubeconfig }));
+const client = await fuzzClient(info.temporalAddress);
+const dir = join(stateDir, 'fuzz-runs', new Date().toISOString().replace(/[:.]/g, '-'));
+await mkdir(dir, { recursive: true, mode: 0o700 });
+
+/** Workflows on tend-fuzz's task queue still running: none at the start (an earlier run cut short), none at the end. */
+async function running(): Promise<{ workflowId: string; runId: string }[]> {
+  const out: { workflowId: string; runId: string }[] = [];
+  for await (const wf of client.workflow.list({ query: `TaskQueue="${TASK_QUEUE}" AND ExecutionStatus="Running"` })) out.push({ workflowId: wf.workflowId, runId: wf.runId });
+  return out;
+}
+async function terminateAll(why: string) {
+  for (const wf of await running()) await client.workflow.getHandle(wf.workflowId, wf.runId).terminate(why).catch(() => undefined);
+}
+await terminateAll('fuzz: a fresh start');
+
+const ts = targets();
+const bounds = exportedBounds();
+const typeOf = new Map(ts.map((t) => [t.workflowType, t.type]));
+const rows = new Map<string, Row>();
+for (const t of ts) {
+  for (const h of t.handlers) rows.set(rowKey(t.type, h.name), { type: t.type, handler: h.name, kind: h.kind, sent: 0, refused: 0, ignored: 0, accepted: 0, delivered: 0, violations: 0, families: {} });
+  rows.set(rowKey(t.type, 'start'), { type: t.type, handler: 'start', kind: 'start', sent: 0, refused: 0, ignored: 0, accepted: 0, delivered: 0, violations: 0, families: {} });
+}
+const violations: (Violation & { batch: number })[] = [];
+const refusals = new Map<string, string>();
+const d = new Draw(seed);
+
+let setup: Setup | undefined;
+let tend: Tend | undefined;
+/** Hand starts still to be looked at and ended. */
+let handStarts: { m: Message; runId: string }[] = [];
+/** Each run's last event looked at; runs closed and looked at are done. */
+const seenEvents = new Map<string, number>();
+const done = new Set<string>();
+let sent = 0;
+let batches = 0;
+
+async function readContext(s: Setup): Promise<Context> {
+  const c: Context = {
+    taskQueue: TASK_QUEUE, namespace: s.namespace, outside: 'kube-system', nodes: s.nodes, service: 'db', app: 'web',
+    appGeneration: 1, repairIndexes: [], runningEntries: [], pods: [], inFlight: [], seed,
+  };
+  const app = await getApp(kube, s.namespace, 'web').catch(() => undefined);
+  if (app) {
+    c.appGeneration = app.metadata.generation ?? 1;
+    c.appUid = (app.metadata as { uid?: string }).uid;
+  }
+  const list = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).query(listQuery).catch(() => []);
+  c.repairIndexes = list.map((e) => e.index);
+  const queue = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).describe().catch(() => undefined);
+  c.queueChain = (queue?.raw.workflowExecutionInfo as { firstRunId?: string } | undefined)?.firstRunId ?? undefined;
+  for (const e of list) if (e.status === 'processing' && c.queueChain) c.runningEntries.push({ index: e.index, queue: c.queueChain });
+  const pods = (await kube.core.listNamespacedPod({ namespace: s.namespace, labelSelector: 'fuzz.tend.dev/managed=true' })).items;
+  c.pods = pods.filter((x) => x.spec?.nodeName).map((x) => ({ node: x.spec!.nodeName!, uid: x.metadata!.uid!, pod: `${s.namespace}/${x.metadata!.name}` }));
+  const slots = await client.workflow.getHandle(SLOTS_WORKFLOW_ID).query(slotsStatusQuery).catch(() => undefined);
+  c.inFlight = (slots?.inFlight ?? []).map((g) => ({ node: g.node, uid: g.uid, pod: g.pod }));
+  return c;
+}
+
+/** Worker log lines since `from` that say a signal was ignored: per type and handler. */
+async function ignoredSince(logFile: string, from: number): Promise<Map<string, number>> {
+  const text = (await readFile(logFile, 'utf8').catch(() => '')).slice(from);
+  const names = [...new Set(ts.flatMap((t) => t.handlers.filter((h) => h.kind === 'signal').map((h) => h.name)))].sort((a, b) => b.length - a.length);
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!/ignored/i.test(line)) continue;
+    let entry: Record<string, unknown>;
+    try {
+      entry = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      continue;
+    }
+    const msg = String(entry.msg ?? '');
+    const handler = names.find((n) => msg.includes(n));
+    const type = typeOf.get(String(entry.workflowType ?? ''));
+    if (!handler || !type) continue;
+    out.set(rowKey(type, handler), (out.get(rowKey(type, handler)) ?? 0) + 1);
+  }
+  return out;
+}
+
+/** Every run on tend's task queue since the fuzzer began: its task failures, its size, a task stuck failing. */
+async function checkHistories(): Promise<Violation[]> {
+  const out: Violation[] = [];
+  const since = new Date(began - 60_000).toISOString();
+  const runs: { workflowId: string; runId: string; type: string; status: string }[] = [];
+  for await (const wf of client.workflow.list({ query: `TaskQueue="${TASK_QUEUE}" AND StartTime > "${since}"` })) {
+    if (!done.has(wf.runId)) runs.push({ workflowId: wf.workflowId, runId: wf.runId, type: wf.type, status: wf.status.name });
+  }
+  for (const r of runs) {
+    const type = typeOf.get(r.type) ?? r.type;
+    const h = client.workflow.getHandle(r.workflowId, r.runId);
+    try {
+      const history = await h.fetchHistory();
+      const events = history.events ?? [];
+      out.push(...taskFailures(type, r.workflowId, events, seenEvents.get(r.runId) ?? 0));
+      seenEvents.set(r.runId, Number(events.at(-1)?.eventId ?? 0));
+      const desc = await h.describe();
+      const raw = desc.raw as { workflowExecutionInfo?: { historyLength?: unknown; historySizeBytes?: unknown }; pendingWorkflowTask?: { attempt?: number } | null };
+      out.push(...historySize(type, r.workflowId, Number(raw.workflowExecutionInfo?.historyLength ?? 0), Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0)));
+      out.push(...stuckTask(type, r.workflowId, raw.pendingWorkflowTask?.attempt));
+      if (desc.status.name !== 'RUNNING') done.add(r.runId);
+    } catch (err) {
+      say(`  could not read ${r.workflowId}: ${(err as Error).message}`);
+    }
+  }
+  return out;
+}
+
+/** Each hand start's fate: refused (it failed or was never started), taken (it ran or runs); any still running is ended. */
+async function settleHandStarts(): Promise<Violation[]> {
+  const out: Violation[] = [];
+  for (const { m, runId } of handStarts) {
+    const row = rows.get(rowKey(m.type, 'start'))!;
+    const h = client.workflow.getHandle(m.workflowId, runId);
+    const desc = await h.describe().catch(() => undefined);
+    const st = desc?.status.name ?? 'UNKNOWN';
+    if (st === 'FAILED' || st === 'TERMINATED' || st === 'TIMED_OUT' || st === 'CANCELLED') {
+      row.refused++;
+    } else {
+      row.accepted++;
+    }
+    if (m.start!.taskQueue === TASK_QUEUE && expectedId(m) !== m.workflowId) out.push(...identity(m.type, m.workflowId, st, m.note));
+    if (st === 'RUNNING') await h.terminate('fuzz: a hand start is ended once looked at').catch(() => undefined);
+  }
+  handStarts = [];
+  return out;
+}
+
+const capabilityRow: Record<ProbeResult['capability'], string> = { repair: 'repair-queue', taint: 'taint-replacements', apps: 'app', weeder: 'weeder' };
+const capabilityTypes: Record<ProbeResult['capability'], string[]> = {
+  repair: ['repair-queue', 'repair/<index>'], taint: ['taint-replacements', 'taint/<node>'], apps: ['app'], weeder: ['weeder'],
+};
+
+async function batch(s: Setup, n: number, logFile: string): Promise<void> {
+  const mark = await audit.mark();
+  const runsFrom = (await readFile(s.runsFile, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+  const logFrom = await stat(logFile).then((x) => x.size, () => 0);
+  // Normal operation beside the messages: each capability's probe.
+  const probes = Promise.all([
+    probeRepair(client, s, n).catch((err: Error) => ({ capability: 'repair' as const, ok: false, detail: `the probe failed: ${err.message}` })),
+    probeTaint(kube, s).catch((err: Error) => ({ capability: 'taint' as const, ok: false, detail: `the probe failed: ${err.message}` })),
+    probeApps(kube, s).catch((err: Error) => ({ capability: 'apps' as const, ok: false, detail: `the probe failed: ${err.message}` })),
+    probeWeeder(kube, s).catch((err: Error) => ({ capability: 'weeder' as const, ok: false, detail: `the probe failed: ${err.message}` })),
+  ]);
+  // Forged reports want a running entry to name: wait for one, briefly.
+  await waitFor('a running repair entry', async () => (await readContext(s)).runningEntries.length > 0, { timeoutMs: 15_000 }).catch(() => undefined);
+  let c = await readContext(s);
+  const delivered = new Map<string, number>();
+  const sentTo = new Map<string, Message[]>();
+  const count = Math.min(batchSize, total - sent);
+  for (let i = 0; i < count && Date.now() - began < timeLimitMs; i++) {
+    if (i > 0 && i % 25 === 0) c = await readContext(s);
+    const m = nextMessage(ts, c, d, bounds, 'tend-fuzz-elsewhere');
+    if (!m) continue;
+    const row = rows.get(rowKey(m.type, m.handler))!;
+    row.sent++;
+    row.families[m.family] = (row.families[m.family] ?? 0) + 1;
+    sent++;
+    sentTo.set(m.type, [...(sentTo.get(m.type) ?? []), m]);
+    const o = await send(client, m);
+    if (o.outcome === 'refused') {
+      row.refused++;
+      if (!refusals.has(rowKey(m.type, m.handler))) refusals.set(rowKey(m.type, m.handler), `${m.family} (${m.note}): ${o.reason}`);
+    } else if (o.outcome === 'accepted') row.accepted++;
+    else if (o.outcome === 'delivered') delivered.set(rowKey(m.type, m.handler), (delivered.get(rowKey(m.type, m.handler)) ?? 0) + 1);
+    else handStarts.push({ m, runId: o.runId });
+  }
+  const results = await probes;
+  const found: Violation[] = [];
+  for (const r of results) {
+    if (r.ok) continue;
+    const suspects = capabilityTypes[r.capability].flatMap((t) => sentTo.get(t) ?? []).filter((m) => m.family !== 'valid');
+    found.push({
+      type: capabilityRow[r.capability], handler: '(liveness)', invariant: `${r.capability} does its job on a normal event within its usual time`,
+      detail: `${r.detail}; this batch sent its workflows ${suspects.length} non-valid message(s), e.g. ${suspects.slice(0, 6).map((m) => `${m.handler} ${m.family} (${m.note})`).join('; ') || 'none'}`,
+    });
+  }
+  found.push(...await settleHandStarts());
+  // Signals: taken or ignored, as the worker logged it.
+  const ignored = await ignoredSince(logFile, logFrom);
+  for (const [key, n] of delivered) {
+    const row = rows.get(key)!;
+    const ign = Math.min(n, ignored.get(key) ?? 0);
+    row.ignored += ign;
+    row.accepted += n - ign;
+    row.delivered += n;
+  }
+  found.push(...await checkHistories());
+  const writes = await audit.since(mark);
+  const now = Date.now();
+  const runLines = (await readFile(s.runsFile, 'utf8').catch(() => '')).split('\n').filter(Boolean).slice(runsFrom);
+  found.push(...repairLimit(MAX_CONCURRENT_REPAIRS, commandRuns(runLines, now), cordons(writes, TEND_USER, now)));
+  const mine = writes.filter((w) => w.namespace === s.namespace);
+  const evictions = mine.filter((w) => w.user === TEND_USER && w.subresource === 'eviction' && w.verb === 'create' && w.code < 300);
+  const peak = peakInFlight(evictions, replicaSetStatuses(mine, s.namespace));
+  if (peak.peak > MAX_CONCURRENT_REPLACEMENTS) {
+    found.push({
+      type: 'taint-replacements', handler: '(invariants)', invariant: 'no limit exceeded: maxConcurrentReplacements',
+      detail: `${peak.peak} replacements in flight at ${new Date(peak.at!).toISOString().slice(11, 23)} (limit ${MAX_CONCURRENT_REPLACEMENTS}): ${peak.pods.join(', ')}`,
+    });
+  }
+  found.push(...outsideConfiguration(writes, TEND_USER, [s.namespace]));
+  // A Node tend left cordoned after its entries ended: a violation, and uncordoned for the next batch.
+  const left = await cordonedNodes(kube);
+  if (left.length) {
+    await waitFor('no Node left cordoned', async () => (await cordonedNodes(kube)).length === 0, { timeoutMs: 30_000 }).catch(async () => {
+      const still = await cordonedNodes(kube);
+      found.push({ type: 'repair-queue', handler: '(invariants)', invariant: 'no Node left cordoned', detail: `${still.join(', ')} still cordoned 30 s after the batch's repairs` });
+      for (const node of still) await uncordon(kube, node);
+    });
+  }
+  // An operator's command a broken message got through (the queue disabled, say) is undone, as an operator would.
+  await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).executeUpdate(enableUpdate, { args: [] }).catch(() => undefined);
+  await startSafety(client).catch(() => undefined);
+  for (const v of found) {
+    violations.push({ ...v, batch: n });
+    const row = rows.get(rowKey(v.type, v.handler));
+    if (row) row.violations++;
+  }
+  say(`batch ${n + 1}: ${count} message(s) (${sent}/${total}); probes ${results.map((r) => `${r.capability} ${r.ok ? 'ok' : 'FAILED'}`).join(', ')}; ${found.length} violation(s)`);
+  for (const v of found) say(`  VIOLATION ${v.type} ${v.handler}: ${v.invariant}: ${v.detail}`);
+}
+
+let error: string | undefined;
+try {
+  setup = await setUp(kube, info, dir);
+  say(`namespace ${setup.namespace}; tend's configuration ${setup.config}; its logs in ${dir}`);
+  tend = new Tend(setup.config, dir, 'fuzz', true, p(19500));
+  tend.start();
+  await waitFor('tend\'s worker and watcher to serve', () => tend!.ready(), { timeoutMs: 300_000 });
+  await startSafety(client);
+  while (sent < total && Date.now() - began < timeLimitMs) {
+    await batch(setup, batches, tend.worker.log);
+    batches++;
+    for (const part of tend.parts) {
+      if (!part.running) {
+        violations.push({ type: '(any)', handler: '(invariants)', invariant: 'tend keeps running', detail: `tend ${part.part} exited during batch ${batches} (see ${part.log}); started again`, batch: batches - 1 });
+        part.start();
+        await waitFor('tend to serve again', () => tend!.ready(), { timeoutMs: 300_000 });
+      }
+    }
+  }
+  if (sent < total) say(`time limit reached after ${sent} message(s)`);
+} catch (err) {
+  error = (err as Error).stack ?? String(err);
+  say(`the run failed: ${error}`);
+} finally {
+  // Nothing left running: hand starts, every workflow on tend-fuzz's queue (cancelled first, so that cordons are lifted), tend itself.
+  await settleHandStarts().catch(() => undefined);
+  for (const wf of await running().catch(() => [])) {
+    if (wf.workflowId !== SAFETY_WORKFLOW_ID) await client.workflow.getHandle(wf.workflowId, wf.runId).cancel().catch(() => undefined);
+  }
+  await waitFor('the run\'s workflows to end', async () => (await running()).every((wf) => wf.workflowId === SAFETY_WORKFLOW_ID), { timeoutMs: 60_000 }).catch(() => undefined);
+  await terminateAll('fuzz: the run is over');
+  await tend?.stop();
+  if (setup) {
+    for (const n of setup.nodes) {
+      await untaint(kube, n.name).catch(() => undefined);
+      await uncordon(kube, n.name).catch(() => undefined);
+    }
+    await kube.core.deleteNamespace({ name: setup.namespace }).catch(() => undefined);
+  }
+}
+
+const report = formatReport([...rows.values()], violations, seed, sent, batches, refusals);
+console.log(`\n${report}`);
+console.log(`\nrepeat: npm run fuzz -- --messages ${total} --seed ${seed} --batch ${batchSize} --state-dir ${stateDir}`);
+if (opts.report) await writeFile(opts.report, JSON.stringify({ seed, sent, batches, rows: [...rows.values()], violations, error } satisfies FuzzReport, null, 2));
+await client.connection.close();
+if (opts.down) {
+  const { down } = await import('../src/sandbox/sandbox.ts');
+  await down(stateDir, { progress: (m) => say(`sandbox: ${m}`) });
+}
+process.exit(error ? 2 : violations.length ? 1 : 0);
