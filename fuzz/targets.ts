@@ -87,15 +87,21 @@ export interface TargetSpec {
   startInputs: (c: Context, d: Draw) => { args: unknown[]; note: string }[];
 }
 
-/** Numbers every messages module exports (its bounds), with where they come from. */
+/**
+ * The bounds every messages module exports, with where they come from: its numbers named like a
+ * bound (MAX_*, *_LIMIT ...), and the numbers of its objects so named (NODE_MESSAGE_BOUNDS.taints, SAFETY_LIMITS.maxDepth).
+ */
 export function exportedBounds(): Record<string, Bound[]> {
-  const of = (file: string, mod: Record<string, unknown>) => Object.entries(mod)
-    .filter(([k, v]) => typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && v <= 10_000_000 && /MAX|LIMIT|BOUND|MOST/i.test(k))
-    .map(([k, v]) => ({ name: `${file} ${k}`, value: v as number }));
-  const shared: Bound[] = [
-    { name: 'src/checks/limits.ts MESSAGE_LIMITS.maxNodes', value: MESSAGE_LIMITS.maxNodes },
-    { name: 'src/checks/limits.ts MESSAGE_LIMITS.maxChars', value: MESSAGE_LIMITS.maxChars },
-  ];
+  const named = /MAX|LIMIT|BOUND|MOST/i;
+  const usable = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && v <= 10_000_000;
+  const of = (file: string, mod: Record<string, unknown>) => Object.entries(mod).filter(([k]) => named.test(k)).flatMap(([k, v]): Bound[] => {
+    if (usable(v)) return [{ name: `${file} ${k}`, value: v }];
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+      return Object.entries(v).filter(([, x]) => usable(x)).map(([f, x]) => ({ name: `${file} ${k}.${f}`, value: x as number }));
+    }
+    return [];
+  });
+  const shared = of('src/checks/limits.ts', { MESSAGE_LIMITS });
   return {
     repair: [...of('src/repair/messages.ts', repairMessages), ...shared],
     taint: [...of('src/taint/messages.ts', taintMessages), ...shared],
@@ -433,7 +439,9 @@ export function argsFor(spec: HandlerSpec | { valid?: HandlerSpec['valid']; forg
       const b = d.pick(bs);
       const n = d.pick(around(b.value));
       const path = d.pick(pathsOf(first, 30));
-      return { args: [boundaryAt(first, path, n, d)], note: `${n} (${b.name} is ${b.value}) at ${path.length ? path.join('.') : 'the top'}` };
+      // A depth bound is met by nesting; every other by a length or a count.
+      const value = /depth/i.test(b.name) ? setAt(first, path, nested(n, 'x', d.pick(['array', 'object'] as const))) : boundaryAt(first, path, n, d);
+      return { args: [value], note: `${n} (${b.name} is ${b.value}) at ${path.length ? path.join('.') : 'the top'}` };
     }
   }
 }
