@@ -43,6 +43,15 @@ command -v go >/dev/null || { echo "binaries: Go is required (https://go.dev/dl)
 build() { # name dir command...
   local name=$1 dir=$2; shift 2
   if [ -f "$dir/.complete" ]; then return 0; fi
+  # One build of a version at a time: a second run (another test lane, another shell) waits for
+  # the first and then finds it cached, instead of compiling the same packages beside it.
+  mkdir -p "$(dirname "$dir")"
+  local lock
+  exec {lock}>"$dir.lock"
+  if command -v flock >/dev/null; then
+    flock -n "$lock" || { echo "binaries: waiting for another build of $name" >&2; flock "$lock"; }
+  fi
+  if [ -f "$dir/.complete" ]; then exec {lock}>&-; return 0; fi
   echo "binaries: building $name (first time only; several minutes on 2 cores)" >&2
   local tmp="$dir.tmp.$$"
   rm -rf "$tmp"; mkdir -p "$tmp"
@@ -51,6 +60,7 @@ build() { # name dir command...
   touch "$tmp/.complete"
   rm -rf "$dir"; mv "$tmp" "$dir"
   echo "binaries: built $name in $((SECONDS - start))s -> $dir" >&2
+  exec {lock}>&-
 }
 
 build_temporal() {
