@@ -2,6 +2,7 @@
 // `1h30m`), because the sections that use them are pasted from Go projects'
 // configs (dependency-watchdog's `watchDuration` is a metav1.Duration).
 import { z } from 'zod';
+import { pastBound, type Bound } from './bounds.ts';
 
 const nanosPerUnit: Record<string, number> = {
   ns: 1, us: 1e3, 'µs': 1e3, 'μs': 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9,
@@ -37,19 +38,25 @@ export interface GoDuration {
   ms: number;
 }
 
-/** A Go duration string that must be longer than zero. */
-export const positiveGoDurationSchema = z
-  .string({ error: 'must be a Go duration string, like 2m0s, 300ms or 1h30m' })
-  .transform((text, ctx): GoDuration => {
-    const ms = parseGoDuration(text);
-    if (ms === undefined) {
-      ctx.addIssue({ code: 'custom', message: 'must be a Go duration, like 2m0s, 300ms or 1h30m', input: text });
-      return z.NEVER;
-    }
-    if (ms <= 0) {
-      ctx.addIssue({ code: 'custom', message: 'must be longer than zero', input: text });
-      return z.NEVER;
-    }
-    // Timers count whole milliseconds; rounding up keeps a tiny duration from becoming none.
-    return { text, ms: Math.ceil(ms) };
-  });
+/** A Go duration string longer than zero and at most `max` (`text`: the bound as Go writes it, like 24h). */
+export function positiveGoDurationSchema(max: Bound & { text: string }) {
+  return z
+    .string({ error: 'must be a Go duration string, like 2m0s, 300ms or 1h30m' })
+    .transform((text, ctx): GoDuration => {
+      const ms = parseGoDuration(text);
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: 'must be a Go duration, like 2m0s, 300ms or 1h30m', input: text });
+        return z.NEVER;
+      }
+      if (ms <= 0) {
+        ctx.addIssue({ code: 'custom', message: 'must be longer than zero', input: text });
+        return z.NEVER;
+      }
+      if (ms > max.seconds * 1000) {
+        ctx.addIssue({ code: 'custom', message: pastBound(max, max.text), input: text });
+        return z.NEVER;
+      }
+      // Timers count whole milliseconds; rounding up keeps a tiny duration from becoming none.
+      return { text, ms: Math.ceil(ms) };
+    });
+}

@@ -4,42 +4,44 @@
 // `time_scale` is tend's addition: it multiplies every wait (watch, eviction
 // timeout, intervals, back-off) so tests run fast with the same formulas.
 import { z } from 'zod';
+import { A_DAY, boundedName, countSchema, REPAIR_NAME_MAX, secondsSchema, taskQueueSchema } from './bounds.ts';
 import { labelSelectorSchema } from './label-selector.ts';
 import { modeSchema } from './mode.ts';
 
 const commandSchema = z
   .array(z.string().min(1, 'must not be empty'))
   .min(1, 'must name a command: a list like [ipmitool, power, cycle] (the address is appended)');
-const seconds = (name: string) => z.number({ error: `${name} must be a number of seconds` }).int('must be a whole number').min(0, 'must be 0 or more');
-const positiveSeconds = (name: string) => seconds(name).min(1, 'must be at least 1');
+// Every wait is a day at most (src/config/bounds.ts): a command, a watch, an interval, an eviction.
+const seconds = secondsSchema(A_DAY);
+const positiveSeconds = seconds.min(1, 'must be at least 1');
 /** A command's timeout as in CKE: whole seconds, 0 for none (the command may run for ever), default 30. */
-const timeoutSeconds = (name: string) => seconds(name).default(30);
+const timeoutSeconds = seconds.default(30);
 
 export const repairStepSchema = z.strictObject({
   repair_command: commandSchema,
-  command_timeout_seconds: timeoutSeconds('command_timeout_seconds'),
-  command_retries: seconds('command_retries').default(0),
-  command_interval: seconds('command_interval').default(0),
+  command_timeout_seconds: timeoutSeconds,
+  command_retries: countSchema().default(0),
+  command_interval: seconds.default(0),
   need_drain: z.boolean().default(false),
   /**
    * How long the health check is polled after the repair command. CKE: absent
    * (or 0) goes on to the next step at once; tend checks the health once
    * first, as CKE's next status round does before it moves on.
    */
-  watch_seconds: seconds('watch_seconds').default(0),
+  watch_seconds: seconds.default(0),
 });
 
 export const repairOperationSchema = z.strictObject({
-  operation: z.string().min(1),
+  operation: boundedName(REPAIR_NAME_MAX),
   repair_steps: z.array(repairStepSchema).min(1, 'must list at least one repair step'),
   health_check_command: commandSchema,
-  command_timeout_seconds: timeoutSeconds('command_timeout_seconds'),
+  command_timeout_seconds: timeoutSeconds,
   success_command: commandSchema.optional(),
-  success_command_timeout: timeoutSeconds('success_command_timeout'),
+  success_command_timeout: timeoutSeconds,
 });
 
 export const repairProcedureSchema = z.strictObject({
-  machine_types: z.array(z.string().min(1)).min(1, 'must list at least one machine type'),
+  machine_types: z.array(boundedName(REPAIR_NAME_MAX)).min(1, 'must list at least one machine type'),
   repair_operations: z.array(repairOperationSchema).min(1, 'must list at least one repair operation')
     .superRefine((ops, ctx) => {
       const seen = new Set<string>();
@@ -64,9 +66,9 @@ export const repairSchema = z.strictObject({
   max_concurrent_repairs: z.number().int('must be a whole number').min(1, 'must be at least 1').default(1),
   /** Namespaces whose pods are only ever evicted (PDBs hold); absent: every namespace. */
   protected_namespaces: labelSelectorSchema.optional(),
-  evict_retries: seconds('evict_retries').default(0),
-  evict_interval: seconds('evict_interval').default(0),
-  eviction_timeout_seconds: positiveSeconds('eviction_timeout_seconds').default(600),
+  evict_retries: countSchema().default(0),
+  evict_interval: seconds.default(0),
+  eviction_timeout_seconds: positiveSeconds.default(600),
   /** Running Job pods that block a drain; absent: every Job pod. */
   protected_job_pods: labelSelectorSchema.optional(),
   time_scale: z.number().positive('must be above 0').max(1, 'must be at most 1').default(1),
@@ -83,9 +85,7 @@ export const repairSchema = z.strictObject({
    * their own (`tend worker --capabilities repair`) on a host that has the
    * management tools. Absent: the commands run on the main worker.
    */
-  taskQueue: z.string({ error: 'taskQueue must be a task queue name' }).min(1, 'must name a task queue')
-    .max(200, 'must be at most 200 characters')
-    .refine((q) => q.trim() === q && !/[\s\u0000-\u001f]/.test(q), 'must be a task queue name without spaces or control characters').optional(),
+  taskQueue: taskQueueSchema.optional(),
 });
 
 export type RepairStep = z.output<typeof repairStepSchema>;

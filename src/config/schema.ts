@@ -7,6 +7,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { loadClientConfigProfile, type ClientConfigProfile, type ClientConfigTLS } from '@temporalio/envconfig';
 import { z } from 'zod';
+import { boundedName, NAMESPACE_MAX, taskQueueSchema } from './bounds.ts';
 import { dns1123LabelProblem, kubeNameSchema } from './kube-names.ts';
 import { sections, type SectionName } from './sections.ts';
 import { modeSchema } from './mode.ts';
@@ -67,8 +68,8 @@ export const deploymentSchema = z.strictObject({
 export const temporalFileSchema = z
   .strictObject({
     address: addressSchema.optional(),
-    namespace: z.string().min(1).optional(),
-    taskQueue: z.string().min(1).default('tend'),
+    namespace: boundedName(NAMESPACE_MAX).optional(),
+    taskQueue: taskQueueSchema.default('tend'),
     /** true: TLS with the system's root certificates; a mapping: TLS with these files. */
     tls: z
       .union([z.boolean(), tlsOptionsSchema], {

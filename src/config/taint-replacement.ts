@@ -4,6 +4,7 @@
 // tend's additions: podSelector (which pods tend manages: required, tend has no
 // FoundationDBCluster to say so), namespaces, and the breaker.
 import { z } from 'zod';
+import { A_DAY, A_WEEK, pastBound, secondsSchema } from './bounds.ts';
 import { dns1123LabelProblem, kubeNameSchema, labelKeyProblem } from './kube-names.ts';
 import { labelSelectorSchema } from './label-selector.ts';
 import { modeSchema } from './mode.ts';
@@ -25,10 +26,12 @@ const taintKeySchema = kubeNameSchema((key) => {
 
 export const taintReplacementOptionSchema = z.strictObject({
   key: taintKeySchema,
-  // Whole seconds; the int64 maximum (FDB's "ignore this key") is read past the safe integers: kept as IGNORED_DURATION.
+  // Whole seconds, a week at most; the int64 maximum (FDB's "ignore this key") is read past the
+  // safe integers: it, or anything from the largest safe integer up, is kept as IGNORED_DURATION.
   durationInSeconds: z.number({ error: 'must be a whole number of seconds' }).refine(Number.isInteger, 'must be a whole number of seconds')
     .refine((n) => n >= 0, 'must be 0 or more seconds')
-    .transform((n) => (n > Number.MAX_SAFE_INTEGER ? IGNORED_DURATION : n)),
+    .refine((n) => n <= A_WEEK.seconds || n >= IGNORED_DURATION, `${pastBound(A_WEEK)}, or 9223372036854775807 to ignore the key`)
+    .transform((n) => (n >= IGNORED_DURATION ? IGNORED_DURATION : n)),
 });
 
 /** A count of nodes (`3`) or a share of them (`"30%"`), as Kubernetes' IntOrString. */
@@ -58,7 +61,7 @@ export const taintReplacementSchema = z
         else ctx.addIssue({ code: 'custom', path: [i, 'key'], message: `"${option.key}" is already listed at taintReplacementOptions[${first}]: each key once` });
       });
     }).default([]),
-    taintReplacementTimeSeconds: z.int('must be a whole number of seconds').min(0, 'must be 0 or more seconds').default(1800),
+    taintReplacementTimeSeconds: secondsSchema(A_DAY).default(1800),
     maxConcurrentReplacements: z.int('must be a whole number').min(0, 'must be 0 or more (0 detects but never replaces)').default(1),
     podSelector: labelSelectorSchema,
     namespaces: z
@@ -69,7 +72,7 @@ export const taintReplacementSchema = z
     breaker: taintBreakerSchema.optional(),
     // The rest of FDB's AutomaticReplacementOptions, accepted so that the whole block can be pasted;
     // what tend does instead is said by taintReplacementWarnings (tend config validate, the worker's log).
-    failureDetectionTimeSeconds: z.int('must be a whole number of seconds').min(0, 'must be 0 or more seconds').optional(),
+    failureDetectionTimeSeconds: secondsSchema(A_WEEK).optional(),
     faultDomainBasedReplacements: z.boolean().optional(),
     maxFaultDomainsWithTaintedProcessGroups: z.int('must be a whole number').min(0, 'must be 0 or more').optional(),
   })

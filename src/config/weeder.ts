@@ -3,6 +3,7 @@
 // tend's addition: the namespaces whose Services are watched (all when absent).
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { A_DAY } from './bounds.ts';
 import { positiveGoDurationSchema } from './duration.ts';
 import { dns1123LabelProblem, kubeNameSchema } from './kube-names.ts';
 import { labelSelectorSchema } from './label-selector.ts';
@@ -22,7 +23,8 @@ export const dependantSelectorsSchema = z.strictObject({
 export const weederSchema = z.strictObject({
   /** act (default: the top-level mode) or observe: record the deletions, delete nothing. tend's addition. */
   mode: modeSchema.optional(),
-  watchDuration: positiveGoDurationSchema.prefault('5m'),
+  /** How long dependants are watched once their Service is ready again (a day at most). */
+  watchDuration: positiveGoDurationSchema({ ...A_DAY, text: '24h' }).prefault('5m'),
   servicesAndDependantSelectors: z
     .record(serviceNameSchema, dependantSelectorsSchema)
     .refine((services) => Object.keys(services).length > 0, 'must name at least one Service'),
