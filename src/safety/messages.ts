@@ -122,7 +122,8 @@ export const SAFETY_LIMITS: ValueLimits = Object.freeze({ maxDepth: 4, maxNodes:
 const PROBLEMS_MAX = 4;
 const PROBLEM_MAX = 200;
 
-const cut = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
+/** At most `max` characters, control characters shown as `?` (a path can hold any key a sender chose). */
+const cut = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s).replace(/[\u0000-\u001f\u007f]/g, '?');
 
 /**
  * Checks `value` against `schema`; the reason names each problem by its path, prefixed with
@@ -178,6 +179,19 @@ export function applyResume(s: SafetyState, input: ResumeInput, now: string): Sa
     }
   }
   return changed ? { ...next, revision: nextRevision(s), changedAt: now } : s;
+}
+
+/**
+ * The state a run starts with, from what its own previous run carried (undefined: nothing paused).
+ * A carried state this code cannot read (a schema changed?) pauses every capability, saying why:
+ * failing the run instead would drop every pause at once. `problem` is that reason.
+ */
+export function startingState(carried: unknown, now: string): { state: SafetyState; problem?: string } {
+  if (carried === undefined) return { state: emptySafetyState() };
+  const c = check(safetyStateSchema, carried, 'the state carried from the previous run could not be read');
+  if (c.ok) return { state: c.value };
+  const reason = `${c.reason.slice(0, REASON_MAX - 40)}; check, then tend resume`;
+  return { state: applyPause(emptySafetyState(), { reason, by: SAFETY_WORKFLOW_ID }, now), problem: reason };
 }
 
 /** The paused capabilities, in PAUSABLE's order. */

@@ -8,15 +8,20 @@
 // workers (src/safety/pause.ts) get it from DescribeWorkflowExecution without
 // a worker having to answer a query. It never ends by itself: it continues as
 // new, carrying its state, when Temporal suggests it or after
-// CHANGES_PER_RUN changes. Docs: docs/safety.md.
+// CHANGES_PER_RUN changes. Every message is untrusted (anyone who may write to
+// the namespace can send one): each is measured against SAFETY_LIMITS before
+// any field is read, refused or ignored with a reason cut short, and none can
+// throw in a handler. Docs: docs/safety.md.
 import {
   allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, makeContinueAsNewFunc, setCurrentDetails,
   setHandler, upsertMemo, workflowInfo,
 } from '@temporalio/workflow';
 import {
-  applyPause, applyResume, check, describeState, emptySafetyState, pauseInputSchema, pauseSignal, pauseUpdate, resumeInputSchema, resumeSignal,
-  resumeUpdate, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, safetyStateSchema, stateQuery, type PauseInput, type ResumeInput, type SafetyState,
+  applyPause, applyResume, check, describeState, pauseInputSchema, pauseSignal, pauseUpdate, resumeInputSchema, resumeSignal,
+  resumeUpdate, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, startingState, stateQuery, type PauseInput, type ResumeInput, type SafetyState,
 } from '../safety/messages.ts';
+import { preview } from '../checks/preview.ts';
+import { carriedFromOwnRun } from './carried.ts';
 
 /** What a run starts with: the state a previous run carried over, or nothing (nothing paused). */
 export interface SafetyInput {
@@ -29,17 +34,16 @@ export const CHANGES_PER_RUN = 200;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export async function safetyWorkflow(input?: SafetyInput): Promise<void> {
-  if (workflowInfo().workflowId !== SAFETY_WORKFLOW_ID) {
+  const id = workflowInfo().workflowId;
+  if (id !== SAFETY_WORKFLOW_ID) {
     throw ApplicationFailure.nonRetryable(
-      `safetyWorkflow: refused: the pause runs as workflow id ${SAFETY_WORKFLOW_ID} only (got ${workflowInfo().workflowId})`, 'InvalidSafetyInput');
+      `safetyWorkflow: refused: the pause runs as workflow id ${SAFETY_WORKFLOW_ID} only (got ${preview(id, 80)})`, 'InvalidSafetyInput');
   }
-  let s: SafetyState = emptySafetyState();
-  const carried = input?.state;
-  if (carried !== undefined && carried !== null) {
-    const c = check(safetyStateSchema, carried, 'safetyWorkflow: refused input: state');
-    if (!c.ok) throw ApplicationFailure.nonRetryable(c.reason, 'InvalidSafetyInput');
-    s = c.value;
-  }
+  // A hand start's state is ignored (and said): only tend-safety itself carries state into a run.
+  const raw = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as { state?: unknown }).state : undefined;
+  const start = startingState(carriedFromOwnRun(raw), iso(Date.now()));
+  if (start.problem !== undefined) log.error(`safety: every capability paused: ${start.problem}`);
+  let s: SafetyState = start.state;
   let changes = 0;
 
   /** The memo (for readers) and the Web UI's Current Details. */
@@ -57,9 +61,10 @@ export async function safetyWorkflow(input?: SafetyInput): Promise<void> {
   const pause = (p: PauseInput) => change(applyPause(s, p, iso(Date.now())), `pause ${p.capabilities?.join(', ') || 'all'} (${p.reason})`);
   const resume = (r: ResumeInput) => change(applyResume(s, r, iso(Date.now())), `resume ${r.capabilities?.join(', ') || 'all'}`);
 
+  /** The checked message, or a refusal (an update's validator turns it down; never a workflow task failure). */
   const parse = <T>(schema: Parameters<typeof check<T>>[0], raw: unknown, what: string): T => {
     const c = check(schema, raw, what);
-    if (!c.ok) throw new Error(c.reason);
+    if (!c.ok) throw ApplicationFailure.nonRetryable(c.reason, 'InvalidSafetyInput');
     return c.value;
   };
 

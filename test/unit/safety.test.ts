@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { CAPABILITIES } from '../../src/activities/index.ts';
 import {
-  applyPause, applyResume, check, describeState, emptySafetyState, PAUSABLE, pauseInputSchema, resumeInputSchema, SAFETY_MEMO_KEY,
-  type SafetyState,
+  applyPause, applyResume, check, describeState, emptySafetyState, PAUSABLE, pausedOf, pauseInputSchema, resumeInputSchema, SAFETY_MEMO_KEY,
+  startingState, type SafetyState,
 } from '../../src/safety/messages.ts';
 import { PauseState, PauseWaitAborted, stateOfDescription, type PauseCheck } from '../../src/safety/pause.ts';
 
@@ -78,6 +78,32 @@ describe('pause: state transitions', () => {
     assert.equal(applyResume(s5, {}, T1), s5);
     assert.match(describeState(s3), /taint paused since 2026-01-01T00:00:00.000Z by unknown: all/);
     assert.match(describeState(s5), /Nothing is paused/);
+  });
+});
+
+describe('pause: the state a run starts with', () => {
+  it('nothing carried: nothing paused; a good state: taken as it is', () => {
+    assert.deepEqual(startingState(undefined, T0), { state: emptySafetyState() });
+    const s = applyPause(emptySafetyState(), { capabilities: ['repair'], reason: 'r', by: 'b' }, T0);
+    assert.deepEqual(startingState(s, T1), { state: s });
+  });
+
+  it('a carried state that cannot be read pauses everything, saying why in a reason the state itself can carry', () => {
+    for (const bad of [{ revision: 1, capabilities: { taint: { paused: true, command: 'x' } } }, 'state', { ['\u0007'.repeat(20)]: 1 }, [[[[[[1]]]]]]]) {
+      const r = startingState(bad, T0);
+      assert.deepEqual(pausedOf(r.state), [...PAUSABLE], JSON.stringify(bad));
+      assert.match(r.problem ?? '', /^the state carried from the previous run could not be read: .*; check, then tend resume$/);
+      assert.equal(r.state.capabilities.taint.by, 'tend-safety');
+      // What it starts with it can carry on: the reason passes the state's own check.
+      assert.deepEqual(startingState(r.state, T1), { state: r.state });
+    }
+  });
+
+  it('a revision at its largest stays there: the state after a change still passes its check', () => {
+    const top = { ...emptySafetyState(), revision: Number.MAX_SAFE_INTEGER };
+    const next = applyPause(top, { reason: 'r' }, T0);
+    assert.equal(next.revision, Number.MAX_SAFE_INTEGER);
+    assert.deepEqual(startingState(next, T1), { state: next });
   });
 });
 

@@ -2,13 +2,18 @@
 // change its state, its memo (what workers read with DescribeWorkflowExecution)
 // and its Web UI details; bad input is refused (updates) or ignored (signals);
 // and under a small history limit it continues as new with its state and memo.
+// An impostor under the id (another type, another task queue) is refused by the
+// readers, `tend pause`, `tend resume` and status, naming it, and sent nothing.
 import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { WorkflowFailedError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { Config } from '../../src/config/load.ts';
 import {
-  pauseSignal, pauseUpdate, resumeSignal, resumeUpdate, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, stateQuery, type SafetyState,
+  emptySafetyState, pauseSignal, pauseUpdate, resumeSignal, resumeUpdate, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, stateQuery, type SafetyState,
 } from '../../src/safety/messages.ts';
-import { describeReader } from '../../src/safety/pause.ts';
+import { describeReader, PauseState, type PauseCheck } from '../../src/safety/pause.ts';
+import { confirmApplied, pause, pauseStatus, resume } from '../../src/starters/safety-commands.ts';
+import { OperatorError } from '../../src/starters/cli-support.ts';
 import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -142,14 +147,64 @@ describe('the durable pause workflow (tend-safety)', function () {
     });
   });
 
-  it('refuses to run under another workflow id, and refuses a carried state that is not one', async () => {
+  it('refuses to run under another workflow id, naming it by its prefix only', async () => {
     await withWorker(env, tq, {}, async (client) => {
       const other = await start(client, 'tend-safety-2');
       await assert.rejects(other.result(), (err: unknown) => err instanceof WorkflowFailedError && /runs as workflow id tend-safety only/.test(err.cause?.message ?? ''));
-      const bad = await client.workflow.start('safetyWorkflow', {
-        workflowId: SAFETY_WORKFLOW_ID, taskQueue: tq, args: [{ state: { revision: 1, capabilities: { taint: { paused: true, command: 'x' } } } }],
+      const long = await start(client, `tend-safety-${'x'.repeat(900)}`);
+      await assert.rejects(long.result(), (err: unknown) => {
+        const message = (err as WorkflowFailedError).cause?.message ?? '';
+        assert.match(message, /runs as workflow id tend-safety only \(got "tend-safety-x+…/);
+        assert.ok(message.length < 300, `${message.length} characters`);
+        return true;
       });
-      await assert.rejects(bad.result(), (err: unknown) => err instanceof WorkflowFailedError && /refused input: state/.test(err.cause?.message ?? ''));
+    });
+  });
+
+  it('a hand start carrying a state starts afresh: only tend-safety itself carries state into a run', async () => {
+    await withWorker(env, tq, {}, async (client) => {
+      const forged = { revision: 7, capabilities: { weeder: { paused: false }, taint: { paused: false }, apps: { paused: false }, repair: { paused: false } } };
+      await client.workflow.start('safetyWorkflow', { workflowId: SAFETY_WORKFLOW_ID, taskQueue: tq, args: [{ state: forged }] });
+      const m = await waitFor('the first memo', () => memoOf(client));
+      assert.equal(m.revision, 0, 'the forged revision was taken');
+      await handle(client).terminate('next');
+      // Not even an object: nothing to carry, started afresh.
+      await client.workflow.start('safetyWorkflow', { workflowId: SAFETY_WORKFLOW_ID, taskQueue: tq, args: ['state' as never] });
+      assert.equal((await waitFor('the first memo', () => memoOf(client))).revision, 0);
+    });
+  });
+
+  it('messages past the limits (deep, wide, huge) are refused by updates and ignored as signals, in short reasons, with no workflow task failing', async () => {
+    await withWorker(env, tq, {}, async (client) => {
+      await start(client);
+      let deep: unknown = 'taint';
+      for (let i = 0; i < 3000; i++) deep = [deep];
+      const wide = Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`key${i}`, i]));
+      const oneHugeKey = { reason: 'x', ['k'.repeat(300_000)]: 1 };
+      const unknownKeys = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`${'u'.repeat(60)}${i}`, 1]));
+      for (const [what, input, pattern] of [
+        ['deep', { capabilities: deep, reason: 'x' }, /refused unread: nested deeper than 4 levels/],
+        ['wide', { reason: 'x', ...wide }, /refused unread: more than 256 values in all/],
+        ['a huge key', oneHugeKey, /refused unread: more than 16384 characters/],
+        ['many unknown keys', { reason: 'x', ...unknownKeys }, /Unrecognized keys: "u+0", /],
+      ] as const) {
+        await assert.rejects(handle(client).executeUpdate(pauseUpdate, { args: [input as never] }), (err: unknown) => {
+          assert.ok(err instanceof WorkflowUpdateFailedError, `${what}: ${String(err)}`);
+          const message = err.cause?.message ?? '';
+          assert.match(message, pattern, what);
+          assert.ok(message.length < 1200, `${what}: a refusal of ${message.length} characters`);
+          return true;
+        });
+        await handle(client).signal(pauseSignal, input as never);
+      }
+      await handle(client).signal(pauseSignal, { capabilities: ['apps'], reason: 'after the noise' });
+      const m = await waitFor('the good signal taken', async () => {
+        const x = await memoOf(client);
+        return x?.capabilities.apps.paused ? x : undefined;
+      });
+      assert.equal(m.revision, 1, 'only the good signal changed the state');
+      const failed = (await handle(client).fetchHistory()).events!.filter((e) => e.workflowTaskFailedEventAttributes);
+      assert.deepEqual(failed, [], 'a workflow task failed');
     });
   });
 
@@ -193,6 +248,64 @@ describe('the durable pause workflow (tend-safety)', function () {
       assert.equal(s.capabilities.taint.by, 'bob');
       assert.equal(s.capabilities.repair.paused, false);
       assert.deepEqual(desc.memo?.[SAFETY_MEMO_KEY], s);
+    });
+  });
+
+  describe('an impostor under tend-safety', () => {
+    const config = () => ({ temporal: { namespace: env.namespace ?? 'default', taskQueue: tq } }) as unknown as Config;
+    /** Starts `type` under tend-safety on a task queue no worker polls, its memo saying nothing is paused. */
+    const startImpostor = (client: Client, type: string, queue = taskQueue('nobody-polls')) =>
+      client.workflow.start(type, { workflowId: SAFETY_WORKFLOW_ID, taskQueue: queue, args: [{}], memo: { [SAFETY_MEMO_KEY]: emptySafetyState() } });
+    const refusedNaming = (pattern: RegExp) => (err: unknown) => {
+      assert.ok(err instanceof OperatorError, String(err));
+      assert.match(err.message, pattern);
+      return true;
+    };
+    /** What the impostor was sent: its events past the start (signals, updates). */
+    const sentTo = async (client: Client) => (await handle(client).fetchHistory()).events!
+      .filter((e) => e.workflowExecutionSignaledEventAttributes || e.workflowExecutionUpdateAcceptedEventAttributes || e.workflowExecutionUpdateAdmittedEventAttributes);
+
+    const failsClosed = async (client: Client, pattern: RegExp) => {
+      await assert.rejects(describeReader(client.workflowService, env.namespace ?? 'default', { taskQueue: tq })(), pattern);
+      const reader = new PauseState({ read: describeReader(client.workflowService, env.namespace ?? 'default', { taskQueue: tq }), metrics: false });
+      await reader.refresh();
+      for (const c of ['weeder', 'taint', 'apps', 'repair'] as const) {
+        const check = reader.check(c);
+        assert.equal(check.state, 'unknown', `${c}: ${JSON.stringify(check)}`);
+        assert.match((check as Extract<PauseCheck, { state: 'unknown' }>).reason, pattern);
+      }
+    };
+
+    it('of another type: readers fail closed naming it; pause, resume and status refuse naming it and send it nothing', async () => {
+      const client = env.client;
+      await startImpostor(client, 'notTheSafety');
+      const named = /workflow tend-safety is of type "notTheSafety", not safetyWorkflow: not tend's/;
+      await failsClosed(client, named);
+      await assert.rejects(pause(client, config(), ['taint'], 'incident'), refusedNaming(new RegExp(`^pause: refused, nothing sent: ${named.source}.*terminate it`)));
+      await assert.rejects(resume(client, config(), []), refusedNaming(new RegExp(`^resume: refused, nothing sent: ${named.source}`)));
+      await assert.rejects(pauseStatus(client, tq), refusedNaming(new RegExp(`^pause status: refused: ${named.source}`)));
+      assert.deepEqual(await sentTo(client), []);
+    });
+
+    it('of tend\'s type on another task queue: the same, naming the task queue', async () => {
+      const client = env.client;
+      await startImpostor(client, 'safetyWorkflow', 'elsewhere');
+      const named = new RegExp(`workflow tend-safety runs on task queue "elsewhere", not on "${tq}": not tend's`);
+      await failsClosed(client, named);
+      await assert.rejects(pause(client, config(), [], 'incident'), refusedNaming(named));
+      await assert.rejects(pauseStatus(client, tq), refusedNaming(named));
+      assert.deepEqual(await sentTo(client), []);
+    });
+
+    it('started after tend\'s own answered a pause (in its place): the pause is refused as applied, naming it', async () => {
+      await withWorker(env, tq, {}, async (client) => {
+        const s = await pause(client, config(), ['repair'], 'incident 44');
+        assert.equal(s.capabilities.repair.paused, true);
+        assert.equal((await confirmApplied(client, config(), s, 'pause')).revision, s.revision);
+        await handle(client).terminate('replaced by an impostor');
+        await startImpostor(client, 'notTheSafety');
+        await assert.rejects(confirmApplied(client, config(), s, 'pause'), refusedNaming(/^pause: refused: workflow tend-safety is of type "notTheSafety"/));
+      });
     });
   });
 });
