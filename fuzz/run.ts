@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { enableAuditLog, currentSandbox, status, up, TEND_USER } from '../src/sandbox/sandbox.ts';
 import { kubeClients, loadKubeConfig } from '../src/kube/client.ts';
+import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { REPAIR_QUEUE_WORKFLOW_ID, enableUpdate, listQuery } from '../src/repair/messages.ts';
 import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
 import { SAFETY_WORKFLOW_ID } from '../src/safety/messages.ts';
@@ -144,8 +145,11 @@ let batches = 0;
 async function readContext(s: Setup): Promise<Context> {
   const c: Context = {
     taskQueue: TASK_QUEUE, namespace: s.namespace, outside: 'kube-system', nodes: s.nodes, service: 'db', app: 'web',
-    appGeneration: 1, repairIndexes: [], runningEntries: [], pods: [], inFlight: [], seed,
+    appGeneration: 1, repairIndexes: [], runningEntries: [], pods: [], inFlight: [], running: {}, seed,
   };
+  for await (const wf of client.workflow.list({ query: `TaskQueue="${TASK_QUEUE}" AND ExecutionStatus="Running"` })) {
+    (c.running[wf.type] ??= []).push(wf.workflowId);
+  }
   const app = await getApp(kube, s.namespace, 'web').catch(() => undefined);
   if (app) {
     c.appGeneration = app.metadata.generation ?? 1;
@@ -332,7 +336,8 @@ let error: string | undefined;
 try {
   setup = await setUp(kube, info, dir);
   say(`namespace ${setup.namespace}; tend's configuration ${setup.config}; its logs in ${dir}`);
-  tend = new Tend(setup.config, dir, 'fuzz', true, p(19500));
+  // The worker's HTTP port, the watcher's the next one.
+  tend = new Tend(setup.config, dir, 'fuzz', true, await freeLoopbackPort());
   tend.start();
   await waitFor('tend\'s worker and watcher to serve', () => tend!.ready(), { timeoutMs: 300_000 });
   await startSafety(client);

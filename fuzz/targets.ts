@@ -41,6 +41,8 @@ export interface Context {
   pods: { node: string; uid: string; pod: string }[];
   /** Grants the coordinator has in flight. */
   inFlight: { node: string; uid: string; pod: string }[];
+  /** Workflow ids running on tend's task queue now, by workflow type: per-object messages go to one of them when there is one. */
+  running: Record<string, string[]>;
   seed: number;
 }
 
@@ -115,6 +117,11 @@ const node = (c: Context, d: Draw) => (c.nodes.length ? d.pick(c.nodes).name : '
 const runningEntry = (c: Context, d: Draw) => (c.runningEntries.length ? d.pick(c.runningEntries) : undefined);
 const podOn = (c: Context, d: Draw) => (c.pods.length ? d.pick(c.pods) : { node: node(c, d), uid: '00000000-0000-0000-0000-000000000000', pod: `${c.namespace}/x` });
 const HUGE_GENERATION = 2 ** 53 - 1;
+/** A running workflow of the type (its handlers are there to answer), else the id it would have. */
+const runningOr = (c: Context, d: Draw, workflowType: string, otherwise: () => string) => {
+  const ids = c.running[workflowType] ?? [];
+  return ids.length ? d.pick(ids) : otherwise();
+};
 /** The weeder's workflow id (DESIGN.md): written out here, as its home module is moving. */
 export const weederWorkflowId = (namespace: string, service: string) => `weeder/${namespace}/${service}`;
 
@@ -262,7 +269,7 @@ export function targets(): TargetSpec[] {
   const taintNode: TargetSpec = {
     type: 'taint/<node>',
     workflowType: 'taintNodeWorkflow',
-    id: (c, d) => taintMessages.nodeWorkflowId(node(c, d)),
+    id: (c, d) => runningOr(c, d, 'taintNodeWorkflow', () => taintMessages.nodeWorkflowId(node(c, d))),
     startIds: (c, d) => [taintMessages.nodeWorkflowId(node(c, d)), `fuzz-${c.seed}-taint`],
     handlers: [
       {
@@ -291,7 +298,7 @@ export function targets(): TargetSpec[] {
   const weeder: TargetSpec = {
     type: 'weeder',
     workflowType: 'weederWorkflow',
-    id: (c) => weederWorkflowId(c.namespace, c.service),
+    id: (c, d) => runningOr(c, d, 'weederWorkflow', () => weederWorkflowId(c.namespace, c.service)),
     startIds: (c) => [weederWorkflowId(c.namespace, c.service), weederWorkflowId(c.outside, 'kube-dns'), `fuzz-${c.seed}-weeder`],
     handlers: [
       {

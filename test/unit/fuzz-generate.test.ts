@@ -20,7 +20,7 @@ const context: Context = {
   taskQueue: 'tend-fuzz', namespace: 'fuzz-ns', outside: 'kube-system',
   nodes: [{ name: 'n1', address: '10.0.0.1' }, { name: 'n2', address: '10.0.0.2' }], service: 'db', app: 'web', appGeneration: 3, appUid: 'u-1',
   repairIndexes: ['1', '2'], runningEntries: [{ index: '2', queue: 'chain-1' }], queueChain: 'chain-1',
-  pods: [{ node: 'n1', uid: 'p-1', pod: 'fuzz-ns/a' }], inFlight: [{ node: 'n1', uid: 'p-1', pod: 'fuzz-ns/a' }], seed: 7,
+  pods: [{ node: 'n1', uid: 'p-1', pod: 'fuzz-ns/a' }], inFlight: [{ node: 'n1', uid: 'p-1', pod: 'fuzz-ns/a' }], running: { taintNodeWorkflow: ['taint/n2'] }, seed: 7,
 };
 
 /** A message's content, comparable (deep values as their text). */
