@@ -11,7 +11,7 @@ import { ConfigError } from '../config/errors.ts';
 import { modesOf, type Mode, type ModeCapability } from '../config/mode.ts';
 import { log } from '../log.ts';
 import { configReloads, modeGauge } from '../metrics/registry.ts';
-import type { ModeGate } from '../activities/safety-gate.ts';
+import type { ModeGate } from './gate.ts';
 
 /** How often the configuration is read again. */
 export const RELOAD_INTERVAL_MS = 3000;
