@@ -80,15 +80,24 @@ export interface CommandResult {
   paused?: string;
   /** With `paused`: the runs done before it (their failures count towards command_retries). */
   runs?: number;
+  /**
+   * A few words, never the argv, the address or anything the command printed (the history is
+   * read by every Web UI viewer): `exit code 3; output: tend repair-queue logs 7`. The output
+   * itself is in the entry's log file on the worker's host (docs/repair.md).
+   */
   output: string;
+  /** Why the last run failed, in the same few words. */
   error?: string;
+  /** The last run's exit code; absent when it did not exit by itself (timed out, cancelled, killed, not found). */
+  exitCode?: number;
   attempts: number;
   /**
    * A run an earlier attempt of this activity started and never reported the
    * end of (its worker died): recorded in the result, so the entry's history
-   * says the command may have run more often than its one result shows.
+   * says so. Its end was waited for and its exit code taken (`adopted`) when
+   * it was this worker's host; elsewhere it ran again.
    */
-  cutOff?: { run: number; startedAt: string };
+  cutOff?: { run: number; startedAt: string; adopted?: true };
 }
 
 /** What a command activity heartbeats as each run starts: Temporal keeps it for the next attempt. */
@@ -267,21 +276,38 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
 
   /**
    * One run of a configured command for an entry: its environment says which
-   * entry, step and attempt it is, and it waits for a run of the same entry
-   * left behind by a killed worker on this host.
+   * entry, step and attempt it is; it waits for a run of the same entry left
+   * behind by a killed worker on this host, and takes that run's end instead
+   * of running again when it was of the same step and command.
    */
   function run(key: EntryKey, step: number, kind: string, c: ResolvedCommand, signal: AbortSignal, attempt: number): Promise<RunResult> {
     return runGroup({
       argv: c.argv, address: key.address, timeoutSeconds: c.timeoutSeconds, signal,
       env: { TEND_REPAIR_INDEX: key.index, TEND_REPAIR_STEP: String(step), TEND_REPAIR_ATTEMPT: String(attempt), TEND_REPAIR_COMMAND: kind },
-      lock: { dir: stateDir(config?.state_dir), index: key.index },
+      entry: { dir: stateDir(config?.state_dir), index: key.index, step, kind, run: attempt },
     });
   }
 
-  /** The Node whose InternalIP is the address, or undefined: the address is what was checked, never a node name from a message. */
-  async function nodeOf(address: string): Promise<k8s.V1Node | undefined> {
+  /** Every Node whose InternalIP is the address: the address is what was checked, never a node name from a message. */
+  async function nodesAt(address: string): Promise<k8s.V1Node[]> {
     const nodes = await kubeOrRefuse().core.listNode();
-    return nodes.items.find((n) => n.status?.addresses?.some((a) => a.type === 'InternalIP' && a.address === address));
+    return nodes.items.filter((n) => n.status?.addresses?.some((a) => a.type === 'InternalIP' && a.address === address));
+  }
+
+  /**
+   * The Node whose InternalIP is the address, or undefined. Two or more: refused, naming them; which
+   * one a request meant is not for tend to guess (draining the first one found would drain the wrong
+   * machine half the time).
+   */
+  async function nodeOf(address: string): Promise<k8s.V1Node | undefined> {
+    const found = await nodesAt(address);
+    if (found.length > 1) {
+      // Node names are the API server's (DNS subdomains, at most 253 characters), not a message's.
+      const names = found.slice(0, 5).map((n) => n.metadata?.name ?? '?').join(', ');
+      notConfigured(`address ${address} is the InternalIP of ${found.length} Nodes (${names}${found.length > 5 ? ', ...' : ''}): ` +
+        'which one to repair is ambiguous; give each Node its own InternalIP, or delete the stale Node object');
+    }
+    return found[0];
   }
 
   async function podsOn(nodename: string): Promise<PodView[]> {
@@ -400,7 +426,7 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
         const node = await nodeOf(key.address);
         const r = await run(key, 0, 'health_check_command', health, signal, Context.current().info.attempt);
         if (signal.aborted) stopped(signal);
-        return { nodename: node?.metadata?.name ?? '', healthy: r.ok && r.output.trim() === 'true', plan };
+        return { nodename: node?.metadata?.name ?? '', healthy: r.ok && r.stdout.trim() === 'true', plan };
       });
     },
 
@@ -429,7 +455,9 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
     /** Lifts the cordon this entry set on the address's Node; any other cordon stays. */
     async repairUncordon(input: Pick<EntryKey, 'index' | 'address'> & { holdMs?: number }): Promise<UncordonOutcome> {
       const key = parsed(uncordonInputSchema, input, 'repairUncordon');
-      const node = await nodeOf(key.address);
+      const at = await nodesAt(key.address);
+      // Sharing its address with another Node (since the drain): the one this entry cordoned, if any.
+      const node = at.length > 1 ? at.find((n) => n.metadata?.annotations?.[REPAIR_CORDON_ANNOTATION] === key.index) : at[0];
       if (!node) return 'unchanged';
       if (!key.holdMs) return setCordon(node.metadata!.name!, key.index, false);
       // Asked again after a paused answer: waits in place for the resume (heartbeating), up to holdMs.
@@ -597,11 +625,11 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
       const c = commandOf(key, key.step, key.kind);
       const info = Context.current().info;
       const earlier = info.heartbeatDetails as Partial<RunStarted> | undefined;
-      const cutOff = info.attempt > 1 && typeof earlier?.run === 'number' && typeof earlier.startedAt === 'string'
+      const cutOff: CommandResult['cutOff'] = info.attempt > 1 && typeof earlier?.run === 'number' && typeof earlier.startedAt === 'string'
         ? { run: earlier.run, startedAt: earlier.startedAt } : undefined;
       if (cutOff) {
         log.warn({ what: key.kind, index: key.index, step: key.step, ...cutOff, attempt: info.attempt },
-          'repair: an earlier attempt started this command and its end was never recorded (its worker died); running it again');
+          'repair: an earlier attempt started this command and its end was never recorded (its worker died); its run is waited for and adopted when it was on this host');
       }
       let started: RunStarted | undefined;
       const after = Math.min(key.after ?? 0, c.retries);
@@ -609,7 +637,8 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
       return heartbeating(async () => {
         const signal = cancelled();
         const first = (info.attempt - 1) * (c.retries + 1);
-        let last: RunResult = { ok: false, output: '' };
+        const told = (r: RunResult) => `${r.error ?? 'exit code 0'}; output: tend repair-queue logs ${key.index}`;
+        let last: RunResult = { ok: false, stdout: '' };
         for (let attempt = after + 1; attempt <= c.retries + 1; attempt++) {
           const held = await gate(until, signal);
           if (held?.kind === 'paused') return { ok: false, output: '', attempts: attempt - 1, runs: attempt - 1, paused: held.message };
@@ -630,12 +659,17 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
           Context.current().heartbeat(started);
           last = await run(key, key.step, key.kind, c, signal, first + attempt);
           if (signal.aborted) throw signal.reason;
+          if (last.adopted && cutOff) cutOff.adopted = true;
           repairCommands.inc({ kind: key.kind, result: last.ok ? 'ok' : 'failed' });
-          if (last.ok) return { ...last, attempts: attempt, ...(cutOff ? { cutOff } : {}) };
-          log.warn({ what: key.kind, index: key.index, error: last.error, attempt }, 'repair: command failed');
-          if (attempt <= c.retries) await sleep(c.intervalSeconds * 1000, undefined, { signal });
+          const result = {
+            ok: last.ok, output: told(last), ...(last.error ? { error: told(last) } : {}), ...(last.exitCode !== undefined ? { exitCode: last.exitCode } : {}),
+            ...(cutOff ? { cutOff } : {}),
+          };
+          if (last.ok) return { ...result, attempts: attempt };
+          if (attempt > c.retries) return { ...result, attempts: attempt };
+          await sleep(c.intervalSeconds * 1000, undefined, { signal });
         }
-        return { ...last, attempts: c.retries + 1, ...(cutOff ? { cutOff } : {}) };
+        return { ok: false, output: told(last), error: told(last), attempts: c.retries + 1, ...(cutOff ? { cutOff } : {}) };
       }, () => started);
     },
 
@@ -650,7 +684,7 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
         for (let checks = 1; ; checks++) {
           const r = await run(key, key.step, 'health_check_command', health, signal, checks);
           if (signal.aborted) stopped(signal);
-          if (r.ok && r.output.trim() === 'true') return { healthy: true, checks };
+          if (r.ok && r.stdout.trim() === 'true') return { healthy: true, checks };
           const wait = Math.min(pollMs, key.until - Date.now());
           if (wait <= 0) return { healthy: false, checks };
           try {

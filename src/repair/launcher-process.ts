@@ -9,20 +9,21 @@
 // it takes a millisecond or two and blocks nobody else.
 //
 // It only spawns: each command without a shell, detached (a process group of
-// its own), its output collected up to a limit, and its group killed when its
+// its own), its output appended to files, and its group killed when its
 // leader exits (whatever the command left behind goes with it). Timeouts,
 // cancellations, the per-entry state file and every kill on the worker's
 // behalf stay in the worker, which knows the group id from the first answer.
 // It exits when the worker's IPC channel closes (the worker exited or was
-// killed); running commands are left to their groups, as a killed worker
-// would leave them. Imports nothing but Node's own modules and spawn-group.ts.
-import { spawnGroup, type Closed } from './spawn-group.ts';
+// killed); running commands are left to their groups and go on (their output
+// goes to files, not to this process), as a killed worker would leave them. Imports nothing but Node's own modules and spawn-group.ts.
+import { spawnGroup, type Closed, type RunFiles } from './spawn-group.ts';
 
 export interface LaunchRequest {
   id: number;
   file: string;
   args: string[];
   env: Record<string, string | undefined>;
+  files: RunFiles;
 }
 
 export type LaunchAnswer =
@@ -32,7 +33,7 @@ export type LaunchAnswer =
   | { id: number; close: Closed };
 
 function launch(req: LaunchRequest, answer: (a: LaunchAnswer) => void): void {
-  spawnGroup(req.file, req.args, req.env, (pid) => {
+  spawnGroup(req.file, req.args, req.env, req.files, (pid) => {
     if (pid) answer({ id: req.id, pid });
   }, (close) => answer({ id: req.id, close }));
 }

@@ -1,27 +1,30 @@
 // The worker's side of the command launcher (src/repair/launcher-process.ts):
 // one small process, started at the first command and kept, forks every
 // command, so the worker's threads never wait in fork(). A command runs the
-// same either way (no shell, a process group of its own, its output kept up to
-// a limit, its group killed when its leader exits); where the launcher cannot
+// same either way (no shell, a process group of its own, its output appended
+// to files, its group killed when its leader exits); where the launcher cannot
 // run, commands are spawned from the worker as before. Node-only: never
 // imported by workflow code.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { log } from '../log.ts';
 import type { LaunchAnswer, LaunchRequest } from './launcher-process.ts';
-import { killGroup, spawnGroup, type Closed } from './spawn-group.ts';
+import { spawnGroup, type Closed, type RunFiles } from './spawn-group.ts';
 
 export interface Launched {
   /** The group id (its leader's pid), as soon as it is known; undefined when the command never started. */
   pid: Promise<number | undefined>;
-  /** How it ended. */
-  done: Promise<Closed>;
+  /**
+   * How its leader ended; `lost`: the launcher died first, so the end is not known here: the command
+   * goes on (its output goes to files), and the caller waits for its group and reads its exit code.
+   */
+  done: Promise<Closed & { lost?: string }>;
 }
 
 interface Pending {
   pid?: number;
   resolvePid(pid: number | undefined): void;
-  resolveDone(close: Closed): void;
+  resolveDone(close: Closed & { lost?: string }): void;
 }
 
 const script = fileURLToPath(new URL('./launcher-process.ts', import.meta.url));
@@ -55,12 +58,11 @@ function start(): ChildProcess | undefined {
       launcher = undefined;
       unavailable = true;
       log.warn({ reason: why }, 'repair: the command launcher is gone; commands are spawned from the worker from now on');
-      // Their answers cannot come any more: their groups are killed, and each run ends as failed with the reason.
+      // Their answers cannot come any more; the commands go on, and their callers follow their groups instead.
       for (const [id, p] of pending) {
         pending.delete(id);
-        if (p.pid) killGroup(p.pid);
         p.resolvePid(undefined);
-        p.resolveDone({ code: null, signal: null, stdout: '', stderr: '', error: { message: `the command launcher ${why}; the command was killed` } });
+        p.resolveDone({ code: null, signal: null, lost: `the command launcher ${why}` });
       }
     };
     child.once('error', (err) => lost(`failed: ${err.message}`));
@@ -78,12 +80,12 @@ function start(): ChildProcess | undefined {
 }
 
 /** Spawned from this process, as before the launcher (and wherever it cannot run). */
-function spawnHere(file: string, args: string[], env: NodeJS.ProcessEnv): Launched {
+function spawnHere(file: string, args: string[], env: NodeJS.ProcessEnv, files: RunFiles): Launched {
   let resolvePid!: (pid: number | undefined) => void;
   let resolveDone!: (close: Closed) => void;
   const pid = new Promise<number | undefined>((r) => (resolvePid = r));
   const done = new Promise<Closed>((r) => (resolveDone = r));
-  spawnGroup(file, args, env, resolvePid, resolveDone);
+  spawnGroup(file, args, env, files, resolvePid, resolveDone);
   return { pid, done };
 }
 
@@ -93,21 +95,21 @@ function spawnHere(file: string, args: string[], env: NodeJS.ProcessEnv): Launch
  * caller records it and kills it on timeout or cancellation), `done` when the
  * command has ended and its output is closed.
  */
-export function launch(file: string, args: string[], env: NodeJS.ProcessEnv): Launched {
+export function launch(file: string, args: string[], env: NodeJS.ProcessEnv, files: RunFiles): Launched {
   const child = start();
-  if (!child) return spawnHere(file, args, env);
+  if (!child) return spawnHere(file, args, env, files);
   const id = nextId++;
   let resolvePid!: (pid: number | undefined) => void;
-  let resolveDone!: (close: Closed) => void;
+  let resolveDone!: (close: Closed & { lost?: string }) => void;
   const pid = new Promise<number | undefined>((r) => (resolvePid = r));
-  const done = new Promise<Closed>((r) => (resolveDone = r));
+  const done = new Promise<Closed & { lost?: string }>((r) => (resolveDone = r));
   pending.set(id, { resolvePid, resolveDone });
-  const req: LaunchRequest = { id, file, args, env };
+  const req: LaunchRequest = { id, file, args, env, files };
   child.send(req, (err) => {
     if (!err) return;
     // Not delivered: nothing was started; spawned here instead.
     if (!pending.delete(id)) return;
-    const here = spawnHere(file, args, env);
+    const here = spawnHere(file, args, env, files);
     void here.pid.then(resolvePid);
     void here.done.then(resolveDone);
   });

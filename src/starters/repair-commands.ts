@@ -15,6 +15,7 @@ import {
   addUpdate, deleteFinishedUpdate, deleteUnfinishedUpdate, deleteUpdate, disableUpdate, enableUpdate, isEnabledQuery, listQuery,
   REPAIR_QUEUE_WORKFLOW_ID, resetBackoffUpdate,
 } from '../repair/messages.ts';
+import { readEntryLog, terminalSafe } from '../repair/logs.ts';
 import { requestProblems } from '../repair/procedure.ts';
 import { indexSchema } from '../repair/validate.ts';
 import { parse } from '../checks/shape.ts';
@@ -408,6 +409,22 @@ export function registerRepairCommands(program: Command): void {
   verb('reset-backoff', 'reset every entry\'s drain back-off').action(act(async (client, config) => {
     await queueUpdate(client, config, resetBackoffUpdate);
   }));
+
+  // Read here, on this host: the commands' argv and output never go through Temporal (docs/repair.md).
+  withConfigOptions(rq.command('logs').description("print an entry's command runs (argv, output, exit code) from the log file on this host: run it where the entry's commands ran"))
+    .argument('<INDEX>', 'entry index', index)
+    .option('--raw', 'print the file as it is (control characters included), for a file or a pager that expects them')
+    .action(async (i: string, flags: ConfigFlags & { raw?: boolean }) => {
+      const config = await configOrSandbox(flags);
+      const found = readEntryLog(config.repair?.state_dir, i);
+      if ('looked' in found) {
+        console.error(`tend: repair-queue logs: no log of entry ${i} on this host (looked in ${found.looked.join(', ')}); ` +
+          'the log is on the host of the worker that ran the entry\'s commands (repair.state_dir there)');
+        process.exitCode = EXIT_FAILURE;
+        return;
+      }
+      process.stdout.write(flags.raw ? found.text : terminalSafe(found.text));
+    });
 
   verb('wait', 'wait until the queue is empty (ckecli); with --finished, until every entry has finished; exit 1 on timeout')
     .option('--timeout-seconds <n>', 'give up after this long; 0 checks once without waiting', nonNegativeInt('--timeout-seconds'), 30)
