@@ -32,7 +32,7 @@ export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', impo
  * (src/checks/shape.ts says why).
  */
 export const sharedWorkflowModules: readonly string[] = [
-  'checks/shape.ts', 'config/selector.ts', 'search-attributes.ts',
+  'checks/shape.ts', 'checks/limits.ts', 'checks/preview.ts', 'config/selector.ts', 'search-attributes.ts',
   'safety/messages.ts',
   'repair/entry.ts', 'repair/validate.ts', 'repair/decide.ts', 'repair/messages.ts', 'repair/queue.ts',
   'taint/breaker.ts', 'taint/match.ts', 'taint/messages.ts', 'taint/node.ts', 'taint/replace.ts', 'taint/slots.ts',
