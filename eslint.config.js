@@ -39,7 +39,7 @@ export const layers = [
 ];
 
 /** The folders `folder` must not import: every other folder of its layer and of the layers above. */
-export function forbiddenFor(folder) {
+function forbiddenFor(folder) {
   const at = layers.findIndex((layer) => layer.includes(folder));
   return layers.slice(at).flat().filter((f) => f !== folder && f !== '.');
 }
@@ -82,6 +82,14 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    // The ground floor imports no folder of src/.
+    files: ['src/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^\\./[^/]+/', message: "src/'s root files are the ground floor: they import no folder of src/" }] }],
+      'no-restricted-syntax': ['error', { selector: 'ImportExpression > Literal.source[value=/^\\.\\x2F[^\\x2F]+\\x2F/]', message: "src/'s root files are the ground floor: they import no folder of src/" }],
     },
   },
   ...layers.flat().filter((folder) => folder !== '.' && folder !== 'workflows' && folder !== 'starters').map((folder) => layerRules(folder)),

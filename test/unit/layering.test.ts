@@ -78,6 +78,13 @@ describe('layering: eslint.config.js', () => {
     });
   }
 
+  it("reports a root file of src/ importing any folder, and not another root file", async () => {
+    const imports = ["import { a } from './kube/probe.ts';", "export type { B } from './config/probe.ts';", "export const c = () => import('./starters/probe.ts');"];
+    const lint = async (code: string) => (await eslint.lintText(code, { filePath: `${root}src/layering-probe.ts` }))[0]!.messages.map((m) => m.line);
+    assert.deepEqual(await lint(imports.join('\n')), linesOf(imports));
+    assert.deepEqual(await lint("import { log } from './log.ts';\nexport const s = () => import('./sleep.ts');"), []);
+  });
+
   it('reports a subfolder climbing two levels into a layer above (sandbox/kubelet into starters)', async () => {
     const [result] = await eslint.lintText("import { x } from '../../starters/cli.ts';\n", { filePath: `${root}src/sandbox/kubelet/layering-probe.ts` });
     assert.deepEqual(result!.messages.map((m) => m.ruleId), ['no-restricted-imports']);
