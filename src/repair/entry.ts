@@ -1,6 +1,7 @@
 // A repair queue entry, as CKE's RepairQueueEntry (docs/repair.md in CKE):
 // the same fields and JSON names, so `tend repair-queue list` prints what
 // `ckecli repair-queue list` prints. Pure: imported by workflow code.
+import { preview } from '../checks/preview.ts';
 
 /**
  * queued -> processing -> succeeded | failed. An entry stays until deleted.
@@ -115,14 +116,14 @@ const hostname = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-
 export function addressProblem(address: string): string | undefined {
   if (address === '') return 'address is empty';
   if (ipv4.test(address)) return undefined;
-  if (address.includes(':')) return isIPv6(address) ? undefined : `address ${JSON.stringify(address)} is not a valid IPv6 address`;
-  if (/^[\d.]+$/.test(address)) return `address ${JSON.stringify(address)} is not a valid IPv4 address`;
+  if (address.includes(':')) return isIPv6(address) ? undefined : `address ${preview(address, 80)} is not a valid IPv6 address`;
+  if (/^[\d.]+$/.test(address)) return `address ${preview(address, 80)} is not a valid IPv4 address`;
   if (hostname.test(address)) return undefined;
-  return `address ${JSON.stringify(address)} is not an IP address or a DNS name (letters, digits, "-" and "." only)`;
+  return `address ${preview(address, 80)} is not an IP address or a DNS name (letters, digits, "-" and "." only)`;
 }
 
 /** Serial numbers are labels for people: printable, no shell metacharacters either. */
 export function serialProblem(serial: string | undefined): string | undefined {
   if (serial === undefined) return undefined;
-  return /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(serial) ? undefined : `serial ${JSON.stringify(serial)} must be letters, digits, ".", "_" or "-"`;
+  return /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(serial) ? undefined : `serial ${preview(serial, 80)} must be letters, digits, ".", "_" or "-"`;
 }

@@ -7,6 +7,35 @@ import type { RepairPlan } from './procedure.ts';
 
 export const REPAIR_QUEUE_WORKFLOW_ID = 'repair-queue';
 export const repairEntryWorkflowId = (index: string) => `repair/${index}`;
+/** The workflow that lifts an ended entry's cordon until it is lifted. */
+export const repairLiftWorkflowId = (index: string) => `repair/${index}/lift`;
+
+/**
+ * Entries the queue holds at most, finished ones included (they stay until
+ * `delete-finished`): with every field at its longest, the state the queue
+ * carries across continue-as-new stays far below Temporal's 2 MiB payload
+ * limit (test/unit/repair-validate.test.ts measures it). An `add` past it is
+ * refused, naming the limit.
+ */
+export const MAX_QUEUE_ENTRIES = 1000;
+/** Requests one `add` takes at most (a batch stays a small update payload). */
+export const MAX_REQUESTS_PER_ADD = 100;
+/** The highest entry index: a safe integer of at most 12 digits, whatever a workflow id planted beyond it says. */
+export const MAX_INDEX = 999_999_999_999;
+
+/** Refusal types (ApplicationFailure types) of the repair workflows and activities. */
+export const REFUSAL = {
+  /** A workflow input or an activity input that is not acceptable. */
+  invalidInput: 'InvalidRepairInput',
+  /** An update (add, delete, ...) refused before it changed anything. */
+  invalidRequest: 'InvalidRepairRequest',
+  noSuchEntry: 'NoSuchRepairEntry',
+  /** The entry's key is not configured (any more). */
+  notConfigured: 'RepairNotConfigured',
+  /** How an entry's workflow fails: refused by an activity, or given up after its attempts. */
+  entryRefused: 'RepairRefused',
+  entryGaveUp: 'RepairGaveUp',
+} as const;
 
 export interface AddInput {
   requests: RepairRequest[];
@@ -58,6 +87,15 @@ export interface EntryInput {
   queue: string;
   /** Where a run that continued-as-new left off (numbers and flags only; src/repair/validate.ts). */
   resume?: EntryResume;
+  /** Set: this workflow is `repair/<index>/lift`, started by the entry as it ended with its cordon on. */
+  lift?: EntryLift;
+}
+
+/** What a lift workflow needs: the Node, the time scale of its retries, and why the entry could not lift it. */
+export interface EntryLift {
+  nodename: string;
+  time_scale: number;
+  reason: string;
 }
 
 /** An entry's progress, carried across its continue-as-new. */

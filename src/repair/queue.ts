@@ -6,7 +6,7 @@
 // acts. Pure: imported by workflow code, table-tested in test/unit.
 import { decideStarts } from './decide.ts';
 import { isFinished, ZERO_TIME, type RepairQueueEntry, type RepairRequest } from './entry.ts';
-import type { EntryReport } from './messages.ts';
+import { MAX_INDEX, type EntryReport } from './messages.ts';
 
 /**
  * What the queue carries across continue-as-new: entries and switches, never
@@ -21,7 +21,16 @@ export interface QueueState {
   enabled: boolean;
   closing: Record<string, string>;
   deleting?: RepairQueueEntry[];
+  /**
+   * index -> the end a processing entry's own report announced. Display only: the entry
+   * stays processing, holding its slot, until its workflow has ended (entryEnded), which
+   * then takes this status (absent in states carried by older runs).
+   */
+  reported?: Record<string, FinalStatus>;
 }
+
+/** How an entry ends. */
+export type FinalStatus = 'succeeded' | 'failed';
 
 export type QueueOp =
   /** Start `repair/<index>` (the entry is processing already). */
@@ -41,12 +50,14 @@ export interface Step<T = undefined> {
 const iso = (ms: number) => new Date(ms).toISOString();
 const clone = (s: QueueState): QueueState => ({
   ...s, entries: s.entries.map((e) => ({ ...e })), closing: { ...s.closing }, ...(s.deleting ? { deleting: s.deleting.map((e) => ({ ...e })) } : {}),
+  ...(s.reported ? { reported: { ...s.reported } } : {}),
 });
 
 /** A deleted entry's workflow has cleaned up (or is gone): its slot and address are free, and it leaves the list. */
 function forget(s: QueueState, index: string): void {
   delete s.closing[index];
   if (s.deleting) s.deleting = s.deleting.filter((e) => e.index !== index);
+  if (s.reported) delete s.reported[index];
 }
 
 /**
@@ -64,6 +75,19 @@ export function findDeleting(s: QueueState, index: string): RepairQueueEntry | u
   return index in s.closing ? s.deleting?.find((e) => e.index === index) : undefined;
 }
 const warn = (message: string, fields: Record<string, unknown>): QueueOp => ({ op: 'log', level: 'warn', message, fields });
+
+/**
+ * The next index the queue may give: `nextIndex` when it is a safe integer of at most MAX_INDEX,
+ * else past the queue's own entries (a start input read from a workflow id planted past the
+ * bound cannot make indexes unsafe, nor longer than an index may be).
+ */
+export function saneNextIndex(s: QueueState): number {
+  if (Number.isSafeInteger(s.nextIndex) && s.nextIndex >= 1 && s.nextIndex <= MAX_INDEX + 1) return s.nextIndex;
+  let highest = 0;
+  for (const e of [...s.entries, ...(s.deleting ?? [])]) highest = Math.max(highest, Number(e.index));
+  for (const index of Object.keys(s.closing)) highest = Math.max(highest, Number(index));
+  return highest + 1;
+}
 
 export function emptyQueue(nextIndex = 1): QueueState {
   return { entries: [], nextIndex, enabled: true, closing: {} };
@@ -143,10 +167,17 @@ export function cancelFailed(s0: QueueState, index: string, error: string): Step
  * An entry's report, checked already for its shape. Only the current queue's
  * entries report (`queue`: the chain of queue runs it was started by; an
  * entry of an earlier queue, reset since, is refused); only a processing
- * entry's progress fields change, never its identity; a closing entry's final
- * report (or `removed`) frees its slot. `ignored`: why the report changed nothing.
+ * entry's progress fields change, never its identity. `ignored`: why the
+ * report changed nothing.
+ *
+ * `endsOnly` (the queue's REPAIR_QUEUE_ENDS_FREE_PATCH): a report is display
+ * only, since anyone who may signal the queue can forge one. An end it
+ * announces (a finished status, `removed`) frees nothing: it is kept in
+ * `reported` and `claimed` is set, so that the queue looks whether the
+ * workflow has really ended; the slot is freed by entryEnded. Without it (runs
+ * recorded before), a closing entry's final report (or `removed`) frees its slot.
  */
-export function applyReport(s0: QueueState, r: EntryReport, chain: string): Step & { ignored?: string } {
+export function applyReport(s0: QueueState, r: EntryReport, chain: string, endsOnly = false): Step & { ignored?: string; claimed?: boolean } {
   if (r.queue !== chain) {
     return {
       state: s0, ops: [],
@@ -154,6 +185,7 @@ export function applyReport(s0: QueueState, r: EntryReport, chain: string): Step
         `if it still runs, cancel it with \`temporal workflow cancel --workflow-id repair/${r.index}\``,
     };
   }
+  if (endsOnly) return reportOnly(s0, r);
   const s = clone(s0);
   const closing = r.index in s.closing;
   const e = findEntry(s, r.index);
@@ -178,12 +210,32 @@ export function applyReport(s0: QueueState, r: EntryReport, chain: string): Step
   return { state: s, ops: [] };
 }
 
+/** A report as display only (applyReport with `endsOnly`). */
+function reportOnly(s0: QueueState, r: EntryReport): Step & { ignored?: string; claimed?: boolean } {
+  const fields = r.fields ?? {};
+  const ends = r.removed === true || (fields.status !== undefined && isFinished({ status: fields.status }));
+  if (r.index in s0.closing) return ends ? { state: s0, ops: [], claimed: true } : { state: s0, ops: [] };
+  const at = s0.entries.findIndex((x) => x.index === r.index);
+  if (at < 0 || s0.entries[at]!.status !== 'processing') {
+    return { state: s0, ops: [], ignored: `entry ${r.index} is not processing${r.removed ? ' or being deleted' : ''}` };
+  }
+  if (fields.status === 'queued') return { state: s0, ops: [], ignored: `entry ${r.index}: an entry's workflow cannot put it back in the queue` };
+  if (r.removed) return { state: s0, ops: [], claimed: true };
+  const { status, ...shown } = fields;
+  const entries = [...s0.entries];
+  entries[at] = { ...entries[at]!, ...shown };
+  const s: QueueState = { ...s0, entries };
+  if (status === 'succeeded' || status === 'failed') s.reported = { ...s0.reported, [r.index]: status };
+  return { state: s, ops: [], ...(ends ? { claimed: true } : {}) };
+}
+
 /**
  * The entry's workflow has ended (the queue saw its child end, or a signal to
- * it found it gone). A processing entry that never reported its end fails with
+ * it found it gone): the only way its slot is freed. A processing entry takes
+ * `final` (its workflow's result), else the end it reported, else fails with
  * the reason; a closing one frees its slot; a finished one is unchanged.
  */
-export function entryEnded(s0: QueueState, index: string, how: string, now: number): Step {
+export function entryEnded(s0: QueueState, index: string, how: string, now: number, final?: FinalStatus): Step {
   const s = clone(s0);
   if (index in s.closing) {
     forget(s, index);
@@ -191,6 +243,14 @@ export function entryEnded(s0: QueueState, index: string, how: string, now: numb
   }
   const e = findEntry(s, index);
   if (!e || e.status !== 'processing') return { state: s0, ops: [] };
+  const reported = s.reported?.[index];
+  forget(s, index);
+  const status = final ?? reported;
+  if (status) {
+    // Its own last transition's time when it reported one.
+    Object.assign(e, { status, ...(reported ? {} : { last_transition_time: iso(now) }) });
+    return { state: s, ops: [] };
+  }
   Object.assign(e, { status: 'failed', last_transition_time: iso(now) });
   return { state: s, ops: [warn('repair: entry failed: its workflow ended without reporting its end', { index, how })] };
 }

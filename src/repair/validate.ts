@@ -7,20 +7,29 @@
 import { ApplicationFailure } from '@temporalio/common';
 import {
   array, boolean, integer, literal, max, maxItems, maxLength, min, minItems, minLength, number, oneOf, optional, parse,
-  pattern, record, rfc3339, strictObject, string, transform, union, above, type Infer, type Issue, type Shape,
+  pattern, record, strictObject, string, transform, union, above, type Infer, type Issue, type Shape,
 } from '../checks/shape.ts';
+import { pastLimits, type ValueLimits } from '../checks/limits.ts';
+import { preview } from '../checks/preview.ts';
 import { addressProblem, repairStatuses, repairStepStatuses, serialProblem } from './entry.ts';
+import { MAX_INDEX, MAX_QUEUE_ENTRIES, MAX_REQUESTS_PER_ADD, REFUSAL, REPAIR_QUEUE_WORKFLOW_ID } from './messages.ts';
 
+export { MAX_REQUESTS_PER_ADD };
+
+/** A Node's name or a DNS name. */
 const NAME_MAX = 253;
+/** An operation or machine type: a key of the configuration, short (it is carried in every entry). */
+const KEY_MAX = 63;
 
-const indexMessage = 'index must be a string of digits, e.g. "3"';
-export const indexSchema = string(indexMessage, pattern(/^[1-9]\d{0,15}$/, indexMessage));
+const indexMessage = `index must be a string of digits, e.g. "3" (at most ${String(MAX_INDEX).length})`;
+export const indexSchema = string(indexMessage, pattern(new RegExp(`^[1-9]\\d{0,${String(MAX_INDEX).length - 1}}$`), indexMessage));
 
-const nameSchema = (what: string) => string(`${what} must be a string`,
-  minLength(1, `${what} must not be empty`), maxLength(NAME_MAX, `${what} is longer than ${NAME_MAX} characters`),
+const nameSchema = (what: string, most = KEY_MAX) => string(`${what} must be a string`,
+  minLength(1, `${what} must not be empty`), maxLength(most, `${what} is longer than ${most} characters`),
   pattern(/^[^\s\0]+$/, `${what} must not contain spaces or control characters`));
 
-export const addressSchema = string('address must be a string (an IP address or a DNS name)', addressProblem);
+export const addressSchema = string('address must be a string (an IP address or a DNS name)',
+  maxLength(NAME_MAX, `address is longer than ${NAME_MAX} characters`), addressProblem);
 
 const serialSchema = string('serial must be a string', serialProblem);
 
@@ -30,9 +39,6 @@ export const requestSchema = strictObject({
   address: addressSchema,
   serial: optional(serialSchema),
 });
-
-/** At most this many requests per `add`: a batch stays well inside one update's payload. */
-export const MAX_REQUESTS_PER_ADD = 1000;
 
 export const addInputSchema = strictObject({
   requests: array(requestSchema, 'requests must be a list of {operation, machine_type, address, serial?}',
@@ -47,6 +53,10 @@ const count = number(undefined, integer, min(0), max(1_000_000));
 const epochMs = number(undefined, integer, min(0), max(8.64e15));
 const seconds = number(undefined, min(0), max(1e9));
 const maxName = string(undefined, maxLength(NAME_MAX));
+/** RFC 3339 with at most nanoseconds (Go's times): bounded in length. */
+const time = string(undefined, pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time'));
+/** Steps of an operation, at most (a plan is carried in every entry's continue-as-new). */
+export const MAX_STEPS = 1000;
 
 /** The queue's chain: its first run id (a UUID). */
 export const chainSchema = string('queue must be the repair queue\'s run id', pattern(/^[0-9A-Za-z-]{1,64}$/, 'queue must be the repair queue\'s run id'));
@@ -55,7 +65,7 @@ export const chainSchema = string('queue must be the repair queue\'s run id', pa
 export const planSchema = strictObject({
   steps: array(strictObject({
     need_drain: boolean(), watch_seconds: seconds, command_timeout_seconds: seconds, command_retries: count, command_interval: seconds,
-  }), undefined, minItems(1), maxItems(10_000)),
+  }), undefined, minItems(1), maxItems(MAX_STEPS)),
   command_timeout_seconds: seconds,
   success_command_timeout: optional(seconds),
   eviction_timeout_seconds: seconds,
@@ -67,9 +77,9 @@ export const entryResumeSchema = strictObject({
   nodename: maxName,
   step: count,
   step_status: oneOf(repairStepStatuses),
-  last_transition_time: optional(rfc3339),
+  last_transition_time: optional(time),
   drain_backoff_count: count,
-  drain_backoff_expire: rfc3339,
+  drain_backoff_expire: time,
   drained: boolean(),
   commandDone: boolean(),
   cordoned: boolean(),
@@ -93,6 +103,11 @@ export const entryInputSchema = strictObject({
   enabled: boolean('enabled must be true or false'),
   queue: chainSchema,
   resume: optional(entryResumeSchema),
+  lift: optional(strictObject({
+    nodename: string(undefined, minLength(1), maxLength(NAME_MAX)),
+    time_scale: number(undefined, above(0), max(1)),
+    reason: string(undefined, maxLength(1000)),
+  })),
 }, 'repairEntryWorkflow needs {index, address, machine_type, operation, serial?, enabled, queue}');
 
 /** The fields of an entry its workflow may change; the entry's identity (index, address, keys) never changes. */
@@ -101,9 +116,9 @@ export const reportFieldsSchema = strictObject({
   status: optional(oneOf(repairStatuses)),
   step: optional(count),
   step_status: optional(oneOf(repairStepStatuses)),
-  last_transition_time: optional(rfc3339),
+  last_transition_time: optional(time),
   drain_backoff_count: optional(count),
-  drain_backoff_expire: optional(rfc3339),
+  drain_backoff_expire: optional(time),
 });
 
 export const entryReportSchema = strictObject({
@@ -123,19 +138,21 @@ const entryStateSchema = strictObject({
   status: oneOf(repairStatuses),
   step: count,
   step_status: oneOf(repairStepStatuses),
-  last_transition_time: optional(rfc3339),
+  last_transition_time: optional(time),
   drain_backoff_count: count,
-  drain_backoff_expire: rfc3339,
+  drain_backoff_expire: time,
 });
 
 /** What the queue carries across continue-as-new: entries and switches, never configuration. */
 export const queueStateSchema = strictObject({
   entries: array(entryStateSchema),
-  nextIndex: number(undefined, integer, min(1)),
+  /** Any number: one past MAX_INDEX (read from a workflow id planted past it) is set right by the queue (saneNextIndex). */
+  nextIndex: number(undefined, min(1)),
   enabled: boolean(),
   closing: record(indexSchema, addressSchema),
   deleting: optional(array(entryStateSchema)),
-}, 'repairQueueWorkflow takes no input, or the state of its previous run {entries, nextIndex, enabled, closing, deleting?}');
+  reported: optional(record(indexSchema, oneOf(['succeeded', 'failed'] as const))),
+}, 'repairQueueWorkflow takes no input, or the state of its previous run {entries, nextIndex, enabled, closing, deleting?, reported?}');
 
 /** The key every repair activity is called with; argv and settings are looked up by it in the worker's configuration. */
 export const entryKeyFields = {
@@ -151,36 +168,76 @@ export type EntryKey = Infer<typeof entryKeySchema>;
 export const commandKinds = ['repair_command', 'health_check_command', 'success_command'] as const;
 export type CommandKind = (typeof commandKinds)[number];
 
-/** One issue per line, each with the path of the field it is about. */
+/** Issues named in one refusal, at most (a huge message has thousands). */
+const MAX_ISSUES = 10;
+/** A refusal's reason, at most (it goes into history and the CLI's error). */
+const MAX_REASON = 1000;
+
+/** The issues, each with the path of the field it is about; the first MAX_ISSUES only. */
 export function describeIssues(issues: readonly Issue[]): string {
-  return issues.map((i) => {
-    const path = i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').replace(/^\./, '');
+  const shown = issues.slice(0, MAX_ISSUES).map((i) => {
+    const path = i.path.slice(0, 10).map((p) => (typeof p === 'number' ? `[${p}]` : `.${/^[\w-]{1,64}$/.test(p) ? p : preview(p, 40)}`)).join('').replace(/^\./, '');
     return path ? `${path}: ${i.message}` : i.message;
-  }).join('; ');
+  });
+  if (issues.length > MAX_ISSUES) shown.push(`and ${issues.length - MAX_ISSUES} more`);
+  const text = shown.join('; ');
+  return text.length > MAX_REASON ? `${text.slice(0, MAX_REASON)}…` : text;
 }
 
+/** Bounds on what the queue carries across continue-as-new (MAX_QUEUE_ENTRIES entries of about 15 values each, their text). */
+export const QUEUE_STATE_LIMITS: ValueLimits = Object.freeze({ maxDepth: 6, maxNodes: 60_000, maxChars: 1_500_000 });
+
 /**
- * The checked value, or the reason it is refused (prefixed with `what`). A message that is not
- * even an object is refused with what it should look like (the schema's own type error) and
- * what came.
+ * The checked value, or the reason it is refused (prefixed with `what`). Bounded first
+ * (pastLimits: depth, values, text), so that no value costs more than its bound to refuse.
+ * A message that is not even an object is refused with what it should look like (the
+ * schema's own type error) and the opening of what came. Total: never throws.
  */
-export function check<T>(schema: Shape<T>, value: unknown, what: string): { ok: true; value: T } | { ok: false; reason: string } {
-  const r = parse(schema, value);
+export function check<T>(schema: Shape<T>, value: unknown, what: string, limits?: ValueLimits): { ok: true; value: T } | { ok: false; reason: string } {
+  const past = pastLimits(value, limits);
+  if (past) return { ok: false, reason: `${what}: refused: ${past} (got ${preview(value, 80)})` };
+  let r: ReturnType<typeof parse<T>>;
+  try {
+    r = parse(schema, value);
+  } catch {
+    // A getter or proxy cannot reach a workflow (payloads are plain JSON); refused all the same.
+    return { ok: false, reason: `${what}: refused: it could not be read` };
+  }
   if (r.ok) return r;
   const notAnObject = r.issues.find((i) => i.path.length === 0 && i.code === 'invalid_type');
-  return { ok: false, reason: `${what}: ${notAnObject ? `${notAnObject.message} (got ${JSON.stringify(value)?.slice(0, 200) ?? 'nothing'})` : describeIssues(r.issues)}` };
+  return { ok: false, reason: `${what}: ${notAnObject ? `${notAnObject.message} (got ${preview(value, 120)})` : describeIssues(r.issues)}` };
 }
 
 /** Throws a non-retryable failure with the reason: for update validators, whose throw rejects the update before it reaches history. */
 export function parseOrThrow<T>(schema: Shape<T>, value: unknown, what: string): T {
   const r = check(schema, value, what);
-  if (!r.ok) throw ApplicationFailure.nonRetryable(r.reason, 'InvalidRepairRequest');
+  if (!r.ok) throw ApplicationFailure.nonRetryable(r.reason, REFUSAL.invalidRequest);
   return r.value;
 }
 
-/** Updates that take no input refuse one, so a mistyped or forged payload is not silently ignored. */
+/** Why a message that takes no input is refused, or undefined (a mistyped or forged payload is not silently taken). */
+export function inputProblem(name: string, args: readonly unknown[]): string | undefined {
+  if (args.length > 0 && !(args.length === 1 && args[0] === undefined)) return `${name} takes no input (got ${preview(args, 120)})`;
+  return undefined;
+}
+
+/** Updates that take no input refuse one. */
 export function noInput(name: string, args: unknown[]): void {
-  if (args.length > 0 && !(args.length === 1 && args[0] === undefined)) {
-    throw ApplicationFailure.nonRetryable(`${name} takes no input (got ${JSON.stringify(args).slice(0, 200)})`, 'InvalidRepairRequest');
+  const problem = inputProblem(name, args);
+  if (problem) throw ApplicationFailure.nonRetryable(problem, REFUSAL.invalidRequest);
+}
+
+/**
+ * Why the queue cannot take `adding` more entries, or undefined: at most MAX_QUEUE_ENTRIES
+ * entries (finished and deleted-but-cleaning-up ones count), indexes at most MAX_INDEX.
+ */
+export function capacityProblem(held: number, nextIndex: number, adding: number): string | undefined {
+  if (held + adding > MAX_QUEUE_ENTRIES) {
+    return `the repair queue holds at most ${MAX_QUEUE_ENTRIES} entries, finished ones included, and holds ${held}: ` +
+      `this add of ${adding} would pass it; remove finished entries with \`tend repair-queue delete-finished\` (or delete entries by index)`;
   }
+  if (nextIndex + adding - 1 > MAX_INDEX) {
+    return `the repair queue's indexes end at ${MAX_INDEX} and the next is ${nextIndex}: reset the queue (terminate ${REPAIR_QUEUE_WORKFLOW_ID}) once no workflow repair/N with N past it is left`;
+  }
+  return undefined;
 }

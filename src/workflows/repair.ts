@@ -9,7 +9,7 @@ import {
   ActivityCancellationType, ActivityFailure, allHandlersFinished, ApplicationFailure, CancellationScope, ChildWorkflowCancellationType,
   condition, ContinueAsNew, continueAsNew, getExternalWorkflowHandle, isCancellation, log, ParentClosePolicy, patched, proxyActivities, proxyLocalActivities,
   setCurrentDetails, setHandler, sleep,
-  startChild, TemporalFailure, WorkflowIdReusePolicy, workflowInfo, type RetryPolicy,
+  startChild, WorkflowIdReusePolicy, workflowInfo, type RetryPolicy,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
@@ -17,17 +17,19 @@ import { ckeDrainBackoff, decideEntryOp, drainBackoff, selectForDelete } from '.
 import { ZERO_TIME, type RepairQueueEntry } from '../repair/entry.ts';
 import {
   addUpdate, deleteFinishedUpdate, deleteUnfinishedUpdate, deleteUpdate, disableUpdate, enableUpdate, entryReportSignal,
-  isEnabledQuery, listQuery, REPAIR_QUEUE_WORKFLOW_ID, repairEntryWorkflowId, resetBackoffUpdate, resetEntryBackoffSignal,
-  setEnabledSignal, type EntryInput, type EntryReport, type EntryResume,
+  isEnabledQuery, listQuery, MAX_INDEX, REFUSAL, REPAIR_QUEUE_WORKFLOW_ID, repairEntryWorkflowId, resetBackoffUpdate, resetEntryBackoffSignal,
+  repairLiftWorkflowId, setEnabledSignal, type EntryInput, type EntryLift, type EntryReport, type EntryResume,
 } from '../repair/messages.ts';
 import type { RepairPlan } from '../repair/procedure.ts';
 import {
   addEntries, applyReport, cancelFailed, decideQueue, emptyQueue, entryEnded, findDeleting, findEntry, listEntries, liveIndexes, mayStart, removeEntries,
-  resetBackoff, setEnabled, started, startFailed, type QueueOp, type QueueState, type Step,
+  resetBackoff, saneNextIndex, setEnabled, started, startFailed, type QueueOp, type QueueState, type Step,
 } from '../repair/queue.ts';
 import {
-  addInputSchema, check, deleteInputSchema, entryInputSchema, entryReportSchema, noInput, parseOrThrow, queueStateSchema,
+  addInputSchema, capacityProblem, check, deleteInputSchema, entryInputSchema, entryReportSchema, inputProblem, noInput, parseOrThrow, QUEUE_STATE_LIMITS, queueStateSchema,
 } from '../repair/validate.ts';
+import { preview } from '../checks/preview.ts';
+import { failureMessage, refusalOf } from './failures.ts';
 
 /** Entries whose commands may run on repair.taskQueue (a local activity reads it first). */
 export const REPAIR_TASK_QUEUE_PATCH = 'repair-task-queue';
@@ -62,7 +64,22 @@ export const REPAIR_REPORT_AHEAD_PATCH = 'repair-report-ahead';
  * entry ended with the node cordoned.
  */
 export const REPAIR_LIFT_UNTIL_DONE_PATCH = 'repair-lift-until-done';
+/**
+ * An entry's report is display only: the queue frees a repair slot when the entry's workflow has
+ * ended (its result, or a probe finding it gone), never on a report, which anyone who may signal
+ * the queue can forge. A report announcing an end makes the queue probe that entry soon.
+ */
+export const REPAIR_QUEUE_ENDS_FREE_PATCH = 'repair-queue-ends-free';
 const LIFT_RETRY_MS = 60_000;
+/**
+ * An entry that ends (failed, given up, deleted) and cannot lift its cordon ends at once, its
+ * repair slot freed (a persistent 403 on the uncordon neither holds a slot nor blocks `delete`):
+ * the lift goes on as `repair/<index>/lift`, a workflow of its own (the entry workflow's lift
+ * mode), showing why in its details, until the cordon is lifted or it is cancelled.
+ */
+export const REPAIR_LIFT_APART_PATCH = 'repair-lift-apart';
+/** The reason a lift workflow starts with, at most. */
+const LIFT_REASON_MAX = 400;
 
 /** An activity bound for a command without a timeout (CKE: 0 is none): its heartbeat timeout still notices a dead worker. */
 const UNBOUNDED_MS = 365 * 24 * 3600 * 1000;
@@ -74,11 +91,7 @@ const HISTORY_LIMIT = 4000;
 const historyTooLong = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_LIMIT;
 
 /** How a failure reads in a log line and an entry's reason. */
-function describe(err: unknown): string {
-  if (err instanceof ActivityFailure) return `${err.activityType} gave up: ${err.cause?.message ?? err.message}`;
-  if (err instanceof TemporalFailure && err.cause) return `${err.message}: ${err.cause.message}`;
-  return err instanceof Error ? err.message : String(err);
-}
+const describe = failureMessage;
 
 // ================================================================ the queue
 
@@ -92,21 +105,41 @@ export type RepairQueueState = QueueState;
  * (failed, or its slot freed when it was being deleted).
  */
 const PROBE_SECONDS = 300;
+/** The first probe of an entry of an earlier run that announced its end (doubled at each further announcement). */
+const CLAIM_PROBE_MS = 1000;
+
+/** How an entry's workflow that completed says it ended (its result's status). */
+function finalOf(result: unknown): 'succeeded' | 'failed' {
+  const status = (result as { entry?: { status?: unknown } } | undefined)?.entry?.status;
+  return status === 'succeeded' ? 'succeeded' : 'failed';
+}
 
 export async function repairQueueWorkflow(state?: unknown): Promise<void> {
   if (workflowInfo().workflowId !== REPAIR_QUEUE_WORKFLOW_ID) {
-    throw ApplicationFailure.nonRetryable(`repairQueueWorkflow: refused: the queue runs as workflow id ${REPAIR_QUEUE_WORKFLOW_ID} only (got ${workflowInfo().workflowId})`, 'InvalidRepairInput');
+    throw ApplicationFailure.nonRetryable(`repairQueueWorkflow: refused: the queue runs as workflow id ${REPAIR_QUEUE_WORKFLOW_ID} only (got ${preview(workflowInfo().workflowId, 80)})`, REFUSAL.invalidInput);
   }
   let s: QueueState = emptyQueue();
   if (state !== undefined && state !== null) {
-    const c = check(queueStateSchema, state, 'repairQueueWorkflow: refused input');
-    if (!c.ok) throw ApplicationFailure.nonRetryable(c.reason, 'InvalidRepairInput');
+    const c = check(queueStateSchema, state, 'repairQueueWorkflow: refused input', QUEUE_STATE_LIMITS);
+    if (!c.ok) throw ApplicationFailure.nonRetryable(c.reason, REFUSAL.invalidInput);
     s = c.value;
+    const sane = saneNextIndex(s);
+    if (sane !== s.nextIndex) {
+      log.warn('repair: the queue\'s next index is past its bound; it goes on after its own entries', { nextIndex: preview(s.nextIndex, 40), now: sane, bound: MAX_INDEX });
+      s = { ...s, nextIndex: sane };
+    }
   }
   /** Ties entries and their reports to this chain of runs: a queue reset (a new chain) refuses the old entries' reports. */
   const chain = workflowInfo().firstExecutionRunId;
   const fast = patched(REPAIR_QUEUE_UNBLOCKED_STARTS_PATCH);
+  const endsOnly = patched(REPAIR_QUEUE_ENDS_FREE_PATCH);
+  /** The queue's bounds (MAX_QUEUE_ENTRIES, MAX_INDEX) on adds; an add refused changes no history, but runs recorded before took any. */
+  const bounded = endsOnly;
   let dirty = true;
+  /** A probe was brought forward (an entry of an earlier run announced its end): the loop's wait is recomputed. */
+  let rearm = false;
+  /** Ends announced per entry of an earlier run: each brings its probe forward, less each time. */
+  const claims = new Map<string, number>();
   /** max_concurrent_repairs and time_scale as last read from the worker, in this run only. */
   let maxConcurrent: number | undefined;
   let timeScale: number | undefined;
@@ -114,9 +147,10 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
   const starting = new Set<string>();
   /** Entries this run started: their end arrives through the child's result. */
   const watched = new Set<string>();
+  let nextProbe = 0;
 
   const { repairCheckRequests, repairQueueSettings } = proxyActivities<Activities>({
-    startToCloseTimeout: '10s', retry: { maximumInterval: '30s', nonRetryableErrorTypes: ['InvalidRepairInput'] },
+    startToCloseTimeout: '10s', retry: { maximumInterval: '30s', nonRetryableErrorTypes: [REFUSAL.invalidInput] },
   });
 
   const apply = async <T>(step: Step<T>): Promise<T | undefined> => {
@@ -183,10 +217,12 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
       watched.add(index);
       starting.delete(index);
       // However it ends (a report lost, terminated, failed), the queue learns it.
-      void child.result().then(() => 'its workflow completed', (err: unknown) => `its workflow ended: ${describe(err)}`)
-        .then(async (how) => {
+      void child.result().then(
+        (result) => ({ how: 'its workflow completed', final: endsOnly ? finalOf(result) : undefined }),
+        (err: unknown) => ({ how: `its workflow ended: ${describe(err)}`, final: endsOnly ? 'failed' as const : undefined }))
+        .then(async ({ how, final }) => {
           watched.delete(index);
-          await apply(entryEnded(s, index, how, Date.now()));
+          await apply(entryEnded(s, index, how, Date.now(), final));
         });
       await apply(started(s, index));
     } catch (err) {
@@ -200,17 +236,36 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
   setHandler(entryReportSignal, (raw: unknown) => {
     const c = check(entryReportSchema, raw, 'entry-report');
     if (!c.ok) return log.warn('repair: ignored an entry-report signal', { reason: c.reason });
-    const step = applyReport(s, c.value as EntryReport, chain);
+    const report = c.value as EntryReport;
+    const step = applyReport(s, report, chain, endsOnly);
     if (step.ignored) return log.warn('repair: ignored an entry-report signal', { reason: step.ignored });
-    void apply(step);
+    if (!endsOnly) return void apply(step);
+    // Display only: nothing to decide again.
+    s = step.state;
+    if (step.claimed && !watched.has(report.index) && !starting.has(report.index)) {
+      // An entry of an earlier run (its end reaches this run by a probe only): look soon, less often each time.
+      const n = claims.get(report.index) ?? 0;
+      claims.set(report.index, n + 1);
+      nextProbe = Math.min(nextProbe, Date.now() + Math.min(PROBE_SECONDS * 1000, CLAIM_PROBE_MS * 2 ** Math.min(n, 10)));
+      rearm = true;
+    }
   });
 
+  const roomFor = (adding: number) => {
+    const problem = capacityProblem(s.entries.length + Object.keys(s.closing).length, s.nextIndex, adding);
+    if (problem) throw ApplicationFailure.nonRetryable(`add: refused: ${problem}`, REFUSAL.invalidRequest);
+  };
   setHandler(addUpdate, async (input) => {
     const problems = await repairCheckRequests(input);
-    if (problems.length > 0) throw ApplicationFailure.nonRetryable(problems.join('; '), 'InvalidRepairRequest');
+    if (problems.length > 0) throw ApplicationFailure.nonRetryable(preview(problems.join('; '), 2000), REFUSAL.invalidRequest);
+    // Again: another add may have taken the room while this one was checked.
+    if (bounded) roomFor(input.requests.length);
     return (await apply(addEntries(s, input.requests, Date.now())))!;
   }, {
-    validator: (input: unknown) => void parseOrThrow(addInputSchema, input, 'add'),
+    validator: (input: unknown) => {
+      const { requests } = parseOrThrow(addInputSchema, input, 'add');
+      if (bounded) roomFor(requests.length);
+    },
   });
   setHandler(deleteUpdate, async (arg) => {
     const { index } = parseOrThrow(deleteInputSchema, arg, 'delete');
@@ -218,12 +273,12 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
     const deleting = findDeleting(s, index);
     if (deleting) return { ...deleting, deleted: true };
     const removed = await apply(removeEntries(s, [index]));
-    if (!removed?.[0]) throw ApplicationFailure.nonRetryable(`no entry with index ${index} in the repair queue`, 'NoSuchRepairEntry');
+    if (!removed?.[0]) throw ApplicationFailure.nonRetryable(`no entry with index ${index} in the repair queue`, REFUSAL.noSuchEntry);
     return { ...removed[0], deleted: true };
   }, {
     validator: (arg: unknown) => {
       const { index } = parseOrThrow(deleteInputSchema, arg, 'delete');
-      if (!findEntry(s, index) && !findDeleting(s, index)) throw ApplicationFailure.nonRetryable(`no entry with index ${index} in the repair queue`, 'NoSuchRepairEntry');
+      if (!findEntry(s, index) && !findDeleting(s, index)) throw ApplicationFailure.nonRetryable(`no entry with index ${index} in the repair queue`, REFUSAL.noSuchEntry);
     },
   });
   for (const [update, which] of [[deleteFinishedUpdate, 'finished'], [deleteUnfinishedUpdate, 'unfinished']] as const) {
@@ -249,10 +304,9 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
     timeScale = settings.time_scale ?? 1;
     return settings;
   };
-  let nextProbe = 0;
-
   try {
     for (;;) {
+      rearm = false;
       if (historyTooLong()) break;
       const probeDue = orphans().length > 0 && Date.now() >= nextProbe;
       if (probeDue) {
@@ -278,7 +332,7 @@ export async function repairQueueWorkflow(state?: unknown): Promise<void> {
         continue;
       }
       dirty = false;
-      const wake = () => dirty || historyTooLong();
+      const wake = () => dirty || rearm || historyTooLong();
       if (orphans().length > 0) await condition(wake, Math.max(1, nextProbe - Date.now()));
       else await condition(wake);
     }
@@ -389,12 +443,9 @@ function entryDetails(r: RepairEntry): string {
 }
 
 /** Refusals from the activities: the input or the key is not acceptable; retrying cannot help. */
-const REFUSALS = ['InvalidRepairInput', 'RepairNotConfigured'];
+const REFUSALS = [REFUSAL.invalidInput, REFUSAL.notConfigured];
 
-function refusal(err: unknown): string | undefined {
-  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && REFUSALS.includes(err.cause.type ?? '')) return err.cause.message;
-  return undefined;
-}
+const refusal = (err: unknown): string | undefined => (err instanceof ActivityFailure ? refusalOf(err, REFUSALS)?.message : undefined);
 
 /** The progress fields an entry reports to the queue (never its identity). */
 function progress(e: RepairQueueEntry): Partial<RepairQueueEntry> {
@@ -433,23 +484,69 @@ async function interruptible<T>(run: () => Promise<T>, stop: () => Interrupt | u
   }
 }
 
+/**
+ * `repair/<index>/lift`: lifts the cordon an ended entry left on, LIFT_RETRY_MS (time-scaled)
+ * apart until it is lifted, its reason in the Web UI details; a refusal (which no retry changes)
+ * ends it failed, a cancellation ends it with the cordon left on.
+ */
+async function liftUntilDone(input: EntryInput, lifting: EntryLift): Promise<RepairEntryResult> {
+  const scale = lifting.time_scale;
+  const uncordon = proxyActivities<Activities>({
+    startToCloseTimeout: '30s',
+    retry: { maximumAttempts: ACTIVITY_ATTEMPTS, nonRetryableErrorTypes: REFUSALS, initialInterval: Math.max(10, 1000 * scale), maximumInterval: Math.max(100, 60_000 * scale) },
+  }).repairUncordon;
+  const every = Math.max(100, LIFT_RETRY_MS * scale);
+  let reason = lifting.reason;
+  for (;;) {
+    setCurrentDetails(`lifting the cordon on node ${lifting.nodename} (repair entry ${input.index}) failed (${reason}); tried again every ${Math.round(every / 1000)} s until it is lifted; ` +
+      'cancel this workflow to leave the cordon on');
+    if (historyTooLong()) await continueAsNew<typeof repairEntryWorkflow>({ ...input, lift: { ...lifting, reason } });
+    await sleep(every);
+    try {
+      const out = await uncordon({ index: input.index, address: input.address });
+      if (out !== 'paused') break;
+      reason = 'repair is paused; it is lifted after tend resume repair';
+    } catch (err) {
+      const refused = refusal(err);
+      if (refused) throw ApplicationFailure.nonRetryable(refused, REFUSAL.entryRefused);
+      reason = preview(describe(err), LIFT_REASON_MAX);
+    }
+  }
+  setCurrentDetails(`the cordon on node ${lifting.nodename} is lifted`);
+  log.info('repair: the cordon an ended entry left on is lifted', { index: input.index, nodename: lifting.nodename });
+  return {
+    entry: {
+      index: input.index, address: input.address, nodename: lifting.nodename, machine_type: input.machine_type, operation: input.operation,
+      status: 'failed', step: 0, step_status: 'waiting', drain_backoff_count: 0, drain_backoff_expire: ZERO_TIME,
+    },
+    reason: 'its cordon, left on when the entry ended, is lifted',
+  };
+}
+
+/**
+ * Why this workflow may not run with `input`, or undefined: an entry runs as `repair/<index>`, a
+ * child of the queue (a run that continued-as-new keeps its parent), so a hand-started one cannot
+ * skip the queue's limits; a lift runs as `repair/<index>/lift`, a child of its entry.
+ */
+function identityProblem(input: EntryInput): string | undefined {
+  const id = workflowInfo().workflowId;
+  const own = input.lift ? repairLiftWorkflowId(input.index) : repairEntryWorkflowId(input.index);
+  if (id !== own) return `repairEntryWorkflow: refused input: the workflow id must be ${own} for entry ${input.index} (got ${preview(id, 80)})`;
+  const parent = workflowInfo().parent?.workflowId;
+  const starter = input.lift ? repairEntryWorkflowId(input.index) : REPAIR_QUEUE_WORKFLOW_ID;
+  if (parent === starter) return undefined;
+  return `repairEntryWorkflow: refused: ${input.lift ? 'a lift is started by its entry' : `entries are started by the ${REPAIR_QUEUE_WORKFLOW_ID} workflow`} only ` +
+    `(this one has ${parent ? `parent ${preview(parent, 80)}` : 'no parent'}); queue a repair with \`tend repair-queue add\` or the add update`;
+}
+
 export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResult> {
   // Anyone with access to the namespace can start this type with any input: keys only, checked, or nothing runs.
   const checked = check(entryInputSchema, raw, 'repairEntryWorkflow: refused input');
-  if (!checked.ok) throw ApplicationFailure.nonRetryable(checked.reason, 'InvalidRepairInput');
+  if (!checked.ok) throw ApplicationFailure.nonRetryable(checked.reason, REFUSAL.invalidInput);
   const input = checked.value as EntryInput;
-  const id = workflowInfo().workflowId;
-  if (id !== repairEntryWorkflowId(input.index)) {
-    throw ApplicationFailure.nonRetryable(
-      `repairEntryWorkflow: refused input: the workflow id must be ${repairEntryWorkflowId(input.index)} for entry ${input.index} (got ${id})`, 'InvalidRepairInput');
-  }
-  // Only the queue starts entries (as its children; a run that continued-as-new keeps its parent): a hand-started one would skip its limits.
-  const parent = workflowInfo().parent?.workflowId;
-  if (parent !== REPAIR_QUEUE_WORKFLOW_ID) {
-    throw ApplicationFailure.nonRetryable(
-      `repairEntryWorkflow: refused: entries are started by the ${REPAIR_QUEUE_WORKFLOW_ID} workflow only (this one has ${parent ? `parent ${parent}` : 'no parent'}); queue a repair with \`tend repair-queue add\` or the add update`,
-      'InvalidRepairInput');
-  }
+  const problem = identityProblem(input);
+  if (problem) throw ApplicationFailure.nonRetryable(problem, REFUSAL.invalidInput);
+  if (input.lift) return liftUntilDone(input, input.lift);
   const r = new RepairEntry(input);
   // A killed worker's activity is retried after this; heartbeats reach the server at most every 0.8 x this.
   // Known only after the first activity (the time scale is the worker's); 30 s until then.
@@ -488,15 +585,16 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
 
   setHandler(setEnabledSignal, (enabled: unknown) => {
     if (typeof enabled !== 'boolean') {
-      log.warn('repair: ignored a set-enabled signal', { reason: `set-enabled takes true or false (got ${JSON.stringify(enabled)?.slice(0, 200)})` });
+      log.warn('repair: ignored a set-enabled signal', { reason: `set-enabled takes true or false (got ${preview(enabled, 80)})` });
       return;
     }
     // A disabled queue abandons ongoing drains (the drain watches this flag).
     r.enabled = enabled;
   });
   setHandler(resetEntryBackoffSignal, (...args: unknown[]) => {
-    if (args.length > 0 && !(args.length === 1 && args[0] === undefined)) {
-      log.warn('repair: ignored a reset-backoff signal', { reason: `reset-backoff takes no input (got ${JSON.stringify(args).slice(0, 200)})` });
+    const problem = inputProblem('reset-backoff', args);
+    if (problem) {
+      log.warn('repair: ignored a reset-backoff signal', { reason: problem });
       return;
     }
     r.backoffExpire = 0;
@@ -576,7 +674,7 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
    * each failure shown in the entry's details; only a refusal (the input or the key not acceptable,
    * which no retry changes) ends the tries.
    */
-  const lift = async () => {
+  const lift = async (ending = false) => {
     if (!patched(REPAIR_LIFT_UNTIL_DONE_PATCH)) {
       await uncordon().catch((e: unknown) => log.warn('repair: could not uncordon', { index: r.entry.index, error: describe(e) }));
       r.cordoned = false;
@@ -590,6 +688,11 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
         const refused = refusal(e);
         log.warn('repair: could not uncordon', { index: r.entry.index, error: describe(e), ...(refused ? {} : { retryInMs: LIFT_RETRY_MS * scaleOf() }) });
         if (refused) break;
+        if (ending && patched(REPAIR_LIFT_APART_PATCH)) {
+          // The entry ends now, its slot freed; the lift goes on in a workflow of its own.
+          await startLift(describe(e));
+          break;
+        }
         r.lifting = `lifting the cordon on node ${r.entry.nodename} failed (${describe(e)}); tried again every ${Math.round(LIFT_RETRY_MS * scaleOf() / 1000)} s until it is lifted`;
         show();
         await sleep(Math.max(100, LIFT_RETRY_MS * scaleOf()));
@@ -600,6 +703,25 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
       show();
     }
     r.cordoned = false;
+  };
+  /** Starts `repair/<index>/lift`, abandoned: it tries to lift the cordon until it is lifted, or until it is cancelled. */
+  const startLift = async (reason: string) => {
+    const lifting: EntryLift = { nodename: r.entry.nodename, time_scale: scaleOf(), reason: preview(reason, LIFT_REASON_MAX) };
+    try {
+      await startChild(repairEntryWorkflow, {
+        workflowId: repairLiftWorkflowId(r.entry.index),
+        args: [{ ...input, resume: undefined, lift: lifting }],
+        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        cancellationType: ChildWorkflowCancellationType.ABANDON,
+        staticSummary: `lift the cordon on node ${r.entry.nodename} (repair entry ${r.entry.index}); cancel it to leave the cordon on`,
+        typedSearchAttributes: [{ key: TendCapability, value: 'repair' }, { key: TendTarget, value: r.entry.address }],
+      });
+      log.warn('repair: the entry ends; its cordon is lifted by a workflow of its own', { index: r.entry.index, workflowId: repairLiftWorkflowId(r.entry.index) });
+    } catch (err) {
+      // One runs already (from an earlier end of this entry): it goes on.
+      log.warn('repair: could not start the lift of the cordon', { index: r.entry.index, error: describe(err) });
+    }
   };
   const finish = async (status: 'succeeded' | 'failed', reason?: string, fields: Partial<RepairQueueEntry> = {}): Promise<RepairEntryResult> => {
     if (r.cordoned) {
@@ -767,7 +889,7 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
     if (isCancellation(err)) {
       // Deleted (or cancelled in the Web UI): lift tend's cordon, and leave the queue.
       await CancellationScope.nonCancellable(async () => {
-        await lift();
+        await lift(true);
         await send({ index: r.entry.index, queue: input.queue, removed: true });
       });
       throw err;
@@ -776,10 +898,10 @@ export async function repairEntryWorkflow(raw: unknown): Promise<RepairEntryResu
     const refused = refusal(err);
     const reason = refused ?? describe(err);
     await CancellationScope.nonCancellable(async () => {
-      if (r.cordoned) await lift();
+      if (r.cordoned) await lift(true);
       await transition({ status: 'failed' });
     });
     log.warn('repair: entry failed', { index: r.entry.index, reason });
-    throw ApplicationFailure.nonRetryable(reason, refused ? 'RepairRefused' : 'RepairGaveUp');
+    throw ApplicationFailure.nonRetryable(reason, refused ? REFUSAL.entryRefused : REFUSAL.entryGaveUp);
   }
 }

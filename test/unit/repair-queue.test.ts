@@ -77,6 +77,46 @@ describe('repair queue: state machine', () => {
     }
   });
 
+  describe('reports as display only (endsOnly): a slot is freed by the workflow\'s end, never by a message', () => {
+    const processing = queue([entry('1', 'a', 'processing'), entry('2', 'b', 'queued')]);
+    const cases: { name: string; s: QueueState; r: Parameters<typeof applyReport>[1]; ignored?: RegExp; entries?: string[]; closing?: Record<string, string>; claimed?: boolean; reported?: Record<string, string> }[] = [
+      { name: 'progress is shown', s: processing, r: { index: '1', queue: CHAIN, fields: { step_status: 'draining' } }, entries: ['1:processing', '2:queued'] },
+      { name: 'succeeded: kept for its end, the entry still processing (its slot held)', s: processing, r: { index: '1', queue: CHAIN, fields: { status: 'succeeded' } }, entries: ['1:processing', '2:queued'], claimed: true, reported: { 1: 'succeeded' } },
+      { name: 'removed: changes nothing but a look', s: processing, r: { index: '1', queue: CHAIN, removed: true }, entries: ['1:processing', '2:queued'], claimed: true },
+      { name: 'a closing entry\'s removed keeps its slot', s: queue([], { closing: { 5: 'e' } }), r: { index: '5', queue: CHAIN, removed: true }, closing: { 5: 'e' }, claimed: true },
+      { name: 'a closing entry\'s final report keeps its slot', s: queue([], { closing: { 5: 'e' } }), r: { index: '5', queue: CHAIN, fields: { status: 'failed' } }, closing: { 5: 'e' }, claimed: true },
+      { name: 'another chain: refused', s: processing, r: { index: '1', queue: 'run-0', removed: true }, ignored: /earlier repair queue/ },
+      { name: 'a queued entry: refused', s: processing, r: { index: '2', queue: CHAIN, fields: { status: 'succeeded' } }, ignored: /entry 2 is not processing/ },
+      { name: 'an unknown index: refused', s: processing, r: { index: '9', queue: CHAIN, removed: true }, ignored: /entry 9 is not processing or being deleted/ },
+    ];
+    for (const c of cases) {
+      it(c.name, () => {
+        const before = JSON.stringify(c.s);
+        const r = applyReport(c.s, c.r, CHAIN, true);
+        assert.equal(JSON.stringify(c.s), before, 'the state given is not changed');
+        if (c.ignored) {
+          assert.match(r.ignored ?? '', c.ignored);
+          assert.equal(r.state, c.s);
+          return;
+        }
+        assert.equal(r.ignored, undefined);
+        assert.equal(running(r.state), running(c.s), 'a slot freed by a report');
+        assert.equal(r.claimed ?? false, c.claimed ?? false);
+        if (c.entries) assert.deepEqual(statuses(r.state), c.entries);
+        if (c.closing) assert.deepEqual(r.state.closing, c.closing);
+        assert.deepEqual(r.state.reported ?? {}, c.reported ?? {});
+      });
+    }
+    it('the end takes the workflow\'s result over a report, else the report, else fails', () => {
+      const reported = applyReport(queue([entry('1', 'a', 'processing')]), { index: '1', queue: CHAIN, fields: { status: 'failed' } }, CHAIN, true).state;
+      assert.deepEqual(statuses(entryEnded(reported, '1', 'completed', NOW, 'succeeded').state), ['1:succeeded']);
+      const ended = entryEnded(reported, '1', 'gone', NOW);
+      assert.deepEqual(statuses(ended.state), ['1:failed']);
+      assert.deepEqual(ended.state.reported, {});
+      assert.deepEqual(ended.ops, []);
+    });
+  });
+
   describe('an entry workflow\'s end (its result, or a signal finding it gone)', () => {
     it('a processing entry that never reported its end fails, with a log line', () => {
       const r = entryEnded(queue([entry('1', 'a', 'processing')]), '1', 'its workflow ended: terminated', NOW);

@@ -3,10 +3,13 @@
 // address. Each refusal says what was wrong.
 import assert from 'node:assert/strict';
 import { addressProblem } from '../../src/repair/entry.ts';
+import { preview } from '../../src/checks/preview.ts';
 import { lookupCommand } from '../../src/repair/procedure.ts';
 import {
-  addInputSchema, check, deleteInputSchema, entryInputSchema, entryKeySchema, entryReportSchema, noInput, queueStateSchema,
+  addInputSchema, capacityProblem, check, deleteInputSchema, entryInputSchema, entryKeySchema, entryReportSchema, noInput, QUEUE_STATE_LIMITS, queueStateSchema,
 } from '../../src/repair/validate.ts';
+import { MAX_INDEX, MAX_QUEUE_ENTRIES, MAX_REQUESTS_PER_ADD } from '../../src/repair/messages.ts';
+import { addEntries, emptyQueue, removeEntries, saneNextIndex, type QueueState } from '../../src/repair/queue.ts';
 import { parseConfig } from '../../src/config/load.ts';
 import { ApplicationFailure } from '@temporalio/common';
 import { createRepairActivities } from '../../src/activities/repair.ts';
@@ -14,7 +17,7 @@ import type { KubeClients } from '../../src/kube/client.ts';
 
 const refused = (schema: Parameters<typeof check>[0], value: unknown, what = 'x') => {
   const r = check(schema, value, what);
-  assert.equal(r.ok, false, `accepted ${JSON.stringify(value)}`);
+  assert.equal(r.ok, false, `accepted ${preview(value)}`);
   return (r as { reason: string }).reason;
 };
 
@@ -136,5 +139,65 @@ repair:
     await assert.rejects(acts.repairInspect({ ...key, machine_type: 'cray' }), refusedWith('RepairNotConfigured', /machine type "cray" is not configured/));
     await assert.rejects(acts.repairUncordon({ index: 'x', address: '10.0.0.1' }), refusedWith('InvalidRepairInput', /index must be a string of digits/));
     await assert.rejects(createRepairActivities(kube, undefined).repairInspect(key), refusedWith('RepairNotConfigured', /no repair section/));
+  });
+
+  describe('bounds: any JSON refused without a throw, its reason short; the queue\'s carried state far below 2 MiB', () => {
+    const deep = (n: number) => {
+      let v: unknown = 'x';
+      for (let i = 0; i < n; i++) v = [v];
+      return v;
+    };
+    const hostile: [string, unknown][] = [
+      ['an array nested 5,000 deep', deep(5000)],
+      ['an object nested 5,000 deep', JSON.parse('{"a":'.repeat(5000) + '1' + '}'.repeat(5000))],
+      ['100,000 requests', { requests: Array.from({ length: 100_000 }, () => ({ operation: 'heal', machine_type: 'sim', address: '10.0.0.1' })) }],
+      ['a 1 MB string', { requests: [{ operation: 'x'.repeat(1 << 20), machine_type: 'sim', address: '10.0.0.1' }] }],
+      ['5,000 bad requests', { requests: Array.from({ length: 5000 }, () => ({ operation: 1, machine_type: [], address: {} })) }],
+      ['unicode and control characters', { requests: [{ operation: '\u0000\ud800💥', machine_type: 'sim\n', address: '\u202e10.0.0.1' }] }],
+      ['wrong types', 'requests'],
+      ['null', null],
+    ];
+    for (const schema of [addInputSchema, entryInputSchema, entryReportSchema, deleteInputSchema, queueStateSchema]) {
+      for (const [name, value] of hostile) {
+        it(`${name}: refused with a reason under 1,200 characters`, () => {
+          const reason = refused(schema, value, 'm');
+          assert.ok(reason.length < 1200, `${reason.length} characters`);
+        });
+      }
+    }
+    it('refusals of updates without input show a prefix of what came, never throwing', () => {
+      assert.throws(() => noInput('enable', [deep(5000)]), (err: unknown) => err instanceof ApplicationFailure && err.message.length < 300);
+    });
+    it(`at most ${MAX_REQUESTS_PER_ADD} requests per add`, () => {
+      const many = Array.from({ length: MAX_REQUESTS_PER_ADD + 1 }, () => ({ operation: 'heal', machine_type: 'sim', address: '10.0.0.1' }));
+      assert.match(refused(addInputSchema, { requests: many }), new RegExp(`at most ${MAX_REQUESTS_PER_ADD} requests per add`));
+    });
+    it(`the queue holds at most ${MAX_QUEUE_ENTRIES} entries, finished ones included; the reason names the limit and delete-finished`, () => {
+      assert.equal(capacityProblem(MAX_QUEUE_ENTRIES - 2, 10, 2), undefined);
+      assert.match(capacityProblem(MAX_QUEUE_ENTRIES - 1, 10, 2) ?? '', new RegExp(`at most ${MAX_QUEUE_ENTRIES} entries, finished ones included.*delete-finished`));
+      assert.match(capacityProblem(0, MAX_INDEX, 2) ?? '', new RegExp(`indexes end at ${MAX_INDEX}`));
+    });
+    it('a next index past the bound (a planted repair/9999999999999999) goes on after the queue\'s own entries; indexes stay safe integers', () => {
+      const planted = { entries: [], nextIndex: Number('9999999999999999'), enabled: true, closing: {} };
+      const c = check(queueStateSchema, planted, 'start', QUEUE_STATE_LIMITS);
+      assert.equal(c.ok, true, (c as { reason?: string }).reason);
+      assert.equal(saneNextIndex(planted), 1);
+      const withEntries: QueueState = { ...emptyQueue(), entries: addEntries(emptyQueue(41), [{ operation: 'heal', machine_type: 'sim', address: '10.0.0.1' }], 0).state.entries, nextIndex: 2 ** 60 };
+      assert.equal(saneNextIndex(withEntries), 42);
+      assert.equal(saneNextIndex({ ...withEntries, nextIndex: 43 }), 43);
+      assert.match(refused(entryReportSchema, { index: '10000000000000000', queue: 'q', removed: true }), /index must be a string of digits/);
+    });
+    it('the worst carried state (every entry at its longest, half of them deleted and cleaning up) passes the state\'s check and stays under 1.5 MiB', () => {
+      const long = (n: number) => `${'a'.repeat(62)}.`.repeat(Math.ceil(n / 63)).slice(0, n).replace(/\.$/, 'a');
+      const request = { operation: 'o'.repeat(63), machine_type: 'm'.repeat(63), address: long(253), serial: 'S'.repeat(128) };
+      let s = addEntries(emptyQueue(MAX_INDEX - MAX_QUEUE_ENTRIES), Array.from({ length: MAX_QUEUE_ENTRIES }, () => request), Date.now()).state;
+      s = { ...s, entries: s.entries.map((e, i) => ({ ...e, nodename: long(253), status: i % 2 ? 'processing' : 'succeeded', drain_backoff_count: 1_000_000, drain_backoff_expire: '2030-01-01T00:00:00.123456789+01:00', last_transition_time: '2030-01-01T00:00:00.123456789+01:00' })) };
+      s = removeEntries(s, s.entries.filter((e) => e.status === 'processing').map((e) => e.index)).state;
+      s.reported = Object.fromEntries(Object.keys(s.closing).map((i) => [i, 'succeeded' as const]));
+      const c = check(queueStateSchema, s, 'state', QUEUE_STATE_LIMITS);
+      assert.equal(c.ok, true, (c as { reason?: string }).reason);
+      const bytes = Buffer.byteLength(JSON.stringify(s));
+      assert.ok(bytes < 1.5 * 1024 * 1024, `${bytes} bytes`);
+    });
   });
 });

@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
-import { REPAIR_QUEUE_WORKFLOW_ID, repairEntryWorkflowId, entryReportSignal } from '../../src/repair/messages.ts';
-import { REPAIR_LIFT_UNTIL_DONE_PATCH } from '../../src/workflows/repair.ts';
+import { REPAIR_QUEUE_WORKFLOW_ID, repairEntryWorkflowId, entryReportSignal, repairLiftWorkflowId } from '../../src/repair/messages.ts';
+import { REPAIR_LIFT_APART_PATCH, REPAIR_LIFT_UNTIL_DONE_PATCH } from '../../src/workflows/repair.ts';
 import { replaysWithPatches, startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
 import { block, gate, plan, queueClient, refuse, resetAll, World, type Name } from './repair-stubs.ts';
@@ -62,7 +62,7 @@ describe('repair workflows (stub activities)', function () {
     });
   });
 
-  it('an uncordon that fails past its attempts is tried again until the cordon is lifted, shown in the details; only then does a deleted entry leave', async () => {
+  it('an uncordon that fails past its attempts: the deleted entry ends at once, its slot freed; repair/<index>/lift tries again until the cordon is lifted, its reason in the details', async () => {
     let failing = true;
     world.ops.stuck = {
       repairDrain: async (k) => {
@@ -78,22 +78,59 @@ describe('repair workflows (stub activities)', function () {
     };
     await run(async (client, q) => {
       const e1 = await q.add('stuck', '10.0.0.1');
+      const e2 = await q.add('fine', '10.0.0.2');
       await waitFor('cordoned, draining', () => world.cordons.has('node-1'));
       await q.delete(e1.index);
-      const h = client.workflow.getHandle(repairEntryWorkflowId(e1.index));
-      // Ten attempts of the activity, then again after the (time-scaled) minute: more than ten calls.
+      // The entry gives its slot back first: it ends, and the next entry runs while the cordon is still on.
+      await q.gone(e1.index);
+      await q.until(e2.index, 'succeeded');
+      const entry = client.workflow.getHandle(repairEntryWorkflowId(e1.index));
+      assert.notEqual((await entry.describe()).status.name, 'RUNNING', 'the entry holds on while its cordon is tried');
+      const lift = client.workflow.getHandle(repairLiftWorkflowId(e1.index));
+      // Ten attempts of the entry's activity, then the lift's, a (time-scaled) minute apart: more than ten calls.
       await waitFor('the uncordon tried again past its attempts', () => world.called('repairUncordon', e1.index).length > 10, { timeoutMs: 60_000 });
-      const details = await waitFor('the reason in the details', async () => {
-        const d = (await h.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
-        return /lifting the cordon on node node-1 failed \(.*the API server is unreachable.*\); tried again every \d+ s until it is lifted/.test(d) && d;
+      const details = await waitFor('the reason in the lift\'s details', async () => {
+        const d = (await lift.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
+        return /lifting the cordon on node node-1 \(repair entry \d+\) failed \(.*the API server is unreachable.*\); tried again every \d+ s until it is lifted/.test(d) && d;
       });
       assert.ok(details);
-      assert.equal((await h.describe()).status.name, 'RUNNING', 'the entry waits for its cordon to be lifted');
+      assert.equal((await lift.describe()).status.name, 'RUNNING');
       assert.ok(world.cordons.has('node-1'));
       failing = false;
-      await assert.rejects(h.result());
-      assert.equal(world.cordons.has('node-1'), false, 'the cordon is lifted before the entry ends');
-      await replaysWithPatches(client, h.workflowId, [REPAIR_LIFT_UNTIL_DONE_PATCH]);
+      await lift.result();
+      assert.equal(world.cordons.has('node-1'), false, 'the cordon is lifted');
+      await replaysWithPatches(client, entry.workflowId, [REPAIR_LIFT_UNTIL_DONE_PATCH, REPAIR_LIFT_APART_PATCH]);
+      await replaysWithPatches(client, lift.workflowId, []);
+    });
+  });
+
+  it('a lift workflow cancelled ends with the cordon left on; a lift or an entry started by hand is refused', async () => {
+    world.ops.stuck = {
+      repairDrain: async (k) => {
+        world.cordon(k);
+        await block(true);
+        return { ok: true, evicted: 0, deleted: 0 };
+      },
+      repairUncordon: async () => {
+        throw new Error('403: uncordon forbidden');
+      },
+    };
+    await run(async (client, q) => {
+      const e1 = await q.add('stuck', '10.0.0.1');
+      await waitFor('cordoned, draining', () => world.cordons.has('node-1'));
+      await q.delete(e1.index);
+      await q.gone(e1.index);
+      const lift = client.workflow.getHandle(repairLiftWorkflowId(e1.index));
+      await waitFor('the lift running', async () => (await lift.describe().catch(() => undefined))?.status.name === 'RUNNING');
+      await lift.cancel();
+      await assert.rejects(lift.result());
+      assert.equal(world.cordons.get('node-1'), e1.index, 'the cordon stays when the lift is cancelled');
+      const input = { index: '77', address: '10.0.0.7', machine_type: 'sim', operation: 'stuck', enabled: true, queue: 'q', lift: { nodename: 'node-7', time_scale: 0.01, reason: 'x' } };
+      for (const workflowId of [repairLiftWorkflowId('77'), repairEntryWorkflowId('77')]) {
+        const h = await client.workflow.start('repairEntryWorkflow', { taskQueue: tq, workflowId, args: [input] });
+        await assert.rejects(h.result(), (err: unknown) => err instanceof WorkflowFailedError && /refused/.test(err.cause?.message ?? ''));
+      }
+      assert.equal(world.called('repairUncordon', '77').length, 0);
     });
   });
 
