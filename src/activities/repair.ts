@@ -11,6 +11,8 @@
 // worker's own `repair` section when the activity runs; a key that is not
 // configured fails non-retryably, naming it, and nothing runs.
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as k8s from '@kubernetes/client-node';
 import type { RepairConfig } from '../config/repair.ts';
@@ -20,7 +22,10 @@ import { deletePodIfSameUid, errorMessage, evictPod, isConflict, isForbidden, is
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
 import { decideDrain, drainLeft, type PodView } from '../repair/decide.ts';
 import { keyName, lookupCommand, lookupOperation, planOf, requestProblems, type RepairPlan, type ResolvedCommand } from '../repair/procedure.ts';
-import { runOnce as runGroup, stateDir, type RunResult } from '../repair/process.ts';
+import { procStat, runOnce as runGroup, stateDir, type RunResult } from '../repair/process.ts';
+import {
+  GUARD_ANNOTATION, GUARD_RENEW_MS, GUARD_STOP_MS, releaseGuard, renewGuard, takeGuard, type GuardAccess, type Holder,
+} from '../repair/guard.ts';
 import { addInputSchema, check, entryKeyFields, entryKeySchema, indexSchema, MAX_REQUESTS_PER_ADD, type EntryKey } from '../repair/validate.ts';
 import {
   array, integer, max, maxItems, min, number, oneOf, optional, strictObject, string, type Infer, type Shape,
@@ -202,6 +207,11 @@ function evictionRefusal(err: unknown): string | undefined {
   return undefined;
 }
 
+/** This worker process, as a guard names its holder (src/repair/guard.ts); `id` new for each activity run. */
+function holder(): Holder {
+  return { host: hostname(), pid: process.pid, start: procStat(process.pid)?.starttime ?? '', id: randomUUID() };
+}
+
 /** evictPod answers `blocked` for a 429 and for this 500 alike; only the 429 is worth waiting for. */
 const MULTIPLE_BUDGETS = /more than one PodDisruptionBudget/i;
 
@@ -286,6 +296,91 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
       env: { TEND_REPAIR_INDEX: key.index, TEND_REPAIR_STEP: String(step), TEND_REPAIR_ATTEMPT: String(attempt), TEND_REPAIR_COMMAND: kind },
       entry: { dir: stateDir(config?.state_dir), index: key.index, step, kind, run: attempt },
     });
+  }
+
+  /** The guard's reads and writes: the Node's annotation, with its resourceVersion as precondition. */
+  function guardAccess(nodename: string): GuardAccess {
+    return {
+      read: async () => {
+        try {
+          const n = await kubeOrRefuse().core.readNode({ name: nodename });
+          return { resourceVersion: n.metadata!.resourceVersion!, value: n.metadata?.annotations?.[GUARD_ANNOTATION] };
+        } catch (err) {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        }
+      },
+      write: async (resourceVersion, value) => {
+        try {
+          await kubeOrRefuse().core.patchNode({ name: nodename, body: { metadata: { resourceVersion, annotations: { [GUARD_ANNOTATION]: value } } }, fieldManager: 'tend' }, mergePatch);
+          return true;
+        } catch (err) {
+          if (isConflict(err)) return false;
+          throw err;
+        }
+      },
+    };
+  }
+
+  /**
+   * A repair or success command's run under the entry's guard on its Node
+   * (src/repair/guard.ts): no other worker runs a command on that machine
+   * meanwhile, and a retry finds the end of the run it was cut off from there.
+   * No Node (or no Kubernetes connection: repair.taskQueue) leaves the per-host
+   * record alone to guard it.
+   */
+  async function guardedRun(key: EntryKey & { step: number; kind: string }, c: ResolvedCommand, signal: AbortSignal, runNo: number, cutOffRun?: number): Promise<RunResult> {
+    const node = kube ? await nodeOf(key.address) : undefined;
+    if (!node) return run(key, key.step, key.kind, c, signal, runNo);
+    const access = guardAccess(node.metadata!.name!);
+    let told = false;
+    const got = await takeGuard(access, { entry: key.index, step: key.step, kind: key.kind, run: runNo, holder: holder(), ...(cutOffRun !== undefined ? { cutOffRun } : {}) }, {
+      aliveHere: (pid, start) => procStat(pid)?.starttime === start,
+      sleep: async (ms) => {
+        try {
+          await sleep(ms, undefined, { signal });
+        } catch {
+          stopped(signal);
+        }
+      },
+      onWait: (why) => {
+        if (!told) log.info({ index: key.index, step: key.step, kind: key.kind, node: node.metadata!.name, why }, 'repair: the entry\'s guard is held; waiting for it');
+        told = true;
+      },
+    });
+    if ('none' in got) return run(key, key.step, key.kind, c, signal, runNo);
+    if ('adopted' in got) {
+      log.warn({ index: key.index, step: key.step, kind: key.kind, run: cutOffRun, exitCode: got.adopted },
+        'repair: the run this attempt was cut off from ended on another worker; its exit code is taken, the command is not run again');
+      const code = got.adopted;
+      return { ok: code === 0, stdout: '', ...(code !== null ? { exitCode: code } : {}), ...(code === 0 ? {} : { error: code === null ? 'ended with no exit code (killed)' : `exit code ${code}` }),
+        adopted: { run: cutOffRun ?? 0, startedAt: '' } };
+    }
+    const mine = got.taken;
+    const lost = new AbortController();
+    let renewedAt = Date.now();
+    const renewer = setInterval(() => {
+      renewGuard(access, mine).then((out) => {
+        if (out === 'renewed' || out === 'gone') renewedAt = Date.now();
+        if (out === 'lost') lost.abort();
+      }, (err: unknown) => log.warn({ index: key.index, error: errorMessage(err) }, 'repair: could not renew the entry\'s guard'))
+        .finally(() => {
+          if (Date.now() - renewedAt > GUARD_STOP_MS) lost.abort();
+        });
+    }, GUARD_RENEW_MS);
+    let r: RunResult | undefined;
+    try {
+      r = await run(key, key.step, key.kind, c, AbortSignal.any([signal, lost.signal]), runNo);
+      if (lost.signal.aborted && !signal.aborted) {
+        log.warn({ index: key.index, step: key.step, kind: key.kind }, 'repair: the entry\'s guard on the Node could not be kept; the command was stopped');
+        r = { ...r, ok: false, error: 'stopped: its guard on the Node could not be kept (docs/repair.md)' };
+      }
+      return r;
+    } finally {
+      clearInterval(renewer);
+      await releaseGuard(access, mine, r?.exitCode ?? null)
+        .catch((err: unknown) => log.warn({ index: key.index, error: errorMessage(err) }, 'repair: could not release the entry\'s guard; it lapses by itself'));
+    }
   }
 
   /** Every Node whose InternalIP is the address: the address is what was checked, never a node name from a message. */
@@ -657,7 +752,7 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
           // Recorded with Temporal as the run starts (the first heartbeat is sent at once): a retry after a dead worker knows.
           started = { run: first + attempt, startedAt: new Date().toISOString() };
           Context.current().heartbeat(started);
-          last = await run(key, key.step, key.kind, c, signal, first + attempt);
+          last = await guardedRun(key, c, signal, first + attempt, attempt === after + 1 ? cutOff?.run : undefined);
           if (signal.aborted) throw signal.reason;
           if (last.adopted && cutOff) cutOff.adopted = true;
           repairCommands.inc({ kind: key.kind, result: last.ok ? 'ok' : 'failed' });
