@@ -4,11 +4,16 @@
 // a newer pod of the same name.
 import { taintReplacementActive, type TaintReplacementConfig } from '../config/taint-replacement.ts';
 import { Context } from '@temporalio/activity';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { dns1123SubdomainProblem } from '../config/kube-names.ts';
 import { matches } from '../config/label-selector.ts';
 import { matchingTaints, type MatchedTaint } from '../taint/match.ts';
-import type { SlotSettings } from '../taint/messages.ts';
+import {
+  DETECTED, NODE_MESSAGE_BOUNDS, NODE_WORKFLOW_TYPE, nodeSlotsQuery, nodeWorkflowId, REPLACING, TAINT_REFUSED, type SlotSettings,
+} from '../taint/messages.ts';
+import { impostor } from '../temporal/identity.ts';
+import { preview } from '../checks/preview.ts';
 import { GRANT_CHECK_SECONDS } from '../taint/slots.ts';
 import type * as k8s from '@kubernetes/client-node';
 import { statusOf, type KubeClients } from '../kube/client.ts';
@@ -26,8 +31,7 @@ import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metri
 import { recordWould, writeHold, type SafetyGates } from './safety-gate.ts';
 import { log } from '../log.ts';
 
-export const DETECTED = 'NodeTaintDetected';
-export const REPLACING = 'NodeTaintReplacing';
+export { DETECTED, REPLACING, TAINT_REFUSED };
 
 /**
  * Names the node only: which pods are managed (podSelector, namespaces) comes
@@ -79,6 +83,42 @@ export interface TaintNodeStartResult {
   marked?: Record<string, number>;
 }
 
+/** What taintNodeSlots finds of a node's workflow: whether it runs, and the slots it holds and asks for. */
+export interface NodeSlotsFound {
+  running: boolean;
+  held: string[];
+  asking: string[];
+  /** Why what runs under the node's workflow id is not tend's (then it counts as not running). */
+  impostor?: string;
+}
+
+const uidList = (v: unknown): string[] => (Array.isArray(v) ? v.slice(0, NODE_MESSAGE_BOUNDS.uids) : [])
+  .filter((u): u is string => typeof u === 'string' && u.length <= NODE_MESSAGE_BOUNDS.uidChars);
+
+/**
+ * The slots the node's workflow holds and asks for, asked of the workflow itself (its slots
+ * query), or none when it is not running: ended, never started, or not tend's (another type,
+ * or another task queue than `taskQueue`'s, under its id). What the coordinator believes
+ * before it frees a slot (docs/taint.md).
+ */
+export async function nodeSlotsOf(client: Client, node: string, taskQueue: string): Promise<NodeSlotsFound> {
+  const id = nodeWorkflowId(node);
+  const none = { running: false, held: [], asking: [] };
+  const handle = client.workflow.getHandle(id);
+  let found;
+  try {
+    found = await handle.describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return none;
+    throw err;
+  }
+  if (found.status.name !== 'RUNNING') return none;
+  const who = impostor(id, { type: found.type, taskQueue: found.taskQueue }, { type: NODE_WORKFLOW_TYPE, taskQueues: [taskQueue] });
+  if (who) return { ...none, impostor: who };
+  const slots = await handle.query(nodeSlotsQuery);
+  return { running: true, held: uidList(slots?.held), asking: uidList(slots?.asking) };
+}
+
 /** The settings of a taintReplacement section that a node workflow decides with. */
 function settingsOf(c: TaintReplacementConfig): TaintSettings {
   return {
@@ -89,9 +129,6 @@ function settingsOf(c: TaintReplacementConfig): TaintSettings {
     ...(c.namespaces ? { namespaces: c.namespaces } : {}),
   };
 }
-
-/** The failure type of every taint replacement refusal. */
-export const TAINT_REFUSED = 'TaintRefused';
 
 const refuse = (what: string): never => {
   throw ApplicationFailure.nonRetryable(`refused: ${what}; nothing was changed`, TAINT_REFUSED);
@@ -179,7 +216,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
    */
   const sectionForCleanup = (): TaintReplacementConfig => config ?? refuse('taint replacement is not configured on this worker (no taintReplacement section)');
   const nodeName = (node: unknown): string => {
-    if (typeof node !== 'string' || dns1123SubdomainProblem(node)) return refuse(`${JSON.stringify(node)} is not a node name`);
+    if (typeof node !== 'string' || dns1123SubdomainProblem(node)) return refuse(`${preview(node, 80)} is not a node name`);
     return node;
   };
   /** Whether a pod is one the configuration manages: its podSelector, within its namespaces. */
@@ -204,7 +241,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     taintsOf: (n: string) => Promise<MatchedTaint[]>, listed?: ReadonlyMap<string, k8s.V1Pod>,
   ): Promise<k8s.V1Pod | undefined> => {
     if (typeof target.namespace !== 'string' || typeof target.name !== 'string' || typeof target.uid !== 'string') {
-      return refuse(`a pod is named by namespace, name and uid (strings); got ${JSON.stringify(target)}`);
+      return refuse(`a pod is named by namespace, name and uid (strings); got ${preview(target)}`);
     }
     const fromList = listed?.get(target.uid);
     let pod: k8s.V1Pod;
@@ -418,6 +455,12 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       return { maxConcurrentReplacements: c.maxConcurrentReplacements, maxTaintedNodes: c.breaker.maxTaintedNodes, grantCheckSeconds: GRANT_CHECK_SECONDS };
     },
 
+    /** The slots a node's workflow holds and asks for, as the workflow itself says (nodeSlotsOf). */
+    async taintNodeSlots(input: { node: string }): Promise<NodeSlotsFound> {
+      const ctx = Context.current();
+      return nodeSlotsOf(ctx.client, nodeName(input?.node), ctx.info.taskQueue);
+    },
+
     /** The breaker's inputs, counted here: nodes carrying a configured taint, out of all nodes. */
     async taintNodeCounts(): Promise<{ taintedNodes: number; totalNodes: number }> {
       const c = configured();
@@ -496,7 +539,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
           // elsewhere) is left alone, and the rest are cleared: one such pod must not keep the
           // conditions on every other pod once the workflow has ended. A mark is refused whole.
           if (setting || !(err instanceof ApplicationFailure) || err.type !== TAINT_REFUSED) throw err;
-          log.warn({ node, pod: `${String(w?.namespace)}/${String(w?.name)}`, reason: err.message }, 'taint conditions: a clear left out');
+          log.warn({ node, pod: `${preview(w?.namespace, 80)}/${preview(w?.name, 260)}`, reason: err.message }, 'taint conditions: a clear left out');
           skipped++;
           return;
         }

@@ -10,6 +10,21 @@ import type { Grant, SlotRequest } from './slots.ts';
 export const TAINT_CAPABILITY = 'taint';
 export const SLOTS_WORKFLOW_ID = 'taint-replacements';
 export const nodeWorkflowId = (node: string) => `taint/${node}`;
+/** The workflow types (their functions' names), as readers check what runs under the ids above. */
+export const NODE_WORKFLOW_TYPE = 'taintNodeWorkflow';
+export const SLOTS_WORKFLOW_TYPE = 'taintReplacementsWorkflow';
+
+/** The failure type of every taint replacement refusal (non-retryable: the input or the node is not acceptable). */
+export const TAINT_REFUSED = 'TaintRefused';
+/** The pod conditions taint replacement sets. */
+export const DETECTED = 'NodeTaintDetected';
+export const REPLACING = 'NodeTaintReplacing';
+
+/**
+ * Bounds on what a node's workflow takes from a message: the taints a signal may name
+ * (a Node carries a handful), the uids of one grant (a node's pods), each string's length.
+ */
+export const NODE_MESSAGE_BOUNDS = Object.freeze({ taints: 64, uids: 1000, uidChars: 128, keyChars: 317 });
 
 // --- taint/<node> ---------------------------------------------------------
 
@@ -32,6 +47,17 @@ export const replacementGrantedSignal = defineSignal<[{ uids: string[] }]>('repl
 
 export const nodeStatusQuery = defineQuery<PodStatusRow[]>('status');
 
+/**
+ * The slots a node's workflow holds (granted, or being used) and asks for, as its own state
+ * says: what the coordinator believes when something tells it that a node gave slots back.
+ * Both empty once the workflow is ending.
+ */
+export interface NodeSlots {
+  held: string[];
+  asking: string[];
+}
+export const nodeSlotsQuery = defineQuery<NodeSlots>('slots');
+
 // --- taint-replacements -----------------------------------------------------
 
 export interface SlotSettings {
@@ -46,8 +72,13 @@ export const slotSettingsSignal = defineSignal<[SlotSettings?]>('settings');
 export const nodeCountsSignal = defineSignal<[{ taintedNodes: number; totalNodes: number }?]>('nodeCounts');
 /** A node's pods that are due: one signal for all of them. */
 export const requestReplacementSignal = defineSignal<[{ node: string; requests: SlotRequest[] }]>('requestReplacements');
-/** Replacements that ended, or requests taken back. */
-export const releaseReplacementSignal = defineSignal<[{ uids: string[] }]>('releaseReplacements');
+/**
+ * Replacements that ended, or requests taken back, by the node's workflow. A hint: the
+ * coordinator frees only what the node's workflow, asked itself (nodeSlotsQuery, or a
+ * describe when it has ended), no longer holds or asks for.
+ */
+export const releaseReplacementSignal = defineSignal<[{ node: string; uids: string[] }]>('releaseReplacements');
+/** The node's workflow is ending: a hint, checked as releaseReplacements is. */
 export const withdrawNodeSignal = defineSignal<[{ node: string }]>('withdrawNode');
 /**
  * To taint/<node>, from the watcher after it started a fresh coordinator (the

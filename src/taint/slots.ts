@@ -6,6 +6,12 @@
 // to be requested) until it is gone or terminating and its controller has a
 // ready replacement, or until the in-flight timeout. An eviction refused by a
 // PodDisruptionBudget keeps its slot while it is retried.
+//
+// Requests and grants come in signals anyone with write access to the namespace
+// can send, so every step here costs O(1) per request (the queue and the grants
+// are indexed by pod uid and by node, in insertion order), the queue, the grants
+// and their strings are bounded (SLOT_BOUNDS), and what is past a bound is
+// refused with its reason, never thrown. docs/taint.md.
 import { breakerOpen, type NodeLimit } from './breaker.ts';
 
 export interface SlotRequest {
@@ -32,6 +38,31 @@ export interface Grant extends SlotRequest {
  */
 export const GRANT_CHECK_SECONDS = 300;
 
+/**
+ * What the coordinator takes in. A node's workflow asks for at most a node's pods at once
+ * (a kubelet runs a few hundred), so a signal carries at most `requestsPerSignal`; the queue
+ * and the grants together stay far below what a continue-as-new input may carry (2 MiB).
+ */
+export const SLOT_BOUNDS = Object.freeze({
+  /** Requests (or held slots, or uids) in one signal. */
+  requestsPerSignal: 1000,
+  /** Requests waiting for a slot. */
+  queue: 5000,
+  /** Slots in flight, adopted ones included (a fresh coordinator counts what nodes say they hold). */
+  inFlight: 2000,
+  /** Characters of every node, uid and pod of the queue and the grants together. */
+  chars: 1024 * 1024,
+  /** Nodes whose requests were refused for room, asked again once there is room. */
+  overflow: 1000,
+  /** A Node's name (a DNS subdomain). */
+  nodeChars: 253,
+  /** A pod's uid. */
+  uidChars: 128,
+  /** namespace/name. */
+  podChars: 63 + 1 + 253,
+});
+
+/** The coordinator's state as it is carried over continue-as-new and shown by its status query. */
 export interface SlotData {
   maxConcurrentReplacements: number;
   maxTaintedNodes: NodeLimit;
@@ -46,82 +77,291 @@ export interface SlotData {
   peakInFlight: number;
   /** How often a grant's holder is checked (see GRANT_CHECK_SECONDS); from the worker. */
   grantCheckSeconds?: number;
+  /** Nodes whose requests were refused for room: asked to ask again once there is room. */
+  overflow?: string[];
+  /** Nodes said to have given slots back, not yet asked (Slots.giveBackHint). */
+  verify?: string[];
 }
 
 export function emptySlots(): SlotData {
   return { maxConcurrentReplacements: 1, maxTaintedNodes: '50%', taintedNodes: 0, totalNodes: 0, queue: [], inFlight: [], granted: 0, peakInFlight: 0 };
 }
 
-export function slotBreakerOpen(s: SlotData): boolean {
-  return breakerOpen(s.taintedNodes, s.totalNodes, s.maxTaintedNodes);
+const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Why `node` is not a Node's name (the coordinator grants to `taint/<node>` only for one), or undefined. */
+export function nodeNameProblem(node: unknown): string | undefined {
+  if (typeof node !== 'string') return 'the node is not a string';
+  if (node.length === 0 || node.length > SLOT_BOUNDS.nodeChars) return `the node's name is not 1 to ${SLOT_BOUNDS.nodeChars} characters`;
+  return NODE_NAME.test(node) ? undefined : 'the node\'s name is not a DNS subdomain';
 }
 
-/** Queues a request; asking twice for one pod is one request. */
-export function requestSlot(s: SlotData, req: SlotRequest): void {
-  if (s.queue.some((r) => r.uid === req.uid) || s.inFlight.some((g) => g.uid === req.uid)) return;
-  s.queue.push(req);
+const finite = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+const chars = (r: SlotRequest) => r.node.length + r.uid.length + r.pod.length;
+
+/**
+ * A request as the coordinator keeps it, or why it is refused: `raw` is any value. Its time is
+ * clamped to `now` (a message's clock is not the workflow's).
+ */
+export function slotRequestOf(raw: unknown, now: number): SlotRequest | string {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return 'a request is not an object';
+  const r = raw as Record<string, unknown>;
+  const node = nodeNameProblem(r.node);
+  if (node) return node;
+  if (typeof r.uid !== 'string' || r.uid.length === 0 || r.uid.length > SLOT_BOUNDS.uidChars) return `a uid is not a string of 1 to ${SLOT_BOUNDS.uidChars} characters`;
+  const pod = typeof r.pod === 'string' ? r.pod : '';
+  if (pod.length > SLOT_BOUNDS.podChars) return `a pod's name is longer than ${SLOT_BOUNDS.podChars} characters`;
+  const at = finite(r.requestedAt);
+  return { node: r.node as string, uid: r.uid, pod, requestedAt: at === undefined ? now : Math.max(0, Math.min(now, at)) };
 }
 
 /**
- * A slot a node's workflow says it holds (a fresh coordinator learning what
- * the one before it granted): counted in flight from now, even above the
- * limit, so that nothing more is granted until enough are given back. A
- * holder that does not hold it after all gives it back at the next check
- * (grantsToCheck).
+ * The coordinator's state, indexed: the queue and the grants by pod uid (Maps keep their
+ * insertion order: the queue is served oldest first), and every uid of a node by node.
  */
-export function adoptHeld(s: SlotData, held: SlotRequest, now: number): void {
-  s.queue = s.queue.filter((r) => r.uid !== held.uid);
-  if (s.inFlight.some((g) => g.uid === held.uid)) return;
-  s.inFlight.push({ ...held, grantedAt: now });
-  s.peakInFlight = Math.max(s.peakInFlight, s.inFlight.length);
-}
+export class Slots {
+  maxConcurrentReplacements = 1;
+  maxTaintedNodes: NodeLimit = '50%';
+  taintedNodes = 0;
+  totalNodes = 0;
+  grantCheckSeconds: number | undefined;
+  granted = 0;
+  peakInFlight = 0;
+  readonly queue = new Map<string, SlotRequest>();
+  readonly inFlight = new Map<string, Grant>();
+  readonly overflow = new Set<string>();
+  /** Nodes said to have given slots back (or to be ending), whose workflow is to be asked what it holds. */
+  readonly verify = new Set<string>();
+  private readonly nodes = new Map<string, Set<string>>();
+  private chars = 0;
 
-/** Ends a pod's replacement, or takes back its request. */
-export function releaseSlot(s: SlotData, uid: string): void {
-  s.queue = s.queue.filter((r) => r.uid !== uid);
-  s.inFlight = s.inFlight.filter((g) => g.uid !== uid);
-}
-
-/** Drops every request and grant of a node (its workflow ended or was cancelled). */
-export function withdrawNode(s: SlotData, node: string): void {
-  s.queue = s.queue.filter((r) => r.node !== node);
-  s.inFlight = s.inFlight.filter((g) => g.node !== node);
-}
-
-/** Which queued requests get a slot now, oldest first. Moves them to in flight. */
-export function decideGrants(s: SlotData, now: number): Grant[] {
-  if (slotBreakerOpen(s)) return [];
-  const free = Math.max(0, s.maxConcurrentReplacements - s.inFlight.length);
-  const grants = s.queue.slice(0, free).map((r) => ({ ...r, grantedAt: now }));
-  s.queue = s.queue.slice(grants.length);
-  s.inFlight.push(...grants);
-  s.granted += grants.length;
-  s.peakInFlight = Math.max(s.peakInFlight, s.inFlight.length);
-  return grants;
-}
-
-const checkMs = (s: SlotData) => Math.max(1, s.grantCheckSeconds ?? GRANT_CHECK_SECONDS) * 1000;
-
-/** Grants whose holder is due for a check, marked as checked now. */
-export function grantsToCheck(s: SlotData, now: number): Grant[] {
-  const due = s.inFlight.filter((g) => now >= (g.checkedAt ?? g.grantedAt) + checkMs(s));
-  for (const g of due) g.checkedAt = now;
-  return due;
-}
-
-/** When the next grant check is due (undefined: nothing in flight). */
-export function nextCheckAt(s: SlotData): number | undefined {
-  let at: number | undefined;
-  for (const g of s.inFlight) {
-    const t = (g.checkedAt ?? g.grantedAt) + checkMs(s);
-    if (at === undefined || t < at) at = t;
+  /**
+   * The state a run of the coordinator carried (its own continue-as-new): taken entry by entry,
+   * each checked as a request is, within the bounds; the limits and counts start at the most
+   * cautious values until read from the worker and the Nodes. Total: any value gives a state.
+   */
+  static carried(data: unknown, now: number): Slots {
+    const s = new Slots();
+    if (typeof data !== 'object' || data === null) return s;
+    const d = data as Record<string, unknown>;
+    if (!Array.isArray(d.queue) || !Array.isArray(d.inFlight)) return s;
+    for (const g of d.inFlight.slice(0, SLOT_BOUNDS.inFlight)) {
+      const r = slotRequestOf(g, now);
+      if (typeof r === 'string' || s.has(r.uid)) continue;
+      const at = finite((g as Grant).grantedAt);
+      const checked = finite((g as Grant).checkedAt);
+      s.addGrant({ ...r, grantedAt: at === undefined ? now : Math.min(now, at), ...(checked !== undefined ? { checkedAt: Math.min(now, checked) } : {}) });
+    }
+    for (const q of d.queue.slice(0, SLOT_BOUNDS.queue)) s.request(q, now);
+    s.granted = Math.max(0, finite(d.granted) ?? 0);
+    s.peakInFlight = Math.max(s.inFlight.size, finite(d.peakInFlight) ?? 0);
+    if (Array.isArray(d.overflow)) {
+      for (const node of d.overflow.slice(0, SLOT_BOUNDS.overflow)) if (!nodeNameProblem(node)) s.overflow.add(node as string);
+    }
+    if (Array.isArray(d.verify)) for (const node of d.verify.slice(0, SLOT_BOUNDS.overflow)) s.giveBackHint(node);
+    return s;
   }
-  return at;
+
+  /** The state as carried over continue-as-new and shown. */
+  toData(): SlotData {
+    return {
+      maxConcurrentReplacements: this.maxConcurrentReplacements, maxTaintedNodes: this.maxTaintedNodes,
+      taintedNodes: this.taintedNodes, totalNodes: this.totalNodes,
+      queue: [...this.queue.values()], inFlight: [...this.inFlight.values()].map((g) => ({ ...g })),
+      granted: this.granted, peakInFlight: this.peakInFlight,
+      ...(this.grantCheckSeconds !== undefined ? { grantCheckSeconds: this.grantCheckSeconds } : {}),
+      ...(this.overflow.size > 0 ? { overflow: [...this.overflow] } : {}),
+      ...(this.verify.size > 0 ? { verify: [...this.verify] } : {}),
+    };
+  }
+
+  /** The settings the worker's configuration gives (taintSlotSettings). */
+  setSettings(v: { maxConcurrentReplacements: number; maxTaintedNodes: NodeLimit; grantCheckSeconds?: number }): void {
+    this.maxConcurrentReplacements = Math.max(0, v.maxConcurrentReplacements);
+    this.maxTaintedNodes = v.maxTaintedNodes;
+    if (v.grantCheckSeconds !== undefined) this.grantCheckSeconds = v.grantCheckSeconds;
+  }
+
+  /** The breaker's inputs as counted from the Nodes (taintNodeCounts). */
+  setCounts(v: { taintedNodes: number; totalNodes: number }): void {
+    this.taintedNodes = Math.max(0, v.taintedNodes);
+    this.totalNodes = Math.max(0, v.totalNodes);
+  }
+
+  breakerOpen(): boolean {
+    return breakerOpen(this.taintedNodes, this.totalNodes, this.maxTaintedNodes);
+  }
+
+  has(uid: string): boolean {
+    return this.queue.has(uid) || this.inFlight.has(uid);
+  }
+
+  /** The uids a node has queued or in flight. */
+  uidsOf(node: string): string[] {
+    return [...(this.nodes.get(node) ?? [])];
+  }
+
+  /**
+   * Queues a request (any value: checked here); asking twice for one pod is one request.
+   * Undefined when it is queued (or was already), else why it is refused; refused for room,
+   * its node is asked to ask again once there is room (overflow).
+   */
+  request(raw: unknown, now: number): string | undefined {
+    const r = slotRequestOf(raw, now);
+    if (typeof r === 'string') return r;
+    if (this.has(r.uid)) return undefined;
+    const room = this.room(r, this.queue.size, SLOT_BOUNDS.queue, 'the queue');
+    if (room) {
+      if (this.overflow.size < SLOT_BOUNDS.overflow) this.overflow.add(r.node);
+      return room;
+    }
+    this.queue.set(r.uid, r);
+    this.index(r);
+    return undefined;
+  }
+
+  /**
+   * A slot a node's workflow says it holds (a fresh coordinator learning what
+   * the one before it granted): counted in flight from now, even above the
+   * limit, so that nothing more is granted until enough are given back. A
+   * holder that does not hold it after all gives it back at the next check
+   * (grantsToCheck).
+   */
+  adopt(raw: unknown, now: number): string | undefined {
+    const r = slotRequestOf(raw, now);
+    if (typeof r === 'string') return r;
+    if (this.inFlight.has(r.uid)) return undefined;
+    const queued = this.queue.get(r.uid);
+    if (queued) this.drop(queued);
+    const room = this.room(r, this.inFlight.size, SLOT_BOUNDS.inFlight, 'the slots in flight');
+    if (room) return room;
+    this.addGrant({ ...r, grantedAt: now });
+    return undefined;
+  }
+
+  /** Ends a pod's replacement, or takes back its request; only `node`'s (undefined: any node's, for the holder checks). */
+  release(uid: string, node?: string): boolean {
+    const r = this.queue.get(uid) ?? this.inFlight.get(uid);
+    if (!r || (node !== undefined && r.node !== node)) return false;
+    this.drop(r);
+    return true;
+  }
+
+  /** Drops every request and grant of a node (its workflow ended). */
+  withdraw(node: string): void {
+    for (const uid of this.uidsOf(node)) this.release(uid, node);
+  }
+
+  /**
+   * A message says `node` gave slots back (or is ending). Anyone can say so: nothing is freed
+   * on it. The node's workflow is asked (holderFound) when it has anything here. Undefined
+   * when noted (or nothing to check), else why not.
+   */
+  giveBackHint(node: unknown): string | undefined {
+    const why = nodeNameProblem(node);
+    if (why) return why;
+    if (!this.nodes.has(node as string) || this.verify.has(node as string)) return undefined;
+    if (this.verify.size >= SLOT_BOUNDS.overflow) return `${SLOT_BOUNDS.overflow} nodes are waiting to be checked already`;
+    this.verify.add(node as string);
+    return undefined;
+  }
+
+  /**
+   * What the node's workflow itself says it holds and asks for (or that it is not running):
+   * its requests it no longer asks for and its grants it no longer holds are freed, nothing else.
+   */
+  holderFound(node: string, found: { running: boolean; held: readonly string[]; asking: readonly string[] }): string[] {
+    this.verify.delete(node);
+    const held = new Set(found.running ? found.held : []);
+    const asking = new Set(found.running ? found.asking : []);
+    const freed = this.uidsOf(node).filter((uid) => !held.has(uid) && (this.inFlight.has(uid) || !asking.has(uid)));
+    for (const uid of freed) this.release(uid, node);
+    return freed;
+  }
+
+  /** Which queued requests get a slot now, oldest first. Moves them to in flight. */
+  decideGrants(now: number): Grant[] {
+    if (this.breakerOpen()) return [];
+    const free = Math.max(0, Math.min(this.maxConcurrentReplacements, SLOT_BOUNDS.inFlight) - this.inFlight.size);
+    const grants: Grant[] = [];
+    for (const r of this.queue.values()) {
+      if (grants.length >= free) break;
+      grants.push({ ...r, grantedAt: now });
+    }
+    for (const g of grants) {
+      this.queue.delete(g.uid);
+      this.inFlight.set(g.uid, g);
+    }
+    this.granted += grants.length;
+    this.peakInFlight = Math.max(this.peakInFlight, this.inFlight.size);
+    return grants;
+  }
+
+  private checkMs(): number {
+    return Math.max(1, this.grantCheckSeconds ?? GRANT_CHECK_SECONDS) * 1000;
+  }
+
+  /** Grants whose holder is due for a check, marked as checked now (at most SLOT_BOUNDS.inFlight of them). */
+  grantsToCheck(now: number): Grant[] {
+    const due = [...this.inFlight.values()].filter((g) => now >= (g.checkedAt ?? g.grantedAt) + this.checkMs());
+    for (const g of due) g.checkedAt = now;
+    return due;
+  }
+
+  /** When the next grant check is due (undefined: nothing in flight). */
+  nextCheckAt(): number | undefined {
+    let at: number | undefined;
+    for (const g of this.inFlight.values()) {
+      const t = (g.checkedAt ?? g.grantedAt) + this.checkMs();
+      if (at === undefined || t < at) at = t;
+    }
+    return at;
+  }
+
+  /** Nodes refused for room, once the queue has half its room again: taken out, to be asked to ask again. */
+  overflowDue(): string[] {
+    if (this.overflow.size === 0 || this.queue.size > SLOT_BOUNDS.queue / 2) return [];
+    const nodes = [...this.overflow];
+    this.overflow.clear();
+    return nodes;
+  }
+
+  private room(r: SlotRequest, size: number, max: number, what: string): string | undefined {
+    if (size >= max) return `${what} holds ${max} already`;
+    if (this.chars + chars(r) > SLOT_BOUNDS.chars) return `the queue and the slots hold ${SLOT_BOUNDS.chars} characters of names already`;
+    return undefined;
+  }
+
+  private addGrant(g: Grant): void {
+    this.inFlight.set(g.uid, g);
+    this.index(g);
+    this.peakInFlight = Math.max(this.peakInFlight, this.inFlight.size);
+  }
+
+  private index(r: SlotRequest): void {
+    const uids = this.nodes.get(r.node) ?? new Set<string>();
+    uids.add(r.uid);
+    this.nodes.set(r.node, uids);
+    this.chars += chars(r);
+  }
+
+  private drop(r: SlotRequest): void {
+    this.queue.delete(r.uid);
+    this.inFlight.delete(r.uid);
+    const uids = this.nodes.get(r.node);
+    uids?.delete(r.uid);
+    if (uids?.size === 0) this.nodes.delete(r.node);
+    this.chars -= chars(r);
+  }
 }
 
 /** Signals to send, one per node: the pods granted on it. */
 export function byNode(grants: readonly Grant[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
-  for (const g of grants) out.set(g.node, [...(out.get(g.node) ?? []), g.uid]);
+  for (const g of grants) {
+    const uids = out.get(g.node);
+    if (uids) uids.push(g.uid);
+    else out.set(g.node, [g.uid]);
+  }
   return out;
 }

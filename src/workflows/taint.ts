@@ -15,10 +15,13 @@ import {
   type NodeTaintData, type PodState, type TaintSettings,
 } from '../taint/node.ts';
 import {
-  nodeCountsSignal, nodeStatusQuery, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, releaseReplacementSignal,
-  replacementGrantedSignal, requestReplacementSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal, slotsStatusQuery,
-  withdrawNodeSignal, announceSlotsSignal, slotsHeldSignal,
+  NODE_MESSAGE_BOUNDS, nodeCountsSignal, nodeSlotsQuery, nodeStatusQuery, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, releaseReplacementSignal,
+  replacementGrantedSignal, requestReplacementSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal, slotsStatusQuery, TAINT_REFUSED,
+  withdrawNodeSignal, announceSlotsSignal, slotsHeldSignal, type SlotSettings,
 } from '../taint/messages.ts';
+import { pastLimits, type ValueLimits } from '../checks/limits.ts';
+import { preview } from '../checks/preview.ts';
+import { failureMessage, refusalOf } from './failures.ts';
 import { taintId, type MatchedTaint } from '../taint/match.ts';
 import { carriedFromOwnRun } from './carried.ts';
 import type { TaintNodeStartResult } from '../activities/taint.ts';
@@ -26,10 +29,7 @@ import {
   askFor, awaitDone, decideReplacements, evictDone, giveBack, holders, noteGrants, outboxOf, STEP_RETRY_MS, takeGrants, type EvictOutcome,
   type ReplaceOp,
 } from '../taint/replace.ts';
-import {
-  adoptHeld, byNode, decideGrants, emptySlots, grantsToCheck, nextCheckAt, releaseSlot, requestSlot, slotBreakerOpen, withdrawNode,
-  type SlotData,
-} from '../taint/slots.ts';
+import { byNode, nodeNameProblem, SLOT_BOUNDS, Slots, type Grant, type SlotData, type SlotRequest } from '../taint/slots.ts';
 
 // Every activity gives up after a bounded number of attempts (a few minutes),
 // so that the workflow gets to act on a failure (retry later, give a slot back,
@@ -67,6 +67,12 @@ export const TAINT_LIST_MARKS_PATCH = 'taint-list-marks';
  * docs/upgrading.md.
  */
 export const TAINT_START_LIST_PATCH = 'taint-start-list';
+
+/**
+ * Bounds on a start input (carried state): a node's data (a few hundred pods) and the
+ * coordinator's (SLOT_BOUNDS) fit well within them; past them the input is ignored.
+ */
+const CARRIED_LIMITS: ValueLimits = Object.freeze({ maxDepth: 8, maxNodes: 200_000, maxChars: 1536 * 1024 });
 
 /** How long to wait before sending the coordinator a message again after it could not be delivered. */
 const RESEND_MS = 10_000;
@@ -109,19 +115,30 @@ function carriedData(node: string, carried: NodeTaintData | undefined): NodeTain
 }
 
 export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNodeResult> {
+  const tooBig = pastLimits(input, CARRIED_LIMITS);
+  if (tooBig) throw refused(`the start input: ${tooBig}`);
   const node = typeof input?.node === 'string' ? input.node : '';
+  const id = workflowInfo().workflowId;
+  const badName = nodeNameProblem(node);
+  if (badName) throw refused(`${badName} (${preview(input?.node, 80)})`);
+  if (id !== nodeWorkflowId(node)) throw refused(`the workflow of node ${node} runs as ${nodeWorkflowId(node)} only, not as ${preview(id, 80)}`);
   const carried = carriedData(node, carriedFromOwnRun(input?.data));
   // The data this run acts on (undefined until the first read, for a new run).
   let d: NodeTaintData | undefined = carried;
   const slots = getExternalWorkflowHandle(SLOTS_WORKFLOW_ID);
+  // Set as the workflow starts to end: from then on it holds and asks for no slot.
+  const ending = { now: false };
   let continuing = false;
   try {
-    continuing = await runNode(node, carried, (data) => (d = data), slots);
+    continuing = await runNode(node, carried, (data) => (d = data), slots, ending);
   } catch (err) {
     // Cancelled (from the Web UI, or the feature was disabled), or failed
     // (refused, or a bug): clear every condition this workflow set and give
     // back its slots, whatever the ending, so nothing outlives the workflow.
-    if (d) await cleanUp(d, slots);
+    if (d) {
+      ending.now = true;
+      await cleanUp(d, slots);
+    }
     throw err;
   }
   if (continuing && d) {
@@ -131,62 +148,83 @@ export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNod
   return { node, replaced: d ? Object.values(d.pods).filter((p) => p.state === 'Replaced').map((p) => `${p.namespace}/${p.name}`) : [] };
 }
 
-/** Clears the conditions set and withdraws the node's requests and slots, in a non-cancellable scope; errors are logged. */
+/**
+ * An ending node workflow gives its slots and requests back before it clears its pods'
+ * conditions, so that clears that keep failing (a 403, an API server away) never hold the
+ * cluster's slots; before, it gave them back after its last clear. docs/upgrading.md.
+ */
+export const TAINT_GIVE_BACK_FIRST_PATCH = 'taint-give-back-first';
+
+/** Gives the node's slots and requests back, and clears the conditions set, in a non-cancellable scope; errors are logged. */
 async function cleanUp(d: NodeTaintData, slots: ReturnType<typeof getExternalWorkflowHandle>): Promise<void> {
   await CancellationScope.nonCancellable(async () => {
-    const writes: ConditionWrite[] = Object.values(d.pods)
-      .filter((p) => p.written.detected !== undefined || p.written.replacing !== undefined)
-      .map((p) => ({ uid: p.uid, namespace: p.namespace, name: p.name, detected: null, replacing: null }));
-    if (writes.length > 0) {
-      const untilDone = patched(TAINT_CLEAR_UNTIL_DONE_PATCH);
-      for (;;) {
-        try {
-          await kube.writeTaintConditions({ node: d.node, writes });
-          for (const w of writes) markWritten(d, w);
-          break;
-        } catch (err) {
-          log.warn('clearing the taint conditions failed', { node: d.node, error: messageOf(err), ...(untilDone ? { retryInMs: STEP_RETRY_MS } : {}) });
-          if (!untilDone || refusalOf(err) !== undefined) break;
-          setCurrentDetails(`ending: clearing the taint conditions of ${writes.length} pod(s) on node ${d.node} failed (${messageOf(err)}); ` +
-            `tried again every ${STEP_RETRY_MS / 1000} s until they are cleared`);
-          await sleep(STEP_RETRY_MS);
-        }
-      }
-    }
-    try {
-      await slots.signal(withdrawNodeSignal, { node: d.node });
-    } catch (err) {
-      // The coordinator gets these slots back by checking their holder (slots.ts).
-      log.warn('withdrawing the node from the coordinator failed', { node: d.node, error: messageOf(err) });
-    }
+    const first = patched(TAINT_GIVE_BACK_FIRST_PATCH);
+    if (first) await withdraw(d.node, slots);
+    await clearAll(d, first);
+    if (!first) await withdraw(d.node, slots);
   });
+}
+
+/** Tells the coordinator the node is ending (it asks the workflow itself what it still holds: nothing). */
+async function withdraw(node: string, slots: ReturnType<typeof getExternalWorkflowHandle>): Promise<void> {
+  try {
+    await slots.signal(withdrawNodeSignal, { node });
+  } catch (err) {
+    // The coordinator gets these slots back by checking their holder (slots.ts).
+    log.warn('withdrawing the node from the coordinator failed', { node, error: failureMessage(err) });
+  }
+}
+
+/**
+ * Clears every condition this workflow set, until they are cleared (patched: before, one try),
+ * the reason in the Web UI's Current Details. Terminating the workflow ends the tries.
+ */
+async function clearAll(d: NodeTaintData, givenBack: boolean): Promise<void> {
+  const writes: ConditionWrite[] = Object.values(d.pods)
+    .filter((p) => p.written.detected !== undefined || p.written.replacing !== undefined)
+    .map((p) => ({ uid: p.uid, namespace: p.namespace, name: p.name, detected: null, replacing: null }));
+  if (writes.length === 0) return;
+  const untilDone = patched(TAINT_CLEAR_UNTIL_DONE_PATCH);
+  for (;;) {
+    try {
+      await kube.writeTaintConditions({ node: d.node, writes });
+      for (const w of writes) markWritten(d, w);
+      return;
+    } catch (err) {
+      log.warn('clearing the taint conditions failed', { node: d.node, error: failureMessage(err), ...(untilDone ? { retryInMs: STEP_RETRY_MS } : {}) });
+      if (!untilDone || refusalOf(err, [TAINT_REFUSED])) return;
+      setCurrentDetails(`ending: clearing the taint conditions of ${writes.length} pod(s) on node ${d.node} failed (${failureMessage(err)}); ` +
+        `tried again every ${STEP_RETRY_MS / 1000} s until they are cleared.${givenBack ? ' Its replacement slots are given back already.' : ''} ` +
+        'Terminating the workflow ends the tries and leaves the conditions on the pods');
+      await sleep(STEP_RETRY_MS);
+    }
+  }
 }
 
 /** Runs the node until it is done (false) or should continue as new (true). */
 async function runNode(
   node: string, carried: NodeTaintData | undefined, publish: (d: NodeTaintData) => void, slots: ReturnType<typeof getExternalWorkflowHandle>,
+  ending: { now: boolean },
 ): Promise<boolean> {
   let d: NodeTaintData | undefined = carried;
   let dirty = true;
   // Grants that land before the first read are kept (for a resumed run, in its carried data).
   const early: string[] = [];
   setHandler(replacementGrantedSignal, (m) => {
-    const uids = Array.isArray(m?.uids) ? m.uids.filter((u): u is string => typeof u === 'string') : [];
+    const uids = uidsIn('replacementsGranted', m);
     if (d) noteGrants(d, uids);
-    else early.push(...uids);
+    else if (early.length + uids.length <= NODE_MESSAGE_BOUNDS.uids) early.push(...uids);
     dirty = true;
   });
+  // What the coordinator believes before it frees a slot this node gave back: nothing once ending.
+  setHandler(nodeSlotsQuery, () => (d && !ending.now ? heldAndAsked(d) : { held: [], asking: [] }));
   // Answered from the first workflow task on (a run continued as new is queried while it reads the node).
   setHandler(nodeStatusQuery, () => (d ? statusRows(d) : []));
   // The watcher's first sight of each taint (a hint, for taints without timeAdded).
   const seenHints = new Map<string, number>();
   let recheck = false;
-  const onTaints = (m: { taints?: unknown } | undefined) => {
-    for (const t of Array.isArray(m?.taints) ? m.taints as MatchedTaint[] : []) {
-      if (typeof t?.key === 'string' && typeof t.effect === 'string' && typeof t.seenAt === 'number' && Number.isFinite(t.seenAt)) {
-        seenHints.set(taintId(t), t.seenAt);
-      }
-    }
+  const onTaints = (m: unknown) => {
+    for (const t of taintHints(m)) seenHints.set(taintId(t), t.seenAt);
     recheck = true;
     dirty = true;
   };
@@ -208,8 +246,7 @@ async function runNode(
   if (!carried && first.taints.length === 0) {
     // A new workflow for a node without a configured taint: nothing it could do (a run carried
     // over by continue-as-new goes on, to clear its pods' conditions once the taint has gone).
-    throw ApplicationFailure.nonRetryable(`refused: node ${node} carries none of the configured taints ` +
-      `(${first.settings.taintReplacementOptions.map((o) => o.key).join(', ')}); nothing was changed`, 'TaintRefused');
+    throw refused(`node ${node} carries none of the configured taints (${first.settings.taintReplacementOptions.map((o) => o.key).join(', ')})`);
   }
   const data: NodeTaintData = carried ? { ...carried, settings: first.settings } : newNodeTaintData(node, first.settings);
   d = data;
@@ -266,8 +303,8 @@ async function runNode(
     try {
       return await call();
     } catch (err) {
-      if (isCancellation(err) || refusalOf(err) !== undefined) throw err;
-      log.warn(`${what} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { node, error: messageOf(err) });
+      if (isCancellation(err) || refusalOf(err, [TAINT_REFUSED])) throw err;
+      log.warn(`${what} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { node, error: failureMessage(err) });
       stepRetryAt = Date.now() + STEP_RETRY_MS;
       return undefined;
     }
@@ -284,8 +321,8 @@ async function runNode(
           r = await kube.evictPod({ node, ...target, ...(pod.observed ? { observed: true } : {}) });
         } catch (err) {
           if (isCancellation(err)) throw err;
-          const refusal = refusalOf(err);
-          r = refusal !== undefined ? { outcome: 'refused', message: refusal } : { outcome: 'failed', message: messageOf(err) };
+          const refusal = refusalOf(err, [TAINT_REFUSED]);
+          r = refusal ? { outcome: 'refused', message: refusal.message } : { outcome: 'failed', message: failureMessage(err) };
         }
         evictDone(data, op.uid, r, Date.now());
       } else {
@@ -297,7 +334,7 @@ async function runNode(
           });
         } catch (err) {
           if (isCancellation(err)) throw err;
-          r = { failed: messageOf(err) };
+          r = { failed: failureMessage(err) };
         }
         awaitDone(data, op.uid, r, Date.now());
       }
@@ -342,13 +379,20 @@ async function runNode(
           const pod = data.pods[uid]!;
           return { node, uid, pod: `${pod.namespace}/${pod.name}`, requestedAt: Date.now() };
         });
-        if (requests.length > 0) await slots.signal(requestReplacementSignal, { node, requests });
-        out.request = out.request.filter((u) => !uids.includes(u));
+        // At most SLOT_BOUNDS.requestsPerSignal a signal (one, for any node a kubelet runs).
+        for (let i = 0; i < requests.length; i += SLOT_BOUNDS.requestsPerSignal) {
+          await slots.signal(requestReplacementSignal, { node, requests: requests.slice(i, i + SLOT_BOUNDS.requestsPerSignal) });
+        }
+        const sent = new Set(uids);
+        out.request = out.request.filter((u) => !sent.has(u));
       }
       if (out.release.length > 0) {
         const uids = [...out.release];
-        await slots.signal(releaseReplacementSignal, { uids });
-        out.release = out.release.filter((u) => !uids.includes(u));
+        for (let i = 0; i < uids.length; i += SLOT_BOUNDS.requestsPerSignal) {
+          await slots.signal(releaseReplacementSignal, { node, uids: uids.slice(i, i + SLOT_BOUNDS.requestsPerSignal) });
+        }
+        const sent = new Set(uids);
+        out.release = out.release.filter((u) => !sent.has(u));
       }
       resendAt = undefined;
     } catch (err) {
@@ -429,92 +473,113 @@ export interface TaintReplacementsInput {
   data?: SlotData;
 }
 
+/**
+ * A give-back (releaseReplacements, withdrawNode) frees a slot only once the node's workflow
+ * itself, asked by an activity (taintNodeSlots: its slots query, or a describe when it has
+ * ended), no longer holds it: anyone can send the message. Before, the message freed it.
+ * docs/upgrading.md.
+ */
+export const TAINT_VERIFY_GIVE_BACK_PATCH = 'taint-verify-give-back';
+
+/** Nodes whose workflow is asked what it holds at once. */
+const VERIFY_AT_ONCE = 16;
+
 /** The cluster-wide replacement slots: long-lived, continues as new as its history grows. */
 export async function taintReplacementsWorkflow(input: TaintReplacementsInput = {}): Promise<void> {
+  const id = workflowInfo().workflowId;
+  if (id !== SLOTS_WORKFLOW_ID) throw refused(`the coordinator runs as ${SLOTS_WORKFLOW_ID} only, not as ${preview(id, 80)}`);
   // The limits come from the worker's configuration (refused when it has no
   // taint replacement), the breaker's counts from the Nodes: the settings and
-  // nodeCounts signals only say "look again".
-  const carried = carriedFromOwnRun(input?.data);
-  // Only the slots themselves are carried over; limits and counts start at the
-  // most cautious values until read from the worker and the Nodes, so that a
-  // forged input can never lend them its own.
-  const valid = !!carried && typeof carried === 'object' && Array.isArray(carried.queue) && Array.isArray(carried.inFlight);
-  const s: SlotData = {
-    ...emptySlots(),
-    ...(valid ? {
-      queue: carried.queue, inFlight: carried.inFlight,
-      granted: Number(carried.granted) || 0, peakInFlight: Number(carried.peakInFlight) || 0,
-    } : {}),
-  };
+  // nodeCounts signals only say "look again". Only the slots themselves are
+  // carried over, each checked as a request is; limits and counts start at the
+  // most cautious values until read, so that a forged input can never lend them its own.
+  const tooBig = pastLimits(input, CARRIED_LIMITS);
+  if (tooBig) log.warn(`the start input is ignored: ${tooBig}`);
+  const s = Slots.carried(tooBig ? undefined : carriedFromOwnRun(input?.data), Date.now());
+  const verifies = patched(TAINT_VERIFY_GIVE_BACK_PATCH);
   let dirty = true;
   let settingsStale = true;
   let countsStale = true;
   let retryAt: number | undefined;
+  const changed = () => {
+    dirty = true;
+  };
 
   setHandler(slotSettingsSignal, () => {
     settingsStale = true;
-    dirty = true;
+    changed();
   });
   setHandler(nodeCountsSignal, () => {
     countsStale = true;
-    dirty = true;
+    changed();
   });
   setHandler(requestReplacementSignal, (m) => {
-    for (const r of Array.isArray(m?.requests) ? m.requests : []) {
-      if (typeof r?.uid === 'string' && typeof r.node === 'string') requestSlot(s, { node: r.node, uid: r.uid, pod: String(r.pod), requestedAt: Number(r.requestedAt) || 0 });
-    }
-    dirty = true;
+    takeEach('requestReplacements', m, 'requests', (r, node) => (sameNode(r, node) ?? s.request(r, Date.now())));
+    changed();
   });
   setHandler(releaseReplacementSignal, (m) => {
-    for (const uid of Array.isArray(m?.uids) ? m.uids : []) if (typeof uid === 'string') releaseSlot(s, uid);
-    dirty = true;
+    if (verifies) noted('releaseReplacements', pastLimits(m) ?? s.giveBackHint(fieldOf(m, 'node')));
+    else {
+      takeEach('releaseReplacements', m, 'uids', (uid) => {
+        if (typeof uid === 'string') s.release(uid);
+        return undefined;
+      });
+    }
+    changed();
   });
   setHandler(withdrawNodeSignal, (m) => {
-    if (typeof m?.node === 'string') withdrawNode(s, m.node);
-    dirty = true;
+    const why = pastLimits(m);
+    if (verifies || why) noted('withdrawNode', why ?? s.giveBackHint(fieldOf(m, 'node')));
+    else if (!nodeNameProblem(fieldOf(m, 'node'))) s.withdraw(fieldOf(m, 'node') as string);
+    changed();
   });
   setHandler(slotsHeldSignal, (m) => {
-    for (const h of Array.isArray(m?.held) ? m.held : []) {
-      if (typeof h?.uid === 'string' && typeof h.node === 'string') adoptHeld(s, { node: h.node, uid: h.uid, pod: String(h.pod), requestedAt: Number(h.requestedAt) || 0 }, Date.now());
-    }
-    dirty = true;
+    takeEach('slotsHeld', m, 'held', (h, node) => (sameNode(h, node) ?? s.adopt(h, Date.now())));
+    changed();
   });
-  setHandler(slotsStatusQuery, () => ({
-    maxConcurrentReplacements: s.maxConcurrentReplacements,
-    maxTaintedNodes: s.maxTaintedNodes,
-    taintedNodes: s.taintedNodes,
-    totalNodes: s.totalNodes,
-    breakerOpen: slotBreakerOpen(s),
-    queue: s.queue,
-    inFlight: s.inFlight,
-    granted: s.granted,
-    peakInFlight: s.peakInFlight,
-  }));
+  setHandler(slotsStatusQuery, () => ({ ...s.toData(), breakerOpen: s.breakerOpen() }));
 
   /** Reads settings or counts; refusals end the workflow, other failures are retried later. */
-  const read = async <T extends object>(what: string, call: () => Promise<T>): Promise<boolean> => {
+  const read = async (what: string, call: () => Promise<SlotSettings | { taintedNodes: number; totalNodes: number }>): Promise<boolean> => {
     try {
-      Object.assign(s, await call());
+      const v = await call();
+      if ('taintedNodes' in v) s.setCounts(v);
+      else s.setSettings(v);
       return true;
     } catch (err) {
-      if (isCancellation(err) || refusalOf(err) !== undefined) throw err;
-      log.warn(`${what} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { error: messageOf(err) });
+      if (isCancellation(err) || refusalOf(err, [TAINT_REFUSED])) throw err;
+      log.warn(`${what} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { error: failureMessage(err) });
       retryAt = Date.now() + STEP_RETRY_MS;
       return false;
     }
   };
 
   /** Sends grants (new ones, or again to check their holders); a holder that has ended gets its slots taken back. */
-  const send = async (grants: ReturnType<typeof decideGrants>) => {
+  const send = async (grants: Grant[]) => {
     await Promise.all([...byNode(grants)].map(async ([node, uids]) => {
       try {
         await getExternalWorkflowHandle(nodeWorkflowId(node)).signal(replacementGrantedSignal, { uids });
       } catch (err) {
         if (isCancellation(err)) throw err;
-        // The node's workflow has ended: nobody will use or release these slots.
-        for (const uid of uids) releaseSlot(s, uid);
-        dirty = true;
+        // The node's workflow has ended (the server says so): nobody will use or release these slots.
+        for (const uid of uids) s.release(uid, node);
+        changed();
       }
+    }));
+  };
+
+  /** Asks the workflows of nodes said to have given slots back what they hold; frees the rest. */
+  const checkHolders = async () => {
+    await Promise.all([...s.verify].slice(0, VERIFY_AT_ONCE).map(async (node) => {
+      try {
+        s.holderFound(node, await kube.taintNodeSlots({ node }));
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        if (refusalOf(err, [TAINT_REFUSED])) s.verify.delete(node);
+        else retryAt = Date.now() + STEP_RETRY_MS;
+        log.warn('asking a node workflow for the slots it holds failed', { node, error: failureMessage(err) });
+      }
+      changed();
     }));
   };
 
@@ -523,23 +588,102 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
     if (retryAt !== undefined && Date.now() >= retryAt) retryAt = undefined;
     if (settingsStale && retryAt === undefined) settingsStale = !(await read('reading the settings', () => taintSlotSettings()));
     if (countsStale && retryAt === undefined) countsStale = !(await read('counting the nodes', () => taintNodeCounts()));
+    if (s.verify.size > 0 && retryAt === undefined) await checkHolders();
     // Grants whose holder may have ended without giving them back (terminated,
     // timed out, failed before it could): sent again; see slots.ts.
-    await send(grantsToCheck(s, Date.now()));
-    await send(decideGrants(s, Date.now()));
+    await send(s.grantsToCheck(Date.now()));
+    await send(s.decideGrants(Date.now()));
+    // Nodes refused for room: asked to ask again now that there is room.
+    await Promise.all(s.overflowDue().map((node) => getExternalWorkflowHandle(nodeWorkflowId(node)).signal(announceSlotsSignal).catch((err: unknown) => {
+      if (isCancellation(err)) throw err;
+    })));
     if (workflowInfo().continueAsNewSuggested) {
       await condition(allHandlersFinished);
       // Requests, releases and grants that land from here on are in `s` (handlers
       // update it) or make the server reject this ending, so none is lost.
-      await continueAsNew<typeof taintReplacementsWorkflow>({ data: s });
+      await continueAsNew<typeof taintReplacementsWorkflow>({ data: s.toData() });
     }
     if (dirty) continue;
     // The Web UI's Current Details (records no command).
-    setCurrentDetails(slotsDetails(s, slotBreakerOpen(s), settingsStale || countsStale));
-    const next = [nextCheckAt(s), retryAt].filter((t): t is number => t !== undefined);
+    setCurrentDetails(slotsDetails(s, s.breakerOpen(), settingsStale || countsStale));
+    const next = [s.nextCheckAt(), retryAt].filter((t): t is number => t !== undefined);
     if (next.length === 0) await condition(() => dirty);
     else await condition(() => dirty, Math.max(1, Math.min(...next) - Date.now()));
   }
+}
+
+/** The uids of a grant (any value): within the bounds, else none (said once). */
+function uidsIn(what: string, m: unknown): string[] {
+  const why = pastLimits(m);
+  const uids = fieldOf(m, 'uids');
+  if (why || !Array.isArray(uids) || uids.length > NODE_MESSAGE_BOUNDS.uids) {
+    noted(what, why ?? (Array.isArray(uids) ? `more than ${NODE_MESSAGE_BOUNDS.uids} uids` : 'its uids are not a list'));
+    return [];
+  }
+  return uids.filter((u): u is string => typeof u === 'string' && u.length > 0 && u.length <= NODE_MESSAGE_BOUNDS.uidChars);
+}
+
+/** The watcher's first sights of a node's taints (any value): those well formed, within the bounds. */
+function taintHints(m: unknown): (MatchedTaint & { seenAt: number })[] {
+  const why = pastLimits(m);
+  const taints = fieldOf(m, 'taints');
+  if (why || !Array.isArray(taints)) {
+    noted('nodeTaints', why ?? (taints === undefined ? undefined : 'its taints are not a list'));
+    return [];
+  }
+  const short = (v: unknown) => typeof v === 'string' && v.length <= NODE_MESSAGE_BOUNDS.keyChars;
+  return taints.slice(0, NODE_MESSAGE_BOUNDS.taints).filter((t): t is MatchedTaint & { seenAt: number } =>
+    short(fieldOf(t, 'key')) && short(fieldOf(t, 'effect')) && typeof fieldOf(t, 'seenAt') === 'number' && Number.isFinite(fieldOf(t, 'seenAt')));
+}
+
+/** The slots a node's data holds (granted, not yet taken, or in use) and asks for. */
+function heldAndAsked(d: NodeTaintData): { held: string[]; asking: string[] } {
+  const queued = Object.values(d.pods).filter((p) => p.state === 'Queued').map((p) => p.uid);
+  return { held: [...new Set([...holders(d), ...(d.granted ?? [])])], asking: [...new Set([...(d.outbox?.request ?? []), ...queued])] };
+}
+
+/** A refusal of the workflow's own input: it ends the workflow, nothing retried. */
+function refused(what: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(`refused: ${what}; nothing was changed`, TAINT_REFUSED);
+}
+
+/** What a handler could not take, said once per message (the reason only: never the value). */
+function noted(what: string, why: string | undefined): void {
+  if (why) log.warn(`${what} refused: ${why}`);
+}
+
+/** A field of a message that may be anything. */
+function fieldOf(m: unknown, field: string): unknown {
+  return typeof m === 'object' && m !== null && !Array.isArray(m) ? (m as Record<string, unknown>)[field] : undefined;
+}
+
+/** Why an item of a node's message names another node than the message does. */
+function sameNode(item: unknown, node: unknown): string | undefined {
+  return fieldOf(item, 'node') === node ? undefined : 'an item names another node than its message';
+}
+
+/**
+ * Hands each item of `m[field]` to `take` (with the message's node), within the bounds: a
+ * message past them is refused whole, and the items refused are counted in one line.
+ */
+function takeEach(what: string, m: unknown, field: string, take: (item: unknown, node: unknown) => string | undefined): void {
+  const why = pastLimits(m);
+  const list = fieldOf(m, field);
+  if (why || !Array.isArray(list) || list.length > SLOT_BOUNDS.requestsPerSignal) {
+    noted(what, why ?? (Array.isArray(list) ? `more than ${SLOT_BOUNDS.requestsPerSignal} in ${field}` : `its ${field} is not a list`));
+    return;
+  }
+  const node = fieldOf(m, 'node');
+  let refusedItems = 0;
+  let first: string | undefined;
+  for (const item of list) {
+    const no = take(item, node);
+    if (no) {
+      refusedItems++;
+      first ??= no;
+    }
+  }
+  if (first) noted(what, `${refusedItems} of ${list.length} (${first})`);
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -563,27 +707,34 @@ export function nodeDetails(d: NodeTaintData, replacing: number, nextAt: number 
   return lines.join('\n\n');
 }
 
+/** The coordinator's state as slotsDetails shows it: its queue and grants in a list or by uid. */
+export type SlotsShown = Pick<SlotData, 'maxConcurrentReplacements' | 'maxTaintedNodes' | 'taintedNodes' | 'totalNodes' | 'granted' | 'peakInFlight'> & {
+  queue: readonly SlotRequest[] | ReadonlyMap<string, SlotRequest>;
+  inFlight: readonly Grant[] | ReadonlyMap<string, Grant>;
+};
+
+/** The first `n` of a list or a map's values, and how many there are. */
+function firstOf<T>(c: readonly T[] | ReadonlyMap<string, T>, n: number): { first: T[]; size: number } {
+  if (Array.isArray(c)) return { first: c.slice(0, n), size: c.length };
+  const first: T[] = [];
+  for (const v of (c as ReadonlyMap<string, T>).values()) {
+    if (first.length >= n) break;
+    first.push(v);
+  }
+  return { first, size: (c as ReadonlyMap<string, T>).size };
+}
+
 /** What taint-replacements shows in the Web UI: the slots, the breaker, the queue. */
-export function slotsDetails(s: SlotData, breakerOpen: boolean, stale: boolean): string {
+export function slotsDetails(s: SlotsShown, breakerOpen: boolean, stale: boolean): string {
+  const inFlight = firstOf(s.inFlight, 10);
+  const queue = firstOf(s.queue, 10);
   const lines = [
-    `Replacements in flight: ${s.inFlight.length} of ${s.maxConcurrentReplacements}; waiting for a slot: ${s.queue.length}.`,
+    `Replacements in flight: ${inFlight.size} of ${s.maxConcurrentReplacements}; waiting for a slot: ${queue.size}.`,
     `Tainted nodes: ${s.taintedNodes} of ${s.totalNodes} (limit ${s.maxTaintedNodes}): breaker ${breakerOpen ? 'OPEN, no replacement is granted' : 'closed'}.`,
   ];
-  if (s.inFlight.length > 0) lines.push(`In flight: ${s.inFlight.slice(0, 10).map((g) => `${g.pod} on ${g.node}`).join(', ')}${s.inFlight.length > 10 ? ', ...' : ''}.`);
-  if (s.queue.length > 0) lines.push(`Next in the queue: ${s.queue.slice(0, 10).map((r) => `${r.pod} on ${r.node}`).join(', ')}${s.queue.length > 10 ? ', ...' : ''}.`);
+  if (inFlight.size > 0) lines.push(`In flight: ${inFlight.first.map((g) => `${g.pod} on ${g.node}`).join(', ')}${inFlight.size > 10 ? ', ...' : ''}.`);
+  if (queue.size > 0) lines.push(`Next in the queue: ${queue.first.map((r) => `${r.pod} on ${r.node}`).join(', ')}${queue.size > 10 ? ', ...' : ''}.`);
   lines.push(`Granted since it started: ${s.granted}; most in flight at once: ${s.peakInFlight}.`);
   if (stale) lines.push('The settings or node counts could not be read yet: the most cautious limits apply.');
   return lines.join('\n\n');
-}
-
-function messageOf(err: unknown): string {
-  const cause = (err as { cause?: unknown })?.cause;
-  const m = (cause instanceof Error ? cause.message : undefined) ?? (err instanceof Error ? err.message : String(err));
-  return m;
-}
-
-/** The message of an activity's refusal (a non-retryable TaintRefused failure), or undefined for any other error. */
-function refusalOf(err: unknown): string | undefined {
-  const cause = err instanceof ApplicationFailure ? err : (err as { cause?: unknown })?.cause;
-  return cause instanceof ApplicationFailure && cause.type === 'TaintRefused' ? cause.message : undefined;
 }

@@ -13,6 +13,8 @@ import { runTend, TendProcess } from './cli.ts';
 import { testStateDir } from './env.ts';
 import { deleteNamespace, deployment, grantConfiguredRights, isReady, podsOf } from './kube.ts';
 import { ApplicationFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import { nodeSlotsOf } from '../../src/activities/taint.ts';
 import { listingTime, startMark } from '../../src/taint/node.ts';
 import { waitFor } from './wait.ts';
 import { sandbox } from './hooks.ts';
@@ -253,6 +255,9 @@ export class TaintStubs {
       },
       taintSlotSettings: async () => record('taintSlotSettings', {}, { ...this.slotSettings }),
       taintNodeCounts: async () => record('taintNodeCounts', {}, { taintedNodes: this.taints.size, totalNodes: 10 }),
+      // The real one: it asks the node's workflow on the test's dev server.
+      taintNodeSlots: async (input: { node: string }) =>
+        record('taintNodeSlots', input, await nodeSlotsOf(Context.current().client, input.node, Context.current().info.taskQueue)),
     };
   }
 }

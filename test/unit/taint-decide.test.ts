@@ -7,7 +7,7 @@ import {
   decideNode, evictionBackoffMs, markWritten, newNodeTaintData, observeTaints, reconcilePods, replacingDue, statusRows,
   stillWanted, type ListedPod, type NodeTaintData, type TaintSettings,
 } from '../../src/taint/node.ts';
-import { adoptHeld, decideGrants, emptySlots, releaseSlot, requestSlot, withdrawNode } from '../../src/taint/slots.ts';
+import { Slots } from '../../src/taint/slots.ts';
 
 const M = 'example.org/maintenance';
 const D = 'example.org/disconnected';
@@ -68,71 +68,72 @@ describe('taint: breaker', () => {
 
 describe('taint: slots', () => {
   const req = (uid: string, node = 'n1') => ({ node, uid, pod: `ns/${uid}`, requestedAt: 0 });
+  const slots = (v: Partial<Pick<Slots, 'maxConcurrentReplacements' | 'maxTaintedNodes' | 'totalNodes' | 'taintedNodes'>>) => Object.assign(new Slots(), v);
 
   it('grants at most maxConcurrentReplacements, oldest first', () => {
-    const s = { ...emptySlots(), maxConcurrentReplacements: 2, totalNodes: 10, taintedNodes: 1 };
-    ['a', 'b', 'c'].forEach((u) => requestSlot(s, req(u)));
-    assert.deepEqual(decideGrants(s, 5).map((g) => g.uid), ['a', 'b']);
-    assert.deepEqual(decideGrants(s, 6), []);
-    releaseSlot(s, 'a');
-    assert.deepEqual(decideGrants(s, 7).map((g) => g.uid), ['c']);
+    const s = slots({ maxConcurrentReplacements: 2, totalNodes: 10, taintedNodes: 1 });
+    ['a', 'b', 'c'].forEach((u) => s.request(req(u), 0));
+    assert.deepEqual(s.decideGrants(5).map((g) => g.uid), ['a', 'b']);
+    assert.deepEqual(s.decideGrants(6), []);
+    s.release('a');
+    assert.deepEqual(s.decideGrants(7).map((g) => g.uid), ['c']);
     assert.equal(s.peakInFlight, 2);
     assert.equal(s.granted, 3);
   });
 
   it('a request twice is one request; in flight is not requeued', () => {
-    const s = { ...emptySlots(), maxConcurrentReplacements: 1, totalNodes: 1 };
-    requestSlot(s, req('a'));
-    requestSlot(s, req('a'));
-    assert.equal(s.queue.length, 1);
-    decideGrants(s, 0);
-    requestSlot(s, req('a'));
-    assert.equal(s.queue.length, 0);
+    const s = slots({ maxConcurrentReplacements: 1, totalNodes: 1 });
+    s.request(req('a'), 0);
+    s.request(req('a'), 0);
+    assert.equal(s.queue.size, 1);
+    s.decideGrants(0);
+    s.request(req('a'), 0);
+    assert.equal(s.queue.size, 0);
   });
 
   it('0 slots: detect only, nothing granted', () => {
-    const s = { ...emptySlots(), maxConcurrentReplacements: 0, totalNodes: 3 };
-    requestSlot(s, req('a'));
-    assert.deepEqual(decideGrants(s, 0), []);
+    const s = slots({ maxConcurrentReplacements: 0, totalNodes: 3 });
+    s.request(req('a'), 0);
+    assert.deepEqual(s.decideGrants(0), []);
   });
 
   it('the open breaker grants nothing until it closes', () => {
-    const s = { ...emptySlots(), maxConcurrentReplacements: 5, maxTaintedNodes: 1, totalNodes: 10, taintedNodes: 2 };
-    requestSlot(s, req('a'));
-    assert.deepEqual(decideGrants(s, 0), []);
+    const s = slots({ maxConcurrentReplacements: 5, maxTaintedNodes: 1, totalNodes: 10, taintedNodes: 2 });
+    s.request(req('a'), 0);
+    assert.deepEqual(s.decideGrants(0), []);
     s.taintedNodes = 1;
-    assert.deepEqual(decideGrants(s, 0).map((g) => g.uid), ['a']);
+    assert.deepEqual(s.decideGrants(0).map((g) => g.uid), ['a']);
   });
 
   it('a slot a node says it holds is counted in flight, even above the limit, and leaves the queue; twice is once', () => {
-    const s = { ...emptySlots(), maxConcurrentReplacements: 1, totalNodes: 3 };
-    requestSlot(s, req('a', 'n1'));
-    requestSlot(s, req('b', 'n2'));
-    decideGrants(s, 0);
-    adoptHeld(s, req('c', 'n3'), 5);
-    adoptHeld(s, req('b', 'n2'), 6);
-    adoptHeld(s, req('c', 'n3'), 7);
-    assert.deepEqual(s.inFlight.map((g) => [g.uid, g.grantedAt]), [['a', 0], ['c', 5], ['b', 6]]);
-    assert.deepEqual(s.queue, []);
+    const s = slots({ maxConcurrentReplacements: 1, totalNodes: 3 });
+    s.request(req('a', 'n1'), 0);
+    s.request(req('b', 'n2'), 0);
+    s.decideGrants(0);
+    s.adopt(req('c', 'n3'), 5);
+    s.adopt(req('b', 'n2'), 6);
+    s.adopt(req('c', 'n3'), 7);
+    assert.deepEqual([...s.inFlight.values()].map((g) => [g.uid, g.grantedAt]), [['a', 0], ['c', 5], ['b', 6]]);
+    assert.equal(s.queue.size, 0);
     assert.equal(s.peakInFlight, 3);
-    requestSlot(s, req('d', 'n1'));
-    assert.deepEqual(decideGrants(s, 8), [], 'nothing granted while more than the limit are in flight');
-    releaseSlot(s, 'a');
-    releaseSlot(s, 'c');
-    assert.deepEqual(decideGrants(s, 9), [], 'b still holds the only slot');
-    releaseSlot(s, 'b');
-    assert.deepEqual(decideGrants(s, 10).map((g) => g.uid), ['d']);
+    s.request(req('d', 'n1'), 0);
+    assert.deepEqual(s.decideGrants(8), [], 'nothing granted while more than the limit are in flight');
+    s.release('a');
+    s.release('c');
+    assert.deepEqual(s.decideGrants(9), [], 'b still holds the only slot');
+    s.release('b');
+    assert.deepEqual(s.decideGrants(10).map((g) => g.uid), ['d']);
   });
 
   it('withdrawing a node drops its requests and grants only', () => {
-    const s = { ...emptySlots(), maxConcurrentReplacements: 1, totalNodes: 3 };
-    requestSlot(s, req('a', 'n1'));
-    requestSlot(s, req('b', 'n1'));
-    requestSlot(s, req('c', 'n2'));
-    decideGrants(s, 0);
-    withdrawNode(s, 'n1');
-    assert.deepEqual(s.inFlight, []);
-    assert.deepEqual(s.queue.map((r) => r.uid), ['c']);
+    const s = slots({ maxConcurrentReplacements: 1, totalNodes: 3 });
+    s.request(req('a', 'n1'), 0);
+    s.request(req('b', 'n1'), 0);
+    s.request(req('c', 'n2'), 0);
+    s.decideGrants(0);
+    s.withdraw('n1');
+    assert.equal(s.inFlight.size, 0);
+    assert.deepEqual([...s.queue.keys()], ['c']);
   });
 });
 

@@ -6,7 +6,7 @@ import { decideNode, markWritten, newNodeTaintData, observeTaints, reconcilePods
 import {
   askFor, awaitDone, decideReplacements, evictDone, OBSERVED_RETRY_MS, PAUSED_RETRY_MS, giveBack, holders, noteGrants, outboxOf, takeGrants, type EvictOutcome,
 } from '../../src/taint/replace.ts';
-import { byNode, decideGrants, emptySlots, grantsToCheck, nextCheckAt, requestSlot } from '../../src/taint/slots.ts';
+import { byNode, Slots } from '../../src/taint/slots.ts';
 
 const M = 'example.org/maintenance';
 const settings: TaintSettings = {
@@ -205,23 +205,23 @@ describe('taint: eviction transitions', () => {
 
 describe('taint: the coordinator checks grant holders', () => {
   it('a grant is checked once every grantCheckSeconds; nothing in flight, nothing to check', () => {
-    const sl = { ...emptySlots(), maxConcurrentReplacements: 2, totalNodes: 10, grantCheckSeconds: 60 };
-    assert.equal(nextCheckAt(sl), undefined);
-    requestSlot(sl, { node: 'n1', uid: 'a', pod: 'ns/a', requestedAt: 0 });
-    requestSlot(sl, { node: 'n2', uid: 'b', pod: 'ns/b', requestedAt: 0 });
-    decideGrants(sl, s(0));
-    assert.equal(nextCheckAt(sl), s(60));
-    assert.deepEqual(grantsToCheck(sl, s(59)), []);
-    assert.deepEqual(grantsToCheck(sl, s(60)).map((g) => g.uid), ['a', 'b']);
-    assert.equal(nextCheckAt(sl), s(120));
-    assert.deepEqual([...byNode(sl.inFlight)], [['n1', ['a']], ['n2', ['b']]]);
+    const sl = Object.assign(new Slots(), { maxConcurrentReplacements: 2, totalNodes: 10, grantCheckSeconds: 60 });
+    assert.equal(sl.nextCheckAt(), undefined);
+    sl.request({ node: 'n1', uid: 'a', pod: 'ns/a', requestedAt: 0 }, 0);
+    sl.request({ node: 'n2', uid: 'b', pod: 'ns/b', requestedAt: 0 }, 0);
+    sl.decideGrants(s(0));
+    assert.equal(sl.nextCheckAt(), s(60));
+    assert.deepEqual(sl.grantsToCheck(s(59)), []);
+    assert.deepEqual(sl.grantsToCheck(s(60)).map((g) => g.uid), ['a', 'b']);
+    assert.equal(sl.nextCheckAt(), s(120));
+    assert.deepEqual([...byNode([...sl.inFlight.values()])], [['n1', ['a']], ['n2', ['b']]]);
   });
 
   it('the default check period bounds a leaked slot at 5 minutes', () => {
-    const sl = { ...emptySlots(), totalNodes: 10 };
-    requestSlot(sl, { node: 'n1', uid: 'a', pod: 'ns/a', requestedAt: 0 });
-    decideGrants(sl, s(0));
-    assert.equal(nextCheckAt(sl), s(300));
+    const sl = Object.assign(new Slots(), { totalNodes: 10 });
+    sl.request({ node: 'n1', uid: 'a', pod: 'ns/a', requestedAt: 0 }, 0);
+    sl.decideGrants(s(0));
+    assert.equal(sl.nextCheckAt(), s(300));
   });
 });
 

@@ -6,7 +6,8 @@
 // are left as Replaced with their conditions on; when the workflow finally
 // learns that the taint is gone, it must clear them before it completes.
 import assert from 'node:assert/strict';
-import { taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { replaysWithPatches, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { TAINT_GIVE_BACK_FIRST_PATCH } from '../../src/workflows/taint.ts';
 import { nodeStatus, startNode, startSlots, stubPod, taintWorkflowEnv } from '../harness/taint-workflows.ts';
 import { TaintStubs } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';
@@ -53,6 +54,33 @@ describe('taint workflows: no conditions outlive the node workflow (stub activit
       await h.signal('nodeTaints', { taints: [] });
       await h.result();
       for (const uid of late) assert.equal(carriesConditions(stubs, uid), false, `${uid}'s conditions cleared before the workflow ended`);
+    });
+  });
+
+  it('cancelled while it holds a slot, its clears failing: the slot is free at once, the next node granted, while the clears go on', async () => {
+    const stubs = new TaintStubs();
+    const [n1, n2] = [`hold-${Date.now() % 100000}`, `next-${Date.now() % 100000}`];
+    stubs.taint(n1, [pod('k')]);
+    stubs.taint(n2, [pod('l')]);
+    stubs.evictions.set('k', Array(200).fill('blocked'));
+    // Every clear fails, as under a 403 that nobody mends.
+    stubs.clearFailures = 1000;
+    const queue = taskQueue('taint-give-back-first');
+    await withWorker(env(), queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      const h1 = await startNode(client, queue, n1);
+      await waitFor('k holds the slot', async () => (await nodeStatus(h1)).some((p) => p.state === 'Blocked'), { timeoutMs: 30_000 });
+      const h2 = await startNode(client, queue, n2);
+      await h1.cancel();
+      await waitFor('l granted and evicted while taint/<node> of k still clears', () => stubs.evicted('l') === 1, { timeoutMs: 60_000 });
+      assert.equal((await h1.describe()).status.name, 'RUNNING', 'the ending node still tries its clears');
+      assert.ok(stubs.callsOf('writeTaintConditions:failed').length >= 1);
+      await replaysWithPatches(client, h1.workflowId, [TAINT_GIVE_BACK_FIRST_PATCH]);
+      await h1.terminate('test over');
+      stubs.clearFailures = 0;
+      stubs.taints.set(n2, []);
+      await h2.signal('nodeTaints', { taints: [] });
+      await h2.result();
     });
   });
 });
