@@ -18,14 +18,14 @@ import { drainKeyed } from '../pool.ts';
 import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { matchingTaints, sameTaints, taintId, type MatchedTaint } from '../taint/match.ts';
-import { runningTaintExecutions, runningTaintWorkflows } from '../taint/running.ts';
+import { runningTaintExecutions, runningTaintWorkflows, type TaintRun } from '../taint/running.ts';
 import {
-  announceSlotsSignal, nodeCountsSignal, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal,
-  TAINT_CAPABILITY, type SlotSettings,
+  announceSlotsSignal, DETECTED, NODE_WORKFLOW_TYPE, nodeCountsSignal, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, SLOTS_WORKFLOW_ID,
+  SLOTS_WORKFLOW_TYPE, slotSettingsSignal, TAINT_CAPABILITY, type SlotSettings,
 } from '../taint/messages.ts';
+import { impostor } from '../temporal/identity.ts';
 import type { CapabilityWatch, WatchContext } from './watcher.ts';
 
-const DETECTED = 'NodeTaintDetected';
 const CONCURRENCY = 16;
 /**
  * How often the Node informer relists, and the running taint workflows are
@@ -157,6 +157,8 @@ class TaintWatch {
   private draining = false;
   private retry: NodeJS.Timeout | undefined;
   private resyncing = false;
+  /** Why what runs under the coordinator's id is not tend's, as the last resync found: nothing is sent meanwhile. */
+  private impostor: string | undefined;
   private nodes!: RunningInformer<k8s.V1Node>;
 
   private readonly config: TaintReplacementConfig;
@@ -211,8 +213,19 @@ class TaintWatch {
     }
   }
 
+  /**
+   * Starts the coordinator, or signals the one running. What runs under its id must be tend's
+   * coordinator on this tend's task queue (an impostor would take every node's requests and
+   * could grant as it likes): otherwise this fails, naming it, and nothing is started.
+   */
   private async startCoordinator(): Promise<void> {
-    await this.ctx.client.workflow.signalWithStart('taintReplacementsWorkflow', {
+    const found = await this.ctx.client.workflow.getHandle(SLOTS_WORKFLOW_ID).describe().catch((err: unknown) => {
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw err;
+    });
+    const who = found?.status.name === 'RUNNING' ? this.coordinatorImpostor(found) : undefined;
+    if (who) throw new Error(who);
+    await this.ctx.client.workflow.signalWithStart(SLOTS_WORKFLOW_TYPE, {
       workflowId: SLOTS_WORKFLOW_ID,
       taskQueue: this.taskQueue,
       args: [{}],
@@ -235,7 +248,9 @@ class TaintWatch {
     try {
       const runs = await runningTaintExecutions(this.ctx.client);
       const running = runs.map((r) => r.id);
-      this.checkCoordinatorQueue(runs.find((r) => r.id === SLOTS_WORKFLOW_ID)?.taskQueue);
+      this.impostor = this.checkCoordinator(runs.find((r) => r.id === SLOTS_WORKFLOW_ID));
+      // Fails closed: no node workflow is started or told anything while an impostor holds the coordinator's id.
+      if (this.impostor) return;
       if (!running.includes(SLOTS_WORKFLOW_ID)) {
         this.log.warn('the taint coordinator is not running; starting it again');
         await this.startCoordinator();
@@ -271,16 +286,21 @@ class TaintWatch {
   }
 
   /**
-   * A coordinator left running on another task queue (an earlier tend with
-   * another `temporal.taskQueue`) is never served by this worker, so no slot is
-   * ever granted: said at every resync until someone ends it.
+   * Why what runs under the coordinator's id is not this tend's coordinator (another type, or
+   * another task queue: an impostor, or an earlier tend with another `temporal.taskQueue`, which
+   * this worker never serves, so no slot would ever be granted), or undefined.
    */
-  private checkCoordinatorQueue(taskQueue: string | undefined): void {
-    if (taskQueue === undefined || taskQueue === this.taskQueue) return;
-    this.log.error({ workflowId: SLOTS_WORKFLOW_ID, taskQueue, ours: this.taskQueue },
-      `${SLOTS_WORKFLOW_ID} runs on task queue "${taskQueue}", which this tend does not serve ("${this.taskQueue}"): ` +
-      `no replacement is granted a slot until it ends (temporal workflow terminate --workflow-id ${SLOTS_WORKFLOW_ID}) ` +
-      `or temporal.taskQueue is set to "${taskQueue}"`);
+  private coordinatorImpostor(found: { type?: string | null; taskQueue?: string | null }): string | undefined {
+    const who = impostor(SLOTS_WORKFLOW_ID, found, { type: SLOTS_WORKFLOW_TYPE, taskQueues: [this.taskQueue] });
+    return who && `${who}; taint replacement starts and tells no node workflow until it ends ` +
+      `(temporal workflow terminate --workflow-id ${SLOTS_WORKFLOW_ID})`;
+  }
+
+  /** The coordinator's run as the resync lists it: said at every resync while it is not tend's. */
+  private checkCoordinator(run: TaintRun | undefined): string | undefined {
+    const who = run && this.coordinatorImpostor(run);
+    if (who) this.log.error({ workflowId: SLOTS_WORKFLOW_ID, type: run.type, taskQueue: run.taskQueue, ours: this.taskQueue }, who);
+    return who;
   }
 
   /** Workflows of nodes that lost their taints (or vanished) while the watcher was away are told so. */
@@ -345,7 +365,7 @@ class TaintWatch {
 
   /** Works through pending nodes, a few at a time; a failure puts the node back and retries shortly. */
   private kick(): void {
-    if (!this.synced || this.draining || this.ctx.signal.aborted) return;
+    if (!this.synced || this.draining || this.impostor || this.ctx.signal.aborted) return;
     this.draining = true;
     void this.drain().finally(() => {
       this.draining = false;
@@ -408,7 +428,7 @@ class TaintWatch {
     const message = { taints };
     try {
       if (taints.length > 0) {
-        await this.ctx.client.workflow.signalWithStart('taintNodeWorkflow', {
+        await this.ctx.client.workflow.signalWithStart(NODE_WORKFLOW_TYPE, {
           workflowId: nodeWorkflowId(name),
           taskQueue: this.taskQueue,
           args: [{ node: name }],

@@ -5,10 +5,17 @@ import { TAINT_CAPABILITY } from './messages.ts';
 
 const RUNNING_QUERY = `TendCapability="${TAINT_CAPABILITY}" AND ExecutionStatus="Running"`;
 
-/** Running taint workflows (node workflows and the coordinator), with the task queue each runs on. */
-export async function runningTaintExecutions(client: Client): Promise<{ id: string; taskQueue: string }[]> {
-  const runs: { id: string; taskQueue: string }[] = [];
-  for await (const wf of client.workflow.list({ query: RUNNING_QUERY })) runs.push({ id: wf.workflowId, taskQueue: wf.taskQueue });
+/** A running taint workflow as visibility lists it: its id, its type and the task queue it runs on. */
+export interface TaintRun {
+  id: string;
+  type: string;
+  taskQueue: string;
+}
+
+/** Running taint workflows (node workflows and the coordinator), with the type and task queue of each. */
+export async function runningTaintExecutions(client: Client): Promise<TaintRun[]> {
+  const runs: TaintRun[] = [];
+  for await (const wf of client.workflow.list({ query: RUNNING_QUERY })) runs.push({ id: wf.workflowId, type: wf.type, taskQueue: wf.taskQueue });
   return runs;
 }
 

@@ -222,18 +222,28 @@ describe('taint replacement', function () {
     assert.deepEqual(runs.map((r) => r.execution.workflowId), [`taint/${node}`]);
   });
 
-  it('a coordinator left running on another task queue is named in the log, with how to end it', async () => {
-    // The coordinator of the tests before (on this file's task queue) makes way for the stranded one.
-    await temporalCli(['workflow', 'terminate', '--workflow-id', 'taint-replacements', '--reason', 'test set-up']).catch(() => undefined);
-    await temporalCli(['workflow', 'start', '--type', 'taintReplacementsWorkflow', '--task-queue', 'elsewhere',
-      '--workflow-id', 'taint-replacements', '--input', '{}', '--search-attribute', 'TendCapability="taint"']);
-    try {
-      await startTend({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 3600 }] });
-      await waitFor('the stranded coordinator named in the log', async () =>
-        /taint-replacements runs on task queue "elsewhere", which this tend does not serve \("tend-taint"\).*temporal workflow terminate --workflow-id taint-replacements/
-          .test(tend!.logs), { timeoutMs: 60_000 });
-    } finally {
-      await temporalCli(['workflow', 'terminate', '--workflow-id', 'taint-replacements', '--reason', 'test done']).catch(() => undefined);
-    }
-  });
+  for (const c of [
+    { what: 'a coordinator left running on another task queue', type: 'taintReplacementsWorkflow', queue: 'elsewhere', found: /runs on task queue "elsewhere", not on "tend-taint"/ },
+    { what: 'a workflow of another type under the coordinator\'s id', type: 'impostorWorkflow', queue: 'tend-taint', found: /is of type "impostorWorkflow", not taintReplacementsWorkflow/ },
+  ]) {
+    it(`${c.what} is named in the log, with how to end it, and no node workflow is started`, async () => {
+      // The coordinator of the tests before (on this file's task queue) makes way for the stranded one.
+      await temporalCli(['workflow', 'terminate', '--workflow-id', 'taint-replacements', '--reason', 'test set-up']).catch(() => undefined);
+      await temporalCli(['workflow', 'start', '--type', c.type, '--task-queue', c.queue,
+        '--workflow-id', 'taint-replacements', '--input', '{}', '--search-attribute', 'TendCapability="taint"']);
+      const node = 'sim-1';
+      try {
+        await taintNode(node, MAINTENANCE);
+        await startTend({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 3600 }] });
+        await waitFor('the impostor named in the log', async () => {
+          const line = tend!.logs.split('\n').find((l) => l.includes('workflow taint-replacements'));
+          return !!line && c.found.test(line) && /not tend's.*temporal workflow terminate --workflow-id taint-replacements/.test(line);
+        }, { timeoutMs: 60_000 });
+        const runs = JSON.parse(await temporalCli(['workflow', 'list', '--query', `TendCapability="taint" AND TendTarget="${node}" AND ExecutionStatus="Running"`, '-o', 'json'])) as unknown[] | null;
+        assert.deepEqual(runs ?? [], [], 'no node workflow started while an impostor holds the coordinator\'s id');
+      } finally {
+        await temporalCli(['workflow', 'terminate', '--workflow-id', 'taint-replacements', '--reason', 'test done']).catch(() => undefined);
+      }
+    });
+  }
 });
