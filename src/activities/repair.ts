@@ -11,21 +11,18 @@
 // worker's own `repair` section when the activity runs; a key that is not
 // configured fails non-retryably, naming it, and nothing runs.
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as k8s from '@kubernetes/client-node';
 import type { RepairConfig } from '../config/repair.ts';
 import type { KubeClients } from '../kube/client.ts';
 import { mergePatch } from '../kube/api.ts';
-import { deletePodIfSameUid, errorMessage, evictPod, isConflict, isForbidden, isNotFound, statusOf, type EvictOutcome } from '../kube/writes.ts';
+import { deletePodIfSameUid, errorMessage, evictPod, isConflict, isNotFound, statusOf } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
 import { decideDrain, drainLeft, type PodView } from '../repair/decide.ts';
+import { namespaceProtected, nextEviction, timeoutReason, type EvictionAnswer } from '../repair/drain.ts';
 import { keyName, lookupCommand, lookupOperation, planOf, requestProblems, type RepairPlan, type ResolvedCommand } from '../repair/procedure.ts';
-import { procStat, runOnce as runGroup, stateDir, type RunResult } from '../repair/process.ts';
-import {
-  GUARD_ANNOTATION, GUARD_RENEW_MS, GUARD_STOP_MS, releaseGuard, renewGuard, takeGuard, type GuardAccess, type Holder,
-} from '../repair/guard.ts';
+import { runOnce as runGroup, stateDir, type RunResult } from '../repair/process.ts';
+import { nodeGuardAccess, runGuarded } from '../repair/guarded.ts';
 import { addInputSchema, check, entryKeyFields, entryKeySchema, indexSchema, MAX_REQUESTS_PER_ADD, type EntryKey } from '../repair/validate.ts';
 import {
   array, integer, max, maxItems, min, number, oneOf, optional, strictObject, string, type Infer, type Shape,
@@ -196,26 +193,6 @@ function podView(p: k8s.V1Pod): PodView {
 }
 
 /**
- * Why an eviction is refused for good, or undefined: a 403 (RBAC, or an
- * admission webhook that denies it), a 400/422 (the request itself), and the
- * 500 kube-apiserver answers for a pod covered by more than one
- * PodDisruptionBudget. Retrying cannot help any of them.
- */
-function evictionRefusal(err: unknown): string | undefined {
-  const status = statusOf(err);
-  if (isForbidden(err) || status === 400 || status === 422) return `${status}: ${errorMessage(err)}`;
-  return undefined;
-}
-
-/** This worker process, as a guard names its holder (src/repair/guard.ts); `id` new for each activity run. */
-function holder(): Holder {
-  return { host: hostname(), pid: process.pid, start: procStat(process.pid)?.starttime ?? '', id: randomUUID() };
-}
-
-/** evictPod answers `blocked` for a 429 and for this 500 alike; only the 429 is worth waiting for. */
-const MULTIPLE_BUDGETS = /more than one PodDisruptionBudget/i;
-
-/**
  * The activities that run the operator's commands (repair, health check and
  * success commands, with their per-entry state files): where the commands run.
  * With repair.taskQueue set, the entry workflow sends them to that task queue,
@@ -298,30 +275,6 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
     });
   }
 
-  /** The guard's reads and writes: the Node's annotation, with its resourceVersion as precondition. */
-  function guardAccess(nodename: string): GuardAccess {
-    return {
-      read: async () => {
-        try {
-          const n = await kubeOrRefuse().core.readNode({ name: nodename });
-          return { resourceVersion: n.metadata!.resourceVersion!, value: n.metadata?.annotations?.[GUARD_ANNOTATION] };
-        } catch (err) {
-          if (isNotFound(err)) return undefined;
-          throw err;
-        }
-      },
-      write: async (resourceVersion, value) => {
-        try {
-          await kubeOrRefuse().core.patchNode({ name: nodename, body: { metadata: { resourceVersion, annotations: { [GUARD_ANNOTATION]: value } } }, fieldManager: 'tend' }, mergePatch);
-          return true;
-        } catch (err) {
-          if (isConflict(err)) return false;
-          throw err;
-        }
-      },
-    };
-  }
-
   /**
    * A repair or success command's run under the entry's guard on its Node
    * (src/repair/guard.ts): no other worker runs a command on that machine
@@ -331,56 +284,10 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
    */
   async function guardedRun(key: EntryKey & { step: number; kind: string }, c: ResolvedCommand, signal: AbortSignal, runNo: number, cutOffRun?: number): Promise<RunResult> {
     const node = kube ? await nodeOf(key.address) : undefined;
-    if (!node) return run(key, key.step, key.kind, c, signal, runNo);
-    const access = guardAccess(node.metadata!.name!);
-    let told = false;
-    const got = await takeGuard(access, { entry: key.index, step: key.step, kind: key.kind, run: runNo, holder: holder(), ...(cutOffRun !== undefined ? { cutOffRun } : {}) }, {
-      aliveHere: (pid, start) => procStat(pid)?.starttime === start,
-      sleep: async (ms) => {
-        try {
-          await sleep(ms, undefined, { signal });
-        } catch {
-          stopped(signal);
-        }
-      },
-      onWait: (why) => {
-        if (!told) log.info({ index: key.index, step: key.step, kind: key.kind, node: node.metadata!.name, why }, 'repair: the entry\'s guard is held; waiting for it');
-        told = true;
-      },
-    });
-    if ('none' in got) return run(key, key.step, key.kind, c, signal, runNo);
-    if ('adopted' in got) {
-      log.warn({ index: key.index, step: key.step, kind: key.kind, run: cutOffRun, exitCode: got.adopted },
-        'repair: the run this attempt was cut off from ended on another worker; its exit code is taken, the command is not run again');
-      const code = got.adopted;
-      return { ok: code === 0, stdout: '', ...(code !== null ? { exitCode: code } : {}), ...(code === 0 ? {} : { error: code === null ? 'ended with no exit code (killed)' : `exit code ${code}` }),
-        adopted: { run: cutOffRun ?? 0, startedAt: '' } };
-    }
-    const mine = got.taken;
-    const lost = new AbortController();
-    let renewedAt = Date.now();
-    const renewer = setInterval(() => {
-      renewGuard(access, mine).then((out) => {
-        if (out === 'renewed' || out === 'gone') renewedAt = Date.now();
-        if (out === 'lost') lost.abort();
-      }, (err: unknown) => log.warn({ index: key.index, error: errorMessage(err) }, 'repair: could not renew the entry\'s guard'))
-        .finally(() => {
-          if (Date.now() - renewedAt > GUARD_STOP_MS) lost.abort();
-        });
-    }, GUARD_RENEW_MS);
-    let r: RunResult | undefined;
-    try {
-      r = await run(key, key.step, key.kind, c, AbortSignal.any([signal, lost.signal]), runNo);
-      if (lost.signal.aborted && !signal.aborted) {
-        log.warn({ index: key.index, step: key.step, kind: key.kind }, 'repair: the entry\'s guard on the Node could not be kept; the command was stopped');
-        r = { ...r, ok: false, error: 'stopped: its guard on the Node could not be kept (docs/repair.md)' };
-      }
-      return r;
-    } finally {
-      clearInterval(renewer);
-      await releaseGuard(access, mine, r?.exitCode ?? null)
-        .catch((err: unknown) => log.warn({ index: key.index, error: errorMessage(err) }, 'repair: could not release the entry\'s guard; it lapses by itself'));
-    }
+    const once = (s: AbortSignal) => run(key, key.step, key.kind, c, s, runNo);
+    if (!node) return once(signal);
+    const want = { entry: key.index, step: key.step, kind: key.kind, run: runNo, ...(cutOffRun !== undefined ? { cutOffRun } : {}) };
+    return runGuarded(nodeGuardAccess(kubeOrRefuse().core, node.metadata!.name!), want, signal, once, () => stopped(signal));
   }
 
   /** Every Node whose InternalIP is the address: the address is what was checked, never a node name from a message. */
@@ -644,7 +551,8 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
           };
           for (const p of plan.remove) await del(p, 'it cannot be evicted');
           // Every pod gets its chance before a refusal interrupts the drain, so
-          // unprotected pods are gone and the next attempt has less to do.
+          // unprotected pods are gone and the next attempt has less to do. What
+          // follows each answer is the policy's (src/repair/drain.ts).
           const refused: string[] = [];
           for (const p of plan.evict) {
             for (let attempt = 1; ; attempt++) {
@@ -657,32 +565,30 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
                 });
                 break;
               }
-              // Refused for good (a webhook's 403, two budgets over one pod): retrying cannot help; the entry fails with the reason.
-              const refuse = (why: string) => {
-                throw ApplicationFailure.nonRetryable(`eviction of ${p.namespace}/${p.name} refused: ${why}`, 'DrainRefused');
-              };
-              let out: EvictOutcome;
+              let answer: EvictionAnswer;
+              let thrown: unknown;
               try {
-                out = await evictPod(kubeOrRefuse(), p);
+                answer = await evictPod(kubeOrRefuse(), p);
               } catch (err) {
-                const why = evictionRefusal(err);
-                if (why) refuse(why);
-                throw err;
+                thrown = err;
+                const status = statusOf(err);
+                answer = { outcome: 'error', ...(status !== undefined ? { status } : {}), message: errorMessage(err) };
               }
-              if (out.outcome === 'evicted') evicted++;
-              if (out.outcome !== 'blocked') break;
-              if (MULTIPLE_BUDGETS.test(out.message)) refuse(`500: ${out.message}`);
-              // 429: a PodDisruptionBudget says "not now".
-              const isProtected = protectedNs === 'all' || protectedNs.has(p.namespace);
-              if (!isProtected) {
-                await del(p, `a PodDisruptionBudget refuses its eviction and its namespace is not protected`);
-                break;
+              const next = nextEviction({
+                pod: p, answer, attempt, evictRetries: c.evict_retries, intervalMs: c.evict_interval * c.time_scale * 1000,
+                namespaceProtected: namespaceProtected(p.namespace, protectedNs),
+              });
+              if (next.op === 'rethrow') throw thrown;
+              // Refused for good (a webhook's 403, two budgets over one pod): retrying cannot help; the entry fails with the reason.
+              if (next.op === 'refuse') throw ApplicationFailure.nonRetryable(next.why, 'DrainRefused');
+              if (next.op === 'retry') {
+                await wait(next.afterMs);
+                continue;
               }
-              if (attempt > c.evict_retries) {
-                refused.push(`${p.namespace}/${p.name} (${attempt} time(s): ${out.message})`);
-                break;
-              }
-              await wait(c.evict_interval * c.time_scale * 1000);
+              if (next.op === 'next' && next.evicted) evicted++;
+              if (next.op === 'delete') await del(p, next.why);
+              if (next.op === 'give-up') refused.push(next.refused);
+              break;
             }
           }
           if (refused.length > 0) return await giveUp(`eviction refused for ${refused.join(', ')}`);
@@ -694,7 +600,7 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
             const left = drainLeft(await podsOn(nodename));
             if (left.length === 0) return { ok: true, evicted, deleted };
             if (Date.now() >= deadline) {
-              return await giveUp(`eviction timeout: ${left.length} pod(s) still on the node, e.g. ${left[0]!.namespace}/${left[0]!.name}`);
+              return await giveUp(timeoutReason(left));
             }
             await wait(Math.min(1000, Math.max(0, deadline - Date.now())));
           }
