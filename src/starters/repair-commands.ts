@@ -13,12 +13,13 @@ import type { Config } from '../config/load.ts';
 import { ckeEntryJson, ckeListJson, isFinished, ZERO_TIME, type RepairQueueEntry, type RepairRequest } from '../repair/entry.ts';
 import {
   addUpdate, deleteFinishedUpdate, deleteUnfinishedUpdate, deleteUpdate, disableUpdate, enableUpdate, isEnabledQuery, listQuery,
-  REPAIR_QUEUE_WORKFLOW_ID, resetBackoffUpdate,
+  MAX_INDEX, REPAIR_QUEUE_WORKFLOW_ID, resetBackoffUpdate,
 } from '../repair/messages.ts';
 import { readEntryLog, terminalSafe } from '../repair/logs.ts';
 import { requestProblems } from '../repair/procedure.ts';
 import { indexSchema } from '../repair/validate.ts';
 import { parse } from '../checks/shape.ts';
+import { preview } from '../checks/preview.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { connectClient } from '../temporal/connection.ts';
 import { configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
@@ -227,11 +228,11 @@ export function parseRepairFile(text: string, file: string): { r: RepairRequest;
   return out;
 }
 
-/** INDEX: an entry's index as the queue writes it (1 to 16 digits, no leading zero); leading zeros are dropped. */
+/** INDEX: an entry's index as the queue writes it (1 to MAX_INDEX, no leading zero); leading zeros are dropped. */
 export function index(v: string): string {
   const digits = /^\d+$/.test(v) ? v.replace(/^0+(?=\d)/, '') : undefined;
-  if (digits === undefined || !parse(indexSchema, digits).ok) {
-    throw new InvalidArgumentError(`INDEX must be an entry's index, a whole number from 1 to ${'9'.repeat(16)} (got "${v}")`);
+  if (digits === undefined || !parse(indexSchema, digits).ok || Number(digits) > MAX_INDEX) {
+    throw new InvalidArgumentError(`INDEX must be an entry's index, a whole number from 1 to ${MAX_INDEX} (got ${preview(v, 40)})`);
   }
   return digits;
 }
