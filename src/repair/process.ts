@@ -406,8 +406,15 @@ export function commandEnv(extra: Record<string, string> = {}, from: NodeJS.Proc
   return { ...env, ...extra };
 }
 
-/** Whether `file` names an executable, as the wrapper's "$@" finds it (through PATH when it has no slash). */
-function found(file: string, path: string | undefined): boolean {
+/** Where sh looks when the environment has no PATH. */
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/**
+ * The executable `file` names, as execvp finds it (through PATH when it has no slash), or undefined. The
+ * wrapper is given this path, so a name that is also a shell builtin (echo, test) runs the program, as it
+ * would without the wrapper.
+ */
+function executable(file: string, path: string | undefined): string | undefined {
   const runnable = (f: string) => {
     try {
       accessSync(f, constants.X_OK);
@@ -416,8 +423,12 @@ function found(file: string, path: string | undefined): boolean {
       return false;
     }
   };
-  if (file.includes('/')) return runnable(file);
-  return (path ?? '').split(delimiter).some((d) => d !== '' && runnable(join(d, file)));
+  if (file.includes('/')) return runnable(file) ? file : undefined;
+  for (const d of (path ?? DEFAULT_PATH).split(delimiter)) {
+    const f = join(d || '.', file);
+    if (runnable(f)) return f;
+  }
+  return undefined;
 }
 
 let runs = 0;
@@ -437,7 +448,8 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
   }
   if (o.signal?.aborted) return { ok: false, stdout: '', error: 'cancelled' };
   const env = commandEnv(o.env);
-  if (!found(file!, env.PATH)) {
+  const program = file === undefined ? undefined : executable(file, env.PATH);
+  if (!program) {
     const error = 'the command is not an executable file on this worker (see the entry\'s log)';
     if (e) appendRun(e.dir, m, 'not found (nothing ran)', { stdout: '', stderr: '' });
     log.warn({ index: m.index, step: m.step, kind: m.kind, command: m.what }, 'repair: command not found');
@@ -446,7 +458,7 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
   const logs = e ? logDir(e.dir) : mkdtempSync(join(tmpdir(), 'tend-run-'));
   const files = runFiles(logs, e?.index ?? 'run', token);
   // Forked by the launcher (src/repair/launcher.ts): the worker's threads never wait in fork().
-  const child = launch(file!, [...args, o.address], env, files);
+  const child = launch(program, [...args, o.address], env, files);
   let why: string | undefined;
   /** Known once the launcher answers; a stop before that kills the group when it does. */
   const group: { pgid?: number } = {};

@@ -5,7 +5,9 @@
 // queue started with a configuration in its state, updates carrying commands
 // or malformed, and signals with junk. Each one runs nothing (the MARKER file
 // never appears, no command logs a run), cordons nothing, and fails or is
-// rejected with the reason.
+// rejected with the reason. And what a command runs with and prints never
+// reaches the history a read-only Web UI viewer reads: it is in the entry's log
+// file on the worker's host.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,6 +34,13 @@ describe('repair queue: forged requests through Temporal (e2e)', function () {
     await resetRepairQueue();
     world = repairWorld();
     marker = join(world.dir, 'MARKER');
+    // `leaky`: a failing command with a password in its argv and in its output.
+    const cfg = parse(readFileSync(world.config, 'utf8')) as { repair: { repair_procedures: { repair_operations: unknown[] }[] } };
+    cfg.repair.repair_procedures[0]!.repair_operations.push({
+      operation: 'leaky', health_check_command: ['sh', '-c', 'echo false'],
+      repair_steps: [{ repair_command: ['sh', '-c', 'echo "ipmitool -P $1 -H $0 power cycle"; echo "$1 refused for $0" >&2; exit 3', 'hunter2pw'] }],
+    });
+    writeFileSync(world.config, stringify(cfg));
     tend = new TendProcess(['run', '--config', world.config]);
     await waitFor('worker started', () => tend.output.includes('worker started'), { timeoutMs: 60_000 });
   });
@@ -185,6 +194,18 @@ describe('repair queue: forged requests through Temporal (e2e)', function () {
     }, { timeoutMs: 60_000 });
     assert.equal(done.status, 'succeeded');
     assert.equal(existsSync(marker), false);
+    assert.equal((await rq(world, ['delete-finished'])).code, 0);
+  });
+
+  it('a failing command: the entry\'s history has its exit code and where its output is, never its argv or output; the log file has both', async () => {
+    const e = await add(world, 'leaky', '192.0.2.95');
+    await waitFor('failed', async () => (await entry(world, e.index))?.status === 'failed', { timeoutMs: 60_000 });
+    const { stdout } = await temporalCli(['workflow', 'show', '--workflow-id', `repair/${e.index}`, '--output', 'json']);
+    for (const secret of ['hunter2pw', 'ipmitool', 'refused for']) assert.ok(!stdout.includes(secret), `${secret} in the entry's history`);
+    assert.match(stdout, new RegExp(`repair_command failed: exit code 3; output: tend repair-queue logs ${e.index}`));
+    const logs = await rq(world, ['logs', e.index]);
+    assert.equal(logs.code, 0, logs.stderr);
+    assert.match(logs.stdout, /ipmitool -P hunter2pw -H 192\.0\.2\.95 power cycle\n[\s\S]*hunter2pw refused for 192\.0\.2\.95/);
     assert.equal((await rq(world, ['delete-finished'])).code, 0);
   });
 

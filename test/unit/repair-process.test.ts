@@ -80,6 +80,11 @@ describe('repair commands: process groups', () => {
     assert.equal(r.stdout.trim(), '7 1 3 10.0.0.1;reboot');
   });
 
+  it('a name that is also a shell builtin runs the program, as without the wrapper (PATH looked up by the worker)', async () => {
+    const r = await runOnce({ argv: ['echo', '-e', 'x\\ty'], address: 'a', timeoutSeconds: 5 });
+    assert.equal(r.stdout, 'x\ty a\n');
+  });
+
   it('commands do not see tend\'s own Temporal credentials (TEMPORAL_*, the variable temporal.apiKeyEnv names); the rest of the environment stays', async () => {
     process.env.TEMPORAL_API_KEY = 'tk-unit-test-key';
     process.env.ACME_TEND_KEY_FOR_TEST = 'tk-unit-test-key-2';
