@@ -28,15 +28,8 @@ function kubeWith(nodes: k8s.V1Node[]): { kube: KubeClients; writes: string[] } 
 }
 
 describe('repair: the Node behind an address', () => {
-  const { repair } = parseConfig(`
-repair:
-  repair_procedures:
-    - machine_types: [sim]
-      repair_operations:
-        - operation: heal
-          repair_steps: [{ repair_command: [fix], need_drain: true }]
-          health_check_command: [check]
-`, 'c.yaml');
+  const heal = { operation: 'heal', repair_steps: [{ repair_command: ['fix'], need_drain: true }], health_check_command: ['check'] };
+  const { repair } = parseConfig(JSON.stringify({ repair: { repair_procedures: [{ machine_types: ['sim'], repair_operations: [heal] }] } }), 'c.yaml');
   const key = { index: '3', address: '10.0.0.7', machine_type: 'sim', operation: 'heal' };
   const twins = () => kubeWith([node('worker-a', '10.0.0.7'), node('other', '10.0.0.8'), node('worker-b', '10.0.0.7')]);
 
