@@ -199,7 +199,17 @@ export interface ConditionWrite {
   replacing: { since: number; message: string } | null;
 }
 
+/** A waiting pod's new state, and its replacingAt set (a number) or dropped (null); clearRetry drops its retryAt. */
+export interface PodMove {
+  uid: string;
+  state: PodState;
+  replacingAt?: number | null;
+  clearRetry?: true;
+}
+
 export interface NodeDecision {
+  /** Waiting pods' moves (applyMoves): decideNode itself changes nothing. */
+  moves: PodMove[];
   writes: ConditionWrite[];
   /** Pods due for replacement: ask the coordinator for a slot. */
   request: string[];
@@ -215,10 +225,10 @@ export interface NodeDecision {
 
 /**
  * What to do now: each waiting pod's conditions and state follow from the
- * taints' ages and the clock. Moves pods between waiting states in `d`.
+ * taints' ages and the clock, as moves (applyMoves) and operations; `d` is left as it is.
  */
-export function decideNode(d: NodeTaintData, now: number): NodeDecision {
-  const out: NodeDecision = { writes: [], request: [], withdraw: [], forget: [], done: false };
+export function decideNode(d: Readonly<NodeTaintData>, now: number): NodeDecision {
+  const out: NodeDecision = { moves: [], writes: [], request: [], withdraw: [], forget: [], done: false };
   const due = replacingDue(d);
   const later = (at: number) => {
     if (at > now && (out.nextAt === undefined || at < out.nextAt)) out.nextAt = at;
@@ -246,46 +256,22 @@ export function decideNode(d: NodeTaintData, now: number): NodeDecision {
       continue;
     }
     const replacingAt = Math.max(due.at, pod.detectedAt);
-    // Counted from when the mark became visible (the write succeeded), not from when it was decided.
-    const marked = visibleSince(pod, replacingAt);
-    const evictAt = marked === undefined ? undefined : marked + d.settings.taintReplacementTimeSeconds * 1000;
-    const names = d.taints.map(taintText).join(', ');
-    const detected = { since: pod.detectedAt, message: `node ${d.node} has taint ${names}` };
+    const detected = { since: pod.detectedAt, message: `node ${d.node} has taint ${d.taints.map(taintText).join(', ')}` };
     let replacing: ConditionWrite['replacing'] = null;
     if (now >= replacingAt) {
-      pod.replacingAt = replacingAt;
       replacing = {
         since: replacingAt,
         message: `taint ${taintText(due.taint)} has been on node ${d.node} for ${due.taint.durationInSeconds}s; ` +
           `replacement after ${d.settings.taintReplacementTimeSeconds}s more`,
       };
-      if (evictAt !== undefined && now >= evictAt) {
-        if (!pod.controllerUid) {
-          pod.state = 'NoController';
-        } else if (pod.state !== 'Queued' && pod.retryAt !== undefined && now < pod.retryAt) {
-          // An eviction that failed: ask again after its back-off.
-          pod.state = 'Replacing';
-          later(pod.retryAt);
-        } else if (pod.state !== 'Queued' && d.settings.maxConcurrentReplacements > 0) {
-          pod.state = 'Queued';
-          delete pod.retryAt;
-          out.request.push(pod.uid);
-        } else if (pod.state !== 'Queued') {
-          pod.state = 'Replacing';
-        }
-      } else if (evictAt === undefined) {
-        // Not visible yet: the write comes first, then the count starts.
-        if (pod.state === 'Queued') out.withdraw.push(pod.uid);
-        pod.state = 'Replacing';
-      } else {
-        if (pod.state === 'Queued') out.withdraw.push(pod.uid);
-        pod.state = 'Replacing';
-        later(evictAt);
-      }
+      const move = waitingMove(d, pod, replacingAt, now);
+      out.moves.push({ uid: pod.uid, replacingAt, ...move.move });
+      if (move.request) out.request.push(pod.uid);
+      if (move.withdraw) out.withdraw.push(pod.uid);
+      if (move.at !== undefined) later(move.at);
     } else {
       if (pod.state === 'Queued') out.withdraw.push(pod.uid);
-      delete pod.replacingAt;
-      pod.state = 'Detected';
+      out.moves.push({ uid: pod.uid, state: 'Detected', replacingAt: null });
       later(replacingAt);
     }
     if (pod.written.detected !== detected.since || pod.written.replacing !== replacing?.since) {
@@ -296,6 +282,46 @@ export function decideNode(d: NodeTaintData, now: number): NodeDecision {
   // workflow wrote (a clearing write that failed is tried again, not left behind).
   out.done = !due && !Object.values(d.pods).some((p) => IN_FLIGHT.includes(p.state) || carries(p));
   return out;
+}
+
+/**
+ * The eviction rule: a waiting pod whose NodeTaintReplacing (due at `replacingAt`) has been
+ * visible for taintReplacementTimeSeconds is due for eviction, asking for a slot (Queued) when
+ * it has a controller, slots exist, and its last failed eviction's back-off is over. The one
+ * place that says when a pod is evicted (decideNode, stillWanted and statusRows use evictAt).
+ */
+function waitingMove(d: Readonly<NodeTaintData>, pod: Readonly<PodEntry>, replacingAt: number, now: number):
+{ move: Pick<PodMove, 'state' | 'clearRetry'>; request?: true; withdraw?: true; at?: number } {
+  const at = evictAt(d, pod, replacingAt);
+  const queued = pod.state === 'Queued';
+  // Not visible yet: the write comes first, then the count starts.
+  if (at === undefined) return { move: { state: 'Replacing' }, ...(queued ? { withdraw: true } : {}) };
+  if (now < at) return { move: { state: 'Replacing' }, ...(queued ? { withdraw: true } : {}), at };
+  if (!pod.controllerUid) return { move: { state: 'NoController' } };
+  if (queued) return { move: { state: 'Queued' } };
+  // An eviction that failed: ask again after its back-off.
+  if (pod.retryAt !== undefined && now < pod.retryAt) return { move: { state: 'Replacing' }, at: pod.retryAt };
+  if (d.settings.maxConcurrentReplacements > 0) return { move: { state: 'Queued', clearRetry: true }, request: true };
+  return { move: { state: 'Replacing' } };
+}
+
+/** When the pod, its NodeTaintReplacing due at `replacingAt`, is due for eviction; undefined while the mark is not visible. */
+export function evictAt(d: Readonly<NodeTaintData>, pod: Readonly<PodEntry>, replacingAt: number): number | undefined {
+  // Counted from when the mark became visible (the write succeeded), not from when it was decided.
+  const marked = visibleSince(pod, replacingAt);
+  return marked === undefined ? undefined : marked + d.settings.taintReplacementTimeSeconds * 1000;
+}
+
+/** Applies decideNode's moves to the node's data (the workflow's own state). */
+export function applyMoves(d: NodeTaintData, moves: readonly PodMove[]): void {
+  for (const m of moves) {
+    const pod = d.pods[m.uid];
+    if (!pod) continue;
+    pod.state = m.state;
+    if (m.replacingAt === null) delete pod.replacingAt;
+    else if (m.replacingAt !== undefined) pod.replacingAt = m.replacingAt;
+    if (m.clearRetry) delete pod.retryAt;
+  }
 }
 
 /** Whether the pod carries a condition this workflow wrote (as far as it knows). */
@@ -320,7 +346,7 @@ export function markWritten(d: NodeTaintData, w: ConditionWrite, markedAt?: numb
 }
 
 /** When the pod's NodeTaintReplacing, due at replacingAt, became visible; undefined while it is not written. */
-function visibleSince(pod: PodEntry, replacingAt: number): number | undefined {
+function visibleSince(pod: Readonly<PodEntry>, replacingAt: number): number | undefined {
   if (pod.written.replacing !== replacingAt) return undefined;
   return pod.markedAt ?? pod.written.replacing;
 }
@@ -330,8 +356,8 @@ export function stillWanted(d: NodeTaintData, uid: string, now: number): boolean
   const pod = d.pods[uid];
   const due = replacingDue(d);
   if (!pod || !due || pod.replacingAt === undefined) return false;
-  const marked = visibleSince(pod, pod.replacingAt);
-  return marked !== undefined && now >= marked + d.settings.taintReplacementTimeSeconds * 1000;
+  const at = evictAt(d, pod, pod.replacingAt);
+  return at !== undefined && now >= at;
 }
 
 /** Eviction back-off: 2 s doubling to 60 s. */
@@ -387,9 +413,9 @@ export function statusRows(d: NodeTaintData): PodStatusRow[] {
     .map((p) => {
       const replacing = p.replacingAt !== undefined;
       const replacingAt = due ? Math.max(due.at, p.detectedAt) : p.replacingAt;
-      const from = replacingAt === undefined ? undefined : visibleSince(p, replacingAt) ?? replacingAt;
-      const evictAt = from === undefined ? undefined : from + d.settings.taintReplacementTimeSeconds * 1000;
-      let replaceAt = evictAt === undefined ? '' : iso(evictAt);
+      // While the mark is not visible yet: as if it were from when it is due.
+      const at = replacingAt === undefined ? undefined : evictAt(d, p, replacingAt) ?? replacingAt + d.settings.taintReplacementTimeSeconds * 1000;
+      let replaceAt = at === undefined ? '' : iso(at);
       if (p.evictedAt !== undefined) replaceAt = iso(p.evictedAt);
       else if (p.state === 'NoController') replaceAt = 'never: no controller would recreate it';
       else if (d.settings.maxConcurrentReplacements === 0) replaceAt = 'never: maxConcurrentReplacements is 0';

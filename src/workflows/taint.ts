@@ -11,7 +11,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import {
-  decideNode, firstMark, markWritten, newNodeTaintData, observeTaints, reconcilePods, believedSeenAt, statusRows, type ConditionWrite,
+  firstMark, markWritten, newNodeTaintData, observeTaints, reconcilePods, believedSeenAt, statusRows, type ConditionWrite,
   type NodeTaintData, type PodState, type TaintSettings,
 } from '../taint/node.ts';
 import {
@@ -26,9 +26,10 @@ import { taintId, type MatchedTaint } from '../taint/match.ts';
 import { carriedFromOwnRun } from './carried.ts';
 import type { TaintNodeStartResult } from '../activities/taint.ts';
 import {
-  askFor, awaitDone, decideReplacements, evictDone, giveBack, holders, noteGrants, outboxOf, STEP_RETRY_MS, takeGrants, type EvictOutcome,
+  askFor, awaitDone, evictDone, holders, noteGrants, outboxOf, STEP_RETRY_MS, type EvictOutcome,
   type ReplaceOp,
 } from '../taint/replace.ts';
+import { NodeMachine, nodeSlots } from '../taint/node-machine.ts';
 import { byNode, nodeNameProblem, SLOT_BOUNDS, Slots, type Grant, type SlotData, type SlotRequest } from '../taint/slots.ts';
 
 // Every activity gives up after a bounded number of attempts (a few minutes),
@@ -217,7 +218,7 @@ async function runNode(
     dirty = true;
   });
   // What the coordinator believes before it frees a slot this node gave back: nothing once ending.
-  setHandler(nodeSlotsQuery, () => (d && !ending.now ? heldAndAsked(d) : { held: [], asking: [] }));
+  setHandler(nodeSlotsQuery, () => (d && !ending.now ? nodeSlots(d) : { held: [], asking: [] }));
   // Answered from the first workflow task on (a run continued as new is queried while it reads the node).
   setHandler(nodeStatusQuery, () => (d ? statusRows(d) : []));
   // The watcher's first sight of each taint (a hint, for taints without timeAdded).
@@ -248,7 +249,8 @@ async function runNode(
     // over by continue-as-new goes on, to clear its pods' conditions once the taint has gone).
     throw refused(`node ${node} carries none of the configured taints (${first.settings.taintReplacementOptions.map((o) => o.key).join(', ')})`);
   }
-  const data: NodeTaintData = carried ? { ...carried, settings: first.settings } : newNodeTaintData(node, first.settings);
+  const machine = new NodeMachine(carried ? { ...carried, settings: first.settings } : newNodeTaintData(node, first.settings));
+  const data = machine.data;
   d = data;
   publish(data);
   noteGrants(data, early);
@@ -428,9 +430,9 @@ async function runNode(
         if (mark) for (const uid of listed.written) markWritten(data, { uid, namespace: '', name: '', ...first! }, listed.marked[uid]);
       } else listNeeded = true;
     }
-    const decision = decideNode(data, Date.now());
+    const decision = machine.decide(Date.now());
     const writes = decision.writes;
-    let forget = decision.forget;
+    let written = true;
     if (writes.length > 0) {
       const done = stepRetryAt === undefined ? await step('writing the conditions', () => kube.writeTaintConditions({ node, writes })) : undefined;
       if (done) {
@@ -438,14 +440,10 @@ async function runNode(
         // A mark just became visible: its deadline counts from now on.
         dirty = true;
       } else {
-        forget = forget.filter((uid) => !writes.some((w) => w.uid === uid));
+        written = false;
       }
     }
-    for (const uid of forget) delete data.pods[uid];
-    askFor(data, decision.request);
-    for (const uid of decision.withdraw) giveBack(data, uid);
-    takeGrants(data);
-    const replacements = decideReplacements(data, Date.now(), new Set(running.keys()));
+    const replacements = machine.settle(decision, written, new Set(running.keys()), Date.now());
     // Continuing as new: no new activity; those under way finish first (each is bounded).
     const continuing = workflowInfo().continueAsNewSuggested;
     if (!continuing) for (const op of replacements.ops) launch(op);
@@ -634,12 +632,6 @@ function taintHints(m: unknown): (MatchedTaint & { seenAt: number })[] {
   const short = (v: unknown) => typeof v === 'string' && v.length <= NODE_MESSAGE_BOUNDS.keyChars;
   return taints.slice(0, NODE_MESSAGE_BOUNDS.taints).filter((t): t is MatchedTaint & { seenAt: number } =>
     short(fieldOf(t, 'key')) && short(fieldOf(t, 'effect')) && typeof fieldOf(t, 'seenAt') === 'number' && Number.isFinite(fieldOf(t, 'seenAt')));
-}
-
-/** The slots a node's data holds (granted, not yet taken, or in use) and asks for. */
-function heldAndAsked(d: NodeTaintData): { held: string[]; asking: string[] } {
-  const queued = Object.values(d.pods).filter((p) => p.state === 'Queued').map((p) => p.uid);
-  return { held: [...new Set([...holders(d), ...(d.granted ?? [])])], asking: [...new Set([...(d.outbox?.request ?? []), ...queued])] };
 }
 
 /** A refusal of the workflow's own input: it ends the workflow, nothing retried. */

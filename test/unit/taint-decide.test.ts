@@ -4,10 +4,17 @@ import assert from 'node:assert/strict';
 import { breakerOpen, nodeLimit } from '../../src/taint/breaker.ts';
 import { matchingTaints, optionFor, sameTaints, type MatchedTaint, type TaintOption } from '../../src/taint/match.ts';
 import {
-  decideNode, evictionBackoffMs, markWritten, newNodeTaintData, observeTaints, reconcilePods, replacingDue, statusRows,
+  applyMoves, decideNode, evictionBackoffMs, markWritten, newNodeTaintData, observeTaints, reconcilePods, replacingDue, statusRows,
   stillWanted, type ListedPod, type NodeTaintData, type TaintSettings,
 } from '../../src/taint/node.ts';
 import { Slots } from '../../src/taint/slots.ts';
+
+/** As the node's workflow does: the decision, its moves applied to the node's data. */
+const decide = (d: NodeTaintData, now: number) => {
+  const dec = decideNode(d, now);
+  applyMoves(d, dec.moves);
+  return dec;
+};
 
 const M = 'example.org/maintenance';
 const D = 'example.org/disconnected';
@@ -159,11 +166,11 @@ describe('taint: one node over time', () => {
   };
   /** As the workflow does: decide, write (the marks visible at once here), and once a write landed decide again. */
   const apply = (d: NodeTaintData, now: number) => {
-    const dec = decideNode(d, now);
+    const dec = decide(d, now);
     dec.writes.forEach((w) => markWritten(d, w));
     dec.forget.forEach((uid) => delete d.pods[uid]);
     if (dec.writes.length === 0) return dec;
-    const again = decideNode(d, now);
+    const again = decide(d, now);
     return { ...again, writes: dec.writes, forget: dec.forget, request: [...dec.request, ...again.request], withdraw: [...dec.withdraw, ...again.withdraw] };
   };
 
@@ -192,7 +199,7 @@ describe('taint: one node over time', () => {
   it('writes nothing when nothing changed', () => {
     const d = tainted();
     apply(d, s(0));
-    assert.deepEqual(decideNode(d, s(1)).writes, []);
+    assert.deepEqual(decide(d, s(1)).writes, []);
   });
 
   it('a timeAdded in the past counts from it: Replacing at once', () => {
@@ -200,7 +207,7 @@ describe('taint: one node over time', () => {
     apply(d, s(0));
     assert.equal(d.pods['a']!.state, 'Replacing');
     assert.equal(d.pods['a']!.written.replacing, s(0), 'since the pod was marked');
-    assert.equal(decideNode(d, s(0)).nextAt, s(3));
+    assert.equal(decide(d, s(0)).nextAt, s(3));
   });
 
   it('the first-seen time given by the watcher is kept, and kept over later signals', () => {

@@ -2,11 +2,18 @@
 // grant checks of the coordinator (src/taint/slots.ts), table-tested: pure
 // functions of the node's data returning what the workflow must do.
 import assert from 'node:assert/strict';
-import { decideNode, markWritten, newNodeTaintData, observeTaints, reconcilePods, type NodeTaintData, type PodState, type TaintSettings } from '../../src/taint/node.ts';
+import { applyMoves, decideNode, markWritten, newNodeTaintData, observeTaints, reconcilePods, type NodeTaintData, type PodState, type TaintSettings } from '../../src/taint/node.ts';
 import {
   askFor, awaitDone, decideReplacements, evictDone, OBSERVED_RETRY_MS, PAUSED_RETRY_MS, giveBack, holders, noteGrants, outboxOf, takeGrants, type EvictOutcome,
 } from '../../src/taint/replace.ts';
 import { byNode, Slots } from '../../src/taint/slots.ts';
+
+/** As the node's workflow does: the decision, its moves applied to the node's data. */
+const decide = (d: NodeTaintData, now: number) => {
+  const dec = decideNode(d, now);
+  applyMoves(d, dec.moves);
+  return dec;
+};
 
 const M = 'example.org/maintenance';
 const settings: TaintSettings = {
@@ -23,7 +30,7 @@ function node(state: PodState, extra: Partial<NodeTaintData['pods'][string]> = {
   const d = newNodeTaintData('sim-1', settings);
   observeTaints(d, [{ key: M, effect: 'NoSchedule', durationInSeconds: 4, matchedBy: M }], settings, T0);
   reconcilePods(d, [{ uid: 'a', namespace: 'ns', name: 'db-a', controllerUid: 'rs' }], T0);
-  for (const w of decideNode(d, s(4)).writes) markWritten(d, w, s(4));
+  for (const w of decide(d, s(4)).writes) markWritten(d, w, s(4));
   Object.assign(d.pods['a']!, { state, ...extra });
   return d;
 }
@@ -34,20 +41,20 @@ describe('taint: the marking period counts from when the mark became visible', (
     observeTaints(d, [{ key: M, effect: 'NoSchedule', durationInSeconds: 4, matchedBy: M }], settings, T0);
     reconcilePods(d, [{ uid: 'a', namespace: 'ns', name: 'db-a', controllerUid: 'rs' }], T0);
     // Due at 4 s, decided at 4 s, but the write only landed at 5.25 s.
-    const dec = decideNode(d, s(4));
+    const dec = decide(d, s(4));
     assert.equal(dec.writes[0]!.replacing!.since, s(4));
     markWritten(d, dec.writes[0]!, s(5.25));
-    const at7 = decideNode(d, s(7));
+    const at7 = decide(d, s(7));
     assert.deepEqual(at7.request, [], 'not due 3 s after the decision');
     assert.equal(at7.nextAt, s(8.25), 'due 3 s after the mark became visible');
-    assert.deepEqual(decideNode(d, s(8.25)).request, ['a']);
+    assert.deepEqual(decide(d, s(8.25)).request, ['a']);
   });
 
   it('nothing is due before the mark is written at all', () => {
     const d = newNodeTaintData('sim-1', settings);
     observeTaints(d, [{ key: M, effect: 'NoSchedule', durationInSeconds: 4, matchedBy: M }], settings, T0);
     reconcilePods(d, [{ uid: 'a', namespace: 'ns', name: 'db-a', controllerUid: 'rs' }], T0);
-    assert.deepEqual(decideNode(d, s(100)).request, [], 'the write has not happened');
+    assert.deepEqual(decide(d, s(100)).request, [], 'the write has not happened');
   });
 });
 
@@ -130,9 +137,9 @@ describe('taint: eviction transitions', () => {
     // The slot is given back at once: the next pod is observed too, as act mode would evict it.
     assert.deepEqual(outboxOf(d).release, ['a']);
     // No new request before the retry time; a request after it (then evicted if the mode is act by then).
-    assert.deepEqual(decideNode(d, s(8) + OBSERVED_RETRY_MS - 1).request, []);
+    assert.deepEqual(decide(d, s(8) + OBSERVED_RETRY_MS - 1).request, []);
     assert.equal(d.pods['a']!.state, 'Replacing');
-    assert.deepEqual(decideNode(d, s(8) + OBSERVED_RETRY_MS).request, ['a']);
+    assert.deepEqual(decide(d, s(8) + OBSERVED_RETRY_MS).request, ['a']);
     assert.equal(d.pods['a']!.state, 'Queued');
   });
 
@@ -145,10 +152,10 @@ describe('taint: eviction transitions', () => {
   it('a failed eviction is asked for again only after its back-off', () => {
     const d = node('Evicting');
     evictDone(d, 'a', { outcome: 'failed', message: '500' }, s(8));
-    const early = decideNode(d, s(9));
+    const early = decide(d, s(9));
     assert.deepEqual(early.request, []);
     assert.equal(early.nextAt, s(10));
-    assert.deepEqual(decideNode(d, s(10)).request, ['a']);
+    assert.deepEqual(decide(d, s(10)).request, ['a']);
     assert.equal(d.pods['a']!.state, 'Queued');
   });
 
@@ -233,11 +240,11 @@ describe('taint: the node is done only once no pod carries its conditions', () =
     evictDone(d, 'a', { outcome: 'refused', message: 'refused: node sim-1 carries none of the configured taints' }, s(8));
     assert.equal(d.pods['a']!.state, 'Replaced');
     untainted(d);
-    const first = decideNode(d, s(20));
+    const first = decide(d, s(20));
     assert.deepEqual(first.writes.map((w) => [w.uid, w.detected, w.replacing]), [['a', null, null]]);
     assert.equal(first.done, false, 'not done while the pod still carries its conditions');
     for (const w of first.writes) markWritten(d, w);
-    const second = decideNode(d, s(21));
+    const second = decide(d, s(21));
     assert.deepEqual(second.writes, []);
     assert.equal(second.done, true);
   });
@@ -245,15 +252,15 @@ describe('taint: the node is done only once no pod carries its conditions', () =
   it('a clearing write that did not land keeps the node from being done', () => {
     const d = node('Replacing');
     untainted(d);
-    const first = decideNode(d, s(20));
+    const first = decide(d, s(20));
     assert.deepEqual(first.writes.map((w) => w.uid), ['a']);
     // The write failed: the workflow keeps the pod (it forgets only what it cleared).
     assert.equal(first.done, false);
-    assert.equal(decideNode(d, s(50)).done, false);
+    assert.equal(decide(d, s(50)).done, false);
   });
 
   it('while the taint is there, a Replaced pod keeps its conditions (no write)', () => {
     const d = node('Replaced');
-    assert.deepEqual(decideNode(d, s(20)).writes, []);
+    assert.deepEqual(decide(d, s(20)).writes, []);
   });
 });
