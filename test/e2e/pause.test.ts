@@ -2,15 +2,16 @@
 // `tend pause status`, the `temporal workflow signal` line from docs/safety.md,
 // `tend resume`; and a PauseState (what workers consult) in this process,
 // reading tend-safety's memo, that never says "acting" for a paused capability
-// once `tend pause` has returned, and sees each change.
+// once `tend pause` has returned, and sees each change. An impostor under the
+// id is refused by every command (exit 1, naming it) and the reader fails closed.
 import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
 import { runTend, TendProcess } from '../harness/cli.ts';
 import { sandbox } from '../harness/hooks.ts';
 import { temporalCli } from '../harness/temporal.ts';
 import { waitFor } from '../harness/wait.ts';
-import { SAFETY_WORKFLOW_ID } from '../../src/safety/messages.ts';
-import { describeReader, PauseState } from '../../src/safety/pause.ts';
+import { emptySafetyState, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID } from '../../src/safety/messages.ts';
+import { describeReader, PauseState, type PauseCheck } from '../../src/safety/pause.ts';
 import { tendMetrics } from '../../src/metrics/registry.ts';
 
 describe('tend pause (e2e)', function () {
@@ -29,7 +30,8 @@ describe('tend pause (e2e)', function () {
     worker = new TendProcess(['worker', '--config', config()]);
     await waitFor('the worker to start', () => worker.output.includes('worker started') || (worker.exited && Promise.reject(new Error(worker.output))),
       { timeoutMs: 120_000 });
-    reader = new PauseState({ read: describeReader(connection.workflowService, 'default') });
+    // The sandbox's configuration runs tend on task queue "tend" (src/sandbox/sandbox.ts).
+    reader = new PauseState({ read: describeReader(connection.workflowService, 'default', { taskQueue: 'tend' }) });
     reader.start();
     await waitFor('the reader\'s first read: nothing paused', () => reader.check('taint').state === 'acting');
   });
@@ -116,5 +118,40 @@ describe('tend pause (e2e)', function () {
     const status = await runTend(['pause', 'status', '--config', config()]);
     assert.doesNotMatch(status.stdout, /paused/);
     assert.match(status.stdout, /revision 6/);
+  });
+
+  it('an impostor under tend-safety: pause, resume and status refuse it (exit 1) naming it, send it nothing, and the reader fails closed', async () => {
+    await client.workflow.getHandle(SAFETY_WORKFLOW_ID).terminate('tend pause e2e: an impostor takes the id').catch(() => undefined);
+    // A type no worker runs, on a task queue no worker polls, its memo saying nothing is paused.
+    const impostor = await client.workflow.start('notTheSafety', {
+      workflowId: SAFETY_WORKFLOW_ID, taskQueue: 'impostor-queue', args: [], memo: { [SAFETY_MEMO_KEY]: emptySafetyState() },
+    });
+    try {
+      const named = /workflow tend-safety is of type "notTheSafety", not safetyWorkflow: not tend's/;
+      const unknown = await waitFor('the reader to fail closed on the impostor', () => {
+        const c = reader.check('taint');
+        return c.state === 'unknown' && named.test(c.reason) ? c : undefined;
+      }, { timeoutMs: 10_000, intervalMs: 50 }) as Extract<PauseCheck, { state: 'unknown' }>;
+      assert.match(unknown.reason, /destructive actions wait until it is gone/);
+      for (const c of ['weeder', 'apps', 'repair'] as const) assert.equal(reader.check(c).state, 'unknown', c);
+
+      const p = await runTend(['pause', 'taint', '--reason', 'incident 45', '--config', config()], { timeoutMs: 90_000 });
+      assert.equal(p.code, 1, p.stderr);
+      assert.match(p.stderr, new RegExp(`pause: refused, nothing sent: ${named.source}.*terminate it`));
+      assert.doesNotMatch(p.stdout, /^paused:/m);
+      const r = await runTend(['resume', '--config', config()], { timeoutMs: 90_000 });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, new RegExp(`resume: refused, nothing sent: ${named.source}`));
+      const st = await runTend(['pause', 'status', '--config', config()]);
+      assert.equal(st.code, 1, st.stderr);
+      assert.match(st.stderr, new RegExp(`pause status: refused: ${named.source}`));
+      const events = (await impostor.fetchHistory()).events ?? [];
+      assert.deepEqual(events.filter((e) => e.workflowExecutionSignaledEventAttributes || e.workflowExecutionUpdateAdmittedEventAttributes), [],
+        'the impostor was sent a change');
+    } finally {
+      await impostor.terminate('tend pause e2e: impostor done').catch(() => undefined);
+    }
+    // Gone, nothing runs under the id: nothing is paused, the reader acts again.
+    await waitFor('the reader to act again', () => reader.check('taint').state === 'acting', { timeoutMs: 10_000, intervalMs: 50 });
   });
 });
