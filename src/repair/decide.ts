@@ -1,6 +1,7 @@
 // What to do next, as pure functions of observed state (CKE's DecideOps
-// split): the queue's choice of entries to start, an entry's next operation,
-// a drain's treatment of each pod, and the drain back-off. Pure:
+// split): the queue's choice of entries to start, an entry's next operation
+// (its machine, the drain back-off included: src/repair/entry-machine.ts), and
+// a drain's treatment of each pod. Pure:
 // imported by workflow code, tested table-driven in test/unit/repair-decide.
 import { matches, type LabelSelector } from '../config/selector.ts';
 import { isFinished, type RepairQueueEntry, type RepairStepStatus } from './entry.ts';
@@ -106,37 +107,6 @@ export function decideEntryOp(s: EntryView): EntryOp {
     return { op: 'run-command' };
   }
   return { op: 'watch', until: s.watchUntil };
-}
-
-// ---------------------------------------------------------------- back-off
-
-export const DRAIN_BACKOFF_BASE_SECONDS = 60;
-export const DRAIN_BACKOFF_MAX_SECONDS = 1200;
-
-/**
- * The back-off of entries whose workflow started before tend took CKE's
- * formula (they replay it): count x 60 s, at most 20 min, scaled.
- */
-export function drainBackoff(count: number, timeScale: number): { count: number; seconds: number } {
-  const next = count + 1;
-  return { count: next, seconds: Math.min(next * DRAIN_BACKOFF_BASE_SECONDS, DRAIN_BACKOFF_MAX_SECONDS) * timeScale };
-}
-
-/** CKE's drainBackOffBaseSeconds (op/reboot.go). */
-export const CKE_DRAIN_BACKOFF_BASE_SECONDS = 300;
-
-/**
- * CKE's repair drain back-off (op/repair_drain_timeout.go, repairDrainBackOff):
- * the count goes up by one, and the wait is 300 s plus a random whole number
- * of seconds below 300 x the new count; no cap. `random` is in [0, 1): the
- * workflow's own deterministic Math.random, so a replay draws the same share.
- * The time scale shrinks it for tests.
- */
-export function ckeDrainBackoff(count: number, timeScale: number, random: number): { count: number; seconds: number } {
-  if (!(random >= 0 && random < 1)) throw new RangeError(`ckeDrainBackoff: random must be in [0, 1) (got ${random})`);
-  const next = count + 1;
-  const share = Math.floor(random * CKE_DRAIN_BACKOFF_BASE_SECONDS * next);
-  return { count: next, seconds: (CKE_DRAIN_BACKOFF_BASE_SECONDS + share) * timeScale };
 }
 
 // ---------------------------------------------------------------- a drain

@@ -23,6 +23,56 @@ export const MAX_REQUESTS_PER_ADD = 100;
 /** The highest entry index: a safe integer of at most 12 digits, whatever a workflow id planted beyond it says. */
 export const MAX_INDEX = 999_999_999_999;
 
+// ---------------------------------------------------------------- patches
+// Behaviours behind patched(): recorded histories replay the way they ran.
+
+/** Entries whose commands may run on repair.taskQueue (a local activity reads it first). */
+export const REPAIR_TASK_QUEUE_PATCH = 'repair-task-queue';
+/** CKE's drain back-off: 300 s + a random share (the workflow's deterministic Math.random) of 300 s x count, where runs before it back off count x 60 s, capped. */
+export const REPAIR_CKE_BACKOFF_PATCH = 'repair-cke-backoff';
+/**
+ * CKE's entry at its end: a failed last step shows the step after it, `waiting` (CKE's
+ * strategy moved past the last step before failing it); a failed repair command shows its
+ * step `watching` (CKE marks the step watching before it runs the command).
+ */
+export const REPAIR_CKE_FAILED_STEP_PATCH = 'repair-cke-failed-step';
+/**
+ * The queue starts entries without waiting for each start to be confirmed:
+ * the loop goes on, and a slot freed meanwhile wakes it. Runs recorded before
+ * it keep awaiting every start. (The worker's settings stay an activity: read
+ * by a local activity, whose result reached the workflow later than its
+ * marker's place in history when events arrived meanwhile, a replay decided
+ * on fewer freed slots and failed with a nondeterminism error.)
+ */
+export const REPAIR_QUEUE_UNBLOCKED_STARTS_PATCH = 'repair-queue-unblocked-starts';
+/**
+ * An entry reports `draining`, `watching` or its next step without waiting for
+ * the signal to reach the queue: the drain, the watch or the next step's work
+ * starts in the same workflow task. Its reports stay in order (each waits for
+ * the one before), and it waits for the last one before it continues as new.
+ */
+export const REPAIR_REPORT_AHEAD_PATCH = 'repair-report-ahead';
+/**
+ * An entry that ends (failed, given up, deleted) with its cordon on tries to lift it until it is
+ * lifted, LIFT_RETRY_MS (time-scaled) after each uncordon that ran out of attempts, showing why in
+ * its details: a cordon never outlives its entry. Before, one failed uncordon was logged and the
+ * entry ended with the node cordoned.
+ */
+export const REPAIR_LIFT_UNTIL_DONE_PATCH = 'repair-lift-until-done';
+/**
+ * An entry's report is display only: the queue frees a repair slot when the entry's workflow has
+ * ended (its result, or a probe finding it gone), never on a report, which anyone who may signal
+ * the queue can forge. A report announcing an end makes the queue probe that entry soon.
+ */
+export const REPAIR_QUEUE_ENDS_FREE_PATCH = 'repair-queue-ends-free';
+/**
+ * An entry that ends (failed, given up, deleted) and cannot lift its cordon ends at once, its
+ * repair slot freed (a persistent 403 on the uncordon neither holds a slot nor blocks `delete`):
+ * the lift goes on as `repair/<index>/lift`, a workflow of its own (the entry workflow's lift
+ * mode), showing why in its details, until the cordon is lifted or it is cancelled.
+ */
+export const REPAIR_LIFT_APART_PATCH = 'repair-lift-apart';
+
 /** Refusal types (ApplicationFailure types) of the repair workflows and activities. */
 export const REFUSAL = {
   /** A workflow input or an activity input that is not acceptable. */

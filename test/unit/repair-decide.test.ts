@@ -1,8 +1,9 @@
 // The repair queue's decisions, table-driven (CKE's DecideOps tests): which
-// entries start, an entry's next operation, a drain's plan, the back-off.
+// entries start, an entry's next operation, a drain's plan (the back-off:
+// test/unit/repair-entry-machine.test.ts).
 import assert from 'node:assert/strict';
 import {
-  ckeDrainBackoff, decideDrain, decideEntryOp, drainLeft, decideStarts, drainBackoff, selectForDelete, type EntryView, type PodView, type QueueView,
+  decideDrain, decideEntryOp, drainLeft, decideStarts, selectForDelete, type EntryView, type PodView, type QueueView,
 } from '../../src/repair/decide.ts';
 import type { RepairQueueEntry, RepairStatus } from '../../src/repair/entry.ts';
 
@@ -59,57 +60,6 @@ describe('repair: decideEntryOp', () => {
     { name: 'last step expired: fail', s: { step: 1, step_status: 'watching', commandDone: true, watchUntil: 999 }, want: { op: 'fail', reason: 'not healthy after the last of 2 step(s)' } },
   ];
   for (const c of cases) it(c.name, () => assert.deepEqual(decideEntryOp({ ...base, ...c.s }), c.want));
-});
-
-describe("repair: ckeDrainBackoff (CKE's repairDrainBackOff: 300 s + a random share of 300 s x count)", () => {
-  const cases: [count: number, scale: number, random: number, want: { count: number; seconds: number }][] = [
-    [0, 1, 0, { count: 1, seconds: 300 }],
-    [0, 1, 0.5, { count: 1, seconds: 450 }],
-    [0, 1, 0.999999, { count: 1, seconds: 599 }],
-    [1, 1, 0.5, { count: 2, seconds: 600 }],
-    [2, 1, 0.999999, { count: 3, seconds: 1199 }],
-    // No cap: the 41st back-off may wait up to 300 + 12299 s.
-    [40, 1, 0.999999, { count: 41, seconds: 12599 }],
-    // A whole number of seconds, as CKE's rand.Int63n draws: 0.5004 x 300 = 150.12 -> 150.
-    [0, 1, 0.5004, { count: 1, seconds: 450 }],
-    [2, 0.05, 0.5, { count: 3, seconds: (300 + 450) * 0.05 }],
-  ];
-  for (const [count, scale, random, want] of cases) {
-    it(`count ${count}, scale ${scale}, random ${random}`, () => {
-      const got = ckeDrainBackoff(count, scale, random);
-      assert.equal(got.count, want.count);
-      assert.ok(Math.abs(got.seconds - want.seconds) < 1e-9, `${got.seconds} != ${want.seconds}`);
-    });
-  }
-  it('always within [300, 300 + 300 x count) s, whatever the draw', () => {
-    for (let count = 0; count < 50; count++) {
-      for (const random of [0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.999999]) {
-        const { seconds } = ckeDrainBackoff(count, 1, random);
-        assert.ok(seconds >= 300 && seconds < 300 + 300 * (count + 1) && Number.isInteger(seconds), `count ${count} random ${random}: ${seconds}`);
-      }
-    }
-  });
-  it('refuses a draw outside [0, 1)', () => {
-    assert.throws(() => ckeDrainBackoff(0, 1, 1), /random must be in \[0, 1\)/);
-    assert.throws(() => ckeDrainBackoff(0, 1, -0.1), /random must be in/);
-  });
-});
-
-describe('repair: drainBackoff (linear, capped, scaled: entries started before the CKE formula)', () => {
-  const cases: [number, number, { count: number; seconds: number }][] = [
-    [0, 1, { count: 1, seconds: 60 }],
-    [1, 1, { count: 2, seconds: 120 }],
-    [19, 1, { count: 20, seconds: 1200 }],
-    [40, 1, { count: 41, seconds: 1200 }],
-    [2, 0.05, { count: 3, seconds: 9 }],
-  ];
-  for (const [count, scale, want] of cases) {
-    it(`count ${count}, scale ${scale}`, () => {
-      const got = drainBackoff(count, scale);
-      assert.equal(got.count, want.count);
-      assert.ok(Math.abs(got.seconds - want.seconds) < 1e-9, `${got.seconds} != ${want.seconds}`);
-    });
-  }
 });
 
 describe('repair: decideDrain', () => {
