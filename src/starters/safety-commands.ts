@@ -148,6 +148,35 @@ export async function confirmApplied(client: Client, config: Config, answered: S
   return s;
 }
 
+/** How long pause and resume wait for tend-safety to answer a change (a worker answers in well under a second). */
+export const ANSWER_WITHIN_MS = 30_000;
+
+/**
+ * The change's answer, or a refusal once `withinMs` has passed without one: what took the change
+ * may be an impostor that never answers (started under the id after the check), or tend-safety
+ * without a worker; a describe names an impostor. The change's calls are aborted then (an update
+ * with start retried later could start a run of its own); it may still be applied: said.
+ */
+async function answered<T>(client: Client, config: Config, change: () => Promise<T>, doing: string, withinMs: number): Promise<T> {
+  const abort = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), withinMs);
+  });
+  const call = client.withAbortSignal(abort.signal, change);
+  try {
+    const r = await Promise.race([call, late]);
+    if (r !== 'late') return r;
+  } finally {
+    clearTimeout(timer);
+  }
+  abort.abort();
+  call.catch(() => undefined);
+  await safetyRunning(client, config, doing);
+  throw new OperatorError(`${doing}: refused: ${SAFETY_WORKFLOW_ID} has not answered within ${withinMs / 1000} s; the change may still be applied ` +
+    `when a worker takes it: see \`tend pause status\``);
+}
+
 const refused = (err: unknown): never => {
   if (err instanceof WorkflowUpdateFailedError) throw new OperatorError(`${SAFETY_WORKFLOW_ID} refused the change: ${err.cause?.message ?? err.message}`);
   throw err;
@@ -164,12 +193,14 @@ async function withClient<T>(config: Config, fn: (client: Client) => Promise<T>)
 }
 
 /** Pauses: starts tend-safety when it is not running, then the pause update; answers the state it applied. */
-export async function pause(client: Client, config: Config, capabilities: PausableCapability[], reason: string): Promise<SafetyState> {
+export async function pause(
+  client: Client, config: Config, capabilities: PausableCapability[], reason: string, answerWithinMs = ANSWER_WITHIN_MS,
+): Promise<SafetyState> {
   await safetyRunning(client, config, 'pause');
   const taskQueue = config.temporal.taskQueue;
   await needWorker(client, config, taskQueue);
   const input = { ...(capabilities.length ? { capabilities } : {}), reason, by: requester() };
-  return client.workflow.executeUpdateWithStart(pauseUpdate, {
+  return answered(client, config, () => client.workflow.executeUpdateWithStart(pauseUpdate, {
     args: [input],
     startWorkflowOperation: new WithStartWorkflowOperation(SAFETY_WORKFLOW_TYPE, {
       workflowId: SAFETY_WORKFLOW_ID,
@@ -180,15 +211,18 @@ export async function pause(client: Client, config: Config, capabilities: Pausab
       staticSummary: 'pause of destructive actions, cluster-wide: `tend pause status`; details: what is paused, since when, why',
       typedSearchAttributes: [{ key: TendCapability, value: 'safety' }, { key: TendTarget, value: SAFETY_WORKFLOW_ID }],
     }),
-  }).catch(refused);
+  }).catch(refused), 'pause', answerWithinMs);
 }
 
 /** Resumes; undefined when tend-safety is not running (nothing was paused). */
-export async function resume(client: Client, config: Config, capabilities: PausableCapability[]): Promise<SafetyState | undefined> {
+export async function resume(
+  client: Client, config: Config, capabilities: PausableCapability[], answerWithinMs = ANSWER_WITHIN_MS,
+): Promise<SafetyState | undefined> {
   if (!await safetyRunning(client, config, 'resume')) return undefined;
   await needWorker(client, config, config.temporal.taskQueue);
   const input = { ...(capabilities.length ? { capabilities } : {}), by: requester() };
-  const s = await client.workflow.getHandle(SAFETY_WORKFLOW_ID).executeUpdate(resumeUpdate, { args: [input] }).catch(refused);
+  const s = await answered(client, config, () => client.workflow.getHandle(SAFETY_WORKFLOW_ID).executeUpdate(resumeUpdate, { args: [input] }).catch(refused),
+    'resume', answerWithinMs);
   await confirmApplied(client, config, s, 'resume');
   return s;
 }

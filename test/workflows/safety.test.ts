@@ -297,6 +297,20 @@ describe('the durable pause workflow (tend-safety)', function () {
       assert.deepEqual(await sentTo(client), []);
     });
 
+    it('a tend-safety that never answers (no worker runs it): pause and resume refuse within their bound instead of waiting for ever', async () => {
+      // A worker has polled the task queue a moment ago (so the commands find one), then stops.
+      await withWorker(env, tq, {}, () => waitFor('a poller on the task queue', async () =>
+        ((await env.client.workflowService.describeTaskQueue({ namespace: env.namespace ?? 'default', taskQueue: { name: tq, kind: 1 }, taskQueueType: 1 }))
+          .pollers ?? []).length > 0));
+      const client = env.client;
+      await start(client);
+      const late = /: refused: tend-safety has not answered within 2 s; the change may still be applied/;
+      const t0 = Date.now();
+      await assert.rejects(pause(client, config(), ['taint'], 'incident', 2000), refusedNaming(new RegExp(`^pause${late.source}`)));
+      await assert.rejects(resume(client, config(), [], 2000), refusedNaming(new RegExp(`^resume${late.source}`)));
+      assert.ok(Date.now() - t0 < 20_000, `${Date.now() - t0} ms`);
+    });
+
     it('started after tend\'s own answered a pause (in its place): the pause is refused as applied, naming it', async () => {
       await withWorker(env, tq, {}, async (client) => {
         const s = await pause(client, config(), ['repair'], 'incident 44');
