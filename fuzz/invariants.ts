@@ -30,13 +30,16 @@ const ORDINARY_CAUSES = new Set<number>([
   Cause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_PAUSE_REQUESTED_BEFORE_TASK_STARTED,
 ]);
 
+/** A payload's bytes, however the history gives them (bytes, or base64 text from JSON). */
+const bytesOf = (data: unknown): Buffer => (typeof data === 'string' ? Buffer.from(data, 'base64') : Buffer.from(data as Uint8Array));
+
 const causeName = (c: number | null | undefined) => (Cause[c ?? 0] ?? String(c)).replace('WORKFLOW_TASK_FAILED_CAUSE_', '');
 
 /** The text of a payload list's first payload (JSON as the default converter writes it), cut short. */
 export function payloadPreview(payloads: { payloads?: { data?: Uint8Array | null }[] | null } | null | undefined, max = 160): string {
   const data = payloads?.payloads?.[0]?.data;
   if (!data) return '(no input)';
-  const text = Buffer.from(data.subarray(0, max * 4)).toString('utf8');
+  const text = bytesOf(data).subarray(0, max * 4).toString('utf8');
   return preview(text, max);
 }
 
@@ -176,15 +179,21 @@ export function repairLimit(limit: number, runs: { from: number; to: number; wha
   return out;
 }
 
+/** The weeder's readiness record: the one ConfigMap tend writes, in its own namespace (docs/security.md). */
+const READINESS_RECORD = { namespace: 'tend-system', name: 'tend-weeder-readiness' };
+
 /**
  * Writes of tend's outside what its configuration names: in a namespace it does not name, or to a
- * cluster-scoped resource other than Nodes (the repair queue cordons them).
+ * cluster-scoped resource other than Nodes (the repair queue cordons them). A drain evicts every
+ * pod of its Node, whatever its namespace: an eviction while tend holds a Node cordoned is one.
  */
-export function outsideConfiguration(writes: Write[], user: string, namespaces: readonly string[]): Violation[] {
+export function outsideConfiguration(writes: Write[], user: string, namespaces: readonly string[], draining: { from: number; to: number }[] = []): Violation[] {
   const out: Violation[] = [];
   for (const w of writes) {
-    if (w.user !== user || w.code >= 400 && w.code !== 409 && w.code !== 422) continue;
+    if (w.user !== user) continue;
     if (w.namespace ? namespaces.includes(w.namespace) : w.resource === 'nodes') continue;
+    if (w.resource === 'configmaps' && w.namespace === READINESS_RECORD.namespace && w.name === READINESS_RECORD.name) continue;
+    if (w.subresource === 'eviction' && draining.some((s) => s.from <= w.at && w.at <= s.to)) continue;
     out.push({
       type: '(any)', handler: '(invariants)', invariant: 'nothing acted on outside the configuration',
       detail: `${w.verb} ${w.resource}${w.subresource ? `/${w.subresource}` : ''} ${w.namespace ? `${w.namespace}/` : ''}${w.name ?? ''} (answered ${w.code}) at ${new Date(w.at).toISOString().slice(11, 23)}`,

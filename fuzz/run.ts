@@ -20,7 +20,7 @@ import { SAFETY_WORKFLOW_ID } from '../src/safety/messages.ts';
 import { getApp } from '../test/harness/apps.ts';
 import { waitFor } from '../test/harness/wait.ts';
 import { AuditLog } from '../faults/audit.ts';
-import { peakInFlight, replicaSetStatuses } from '../faults/invariants.ts';
+import { peakInFlight, replacingMarks, replicaSetStatuses } from '../faults/invariants.ts';
 import { Tend } from '../faults/world.ts';
 import { Draw } from './generate.ts';
 import { type Context, exportedBounds, type Message, nextMessage, targets } from './targets.ts';
@@ -119,6 +119,7 @@ async function terminateAll(why: string) {
   for (const wf of await running()) await client.workflow.getHandle(wf.workflowId, wf.runId).terminate(why).catch(() => undefined);
 }
 await terminateAll('fuzz: a fresh start');
+await deleteRunNamespaces();
 
 const ts = targets();
 const bounds = exportedBounds();
@@ -173,7 +174,7 @@ async function ignoredSince(logFile: string, from: number): Promise<Map<string, 
   const names = [...new Set(ts.flatMap((t) => t.handlers.filter((h) => h.kind === 'signal').map((h) => h.name)))].sort((a, b) => b.length - a.length);
   const out = new Map<string, number>();
   for (const line of text.split('\n')) {
-    if (!/ignored/i.test(line)) continue;
+    if (!/ignored|refused/i.test(line)) continue;
     let entry: Record<string, unknown>;
     try {
       entry = JSON.parse(line) as Record<string, unknown>;
@@ -237,6 +238,19 @@ async function settleHandStarts(): Promise<Violation[]> {
   return out;
 }
 
+/** Operator's commands a broken message got through: not violations (the sender could send them valid), listed. */
+const operatorTaken: string[] = [];
+async function undoOperator() {
+  await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).executeUpdate(enableUpdate, { args: [] }).catch(() => undefined);
+  await startSafety(client).catch(() => undefined);
+}
+
+/** Namespaces of this run, and of runs cut short before they removed theirs. */
+async function deleteRunNamespaces() {
+  const list = await kube.core.listNamespace({ labelSelector: 'fuzz.tend.dev/run=true' }).catch(() => ({ items: [] }));
+  for (const n of list.items) await kube.core.deleteNamespace({ name: n.metadata!.name! }).catch(() => undefined);
+}
+
 const capabilityRow: Record<ProbeResult['capability'], string> = { repair: 'repair-queue', taint: 'taint-replacements', apps: 'app', weeder: 'weeder' };
 const capabilityTypes: Record<ProbeResult['capability'], string[]> = {
   repair: ['repair-queue', 'repair/<index>'], taint: ['taint-replacements', 'taint/<node>'], apps: ['app'], weeder: ['weeder'],
@@ -269,6 +283,11 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
     sent++;
     sentTo.set(m.type, [...(sentTo.get(m.type) ?? []), m]);
     const o = await send(client, m);
+    // An operator's command taken from a broken message (a pause, a disable) is undone at once, as an operator would.
+    if (m.operator && o.outcome !== 'refused') {
+      operatorTaken.push(`${m.type} ${m.handler} ${m.family} (${m.note})`);
+      await undoOperator();
+    }
     if (o.outcome === 'refused') {
       row.refused++;
       if (!refusals.has(rowKey(m.type, m.handler))) refusals.set(rowKey(m.type, m.handler), `${m.family} (${m.note}): ${o.reason}`);
@@ -301,16 +320,18 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
   const now = Date.now();
   const runLines = (await readFile(s.runsFile, 'utf8').catch(() => '')).split('\n').filter(Boolean).slice(runsFrom);
   found.push(...repairLimit(MAX_CONCURRENT_REPAIRS, commandRuns(runLines, now), cordons(writes, TEND_USER, now)));
+  // Replacements: evictions of managed pods tend marked NodeTaintReplacing (a drain's evictions are the repair's).
   const mine = writes.filter((w) => w.namespace === s.namespace);
-  const evictions = mine.filter((w) => w.user === TEND_USER && w.subresource === 'eviction' && w.verb === 'create' && w.code < 300);
-  const peak = peakInFlight(evictions, replicaSetStatuses(mine, s.namespace));
+  const marked = replacingMarks(mine.filter((w) => w.user === TEND_USER));
+  const evictions = mine.filter((w) => w.user === TEND_USER && w.subresource === 'eviction' && w.verb === 'create' && w.code < 300 && marked.has(w.name ?? ''));
+  const peak = peakInFlight(evictions, replicaSetStatuses(mine.filter((w) => w.name?.startsWith('managed-')), s.namespace));
   if (peak.peak > MAX_CONCURRENT_REPLACEMENTS) {
     found.push({
       type: 'taint-replacements', handler: '(invariants)', invariant: 'no limit exceeded: maxConcurrentReplacements',
       detail: `${peak.peak} replacements in flight at ${new Date(peak.at!).toISOString().slice(11, 23)} (limit ${MAX_CONCURRENT_REPLACEMENTS}): ${peak.pods.join(', ')}`,
     });
   }
-  found.push(...outsideConfiguration(writes, TEND_USER, [s.namespace]));
+  found.push(...outsideConfiguration(writes, TEND_USER, [s.namespace], cordons(writes, TEND_USER, now)));
   // A Node tend left cordoned after its entries ended: a violation, and uncordoned for the next batch.
   const left = await cordonedNodes(kube);
   if (left.length) {
@@ -320,9 +341,6 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
       for (const node of still) await uncordon(kube, node);
     });
   }
-  // An operator's command a broken message got through (the queue disabled, say) is undone, as an operator would.
-  await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).executeUpdate(enableUpdate, { args: [] }).catch(() => undefined);
-  await startSafety(client).catch(() => undefined);
   for (const v of found) {
     violations.push({ ...v, batch: n });
     const row = rows.get(rowKey(v.type, v.handler));
@@ -370,12 +388,14 @@ try {
       await untaint(kube, n.name).catch(() => undefined);
       await uncordon(kube, n.name).catch(() => undefined);
     }
-    await kube.core.deleteNamespace({ name: setup.namespace }).catch(() => undefined);
   }
+  await deleteRunNamespaces();
 }
 
 const report = formatReport([...rows.values()], violations, seed, sent, batches, refusals);
 console.log(`\n${report}`);
+if (operatorTaken.length) console.log(`\nOPERATOR'S COMMANDS TAKEN FROM A BROKEN MESSAGE (undone at once; not violations)\n${operatorTaken.map((x) => `- ${x}`).join('\n')}`);
+if (error) console.log(`\nTHE RUN FAILED: ${error}`);
 console.log(`\nrepeat: npm run fuzz -- --messages ${total} --seed ${seed} --batch ${batchSize} --state-dir ${stateDir}`);
 if (opts.report) await writeFile(opts.report, JSON.stringify({ seed, sent, batches, rows: [...rows.values()], violations, error } satisfies FuzzReport, null, 2));
 await client.connection.close();

@@ -19,7 +19,7 @@ const rawCodec: PayloadCodec = {
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((p) => {
       const text = p.data ? Buffer.from(p.data).toString('utf8') : '';
-      if (!text.startsWith(`"${PLACEHOLDER}`)) return p;
+      if (!text.startsWith(JSON.stringify(PLACEHOLDER).slice(0, -1))) return p;
       const key = JSON.parse(text) as string;
       const body = raw.get(key);
       raw.delete(key);

@@ -58,6 +58,8 @@ export interface Message {
   note: string;
   /** For a start: the workflow type started, its task queue. */
   start?: { workflowType: string; taskQueue: string };
+  /** An operator's command (a pause, a stop, a delete): sent broken only; one taken anyway is undone by the run. */
+  operator?: boolean;
 }
 
 /** A handler of a workflow type: its name and kind, its valid template and its forged values. */
@@ -401,6 +403,9 @@ export function argsFor(spec: HandlerSpec | { valid?: HandlerSpec['valid']; forg
   family: Family, type: string, c: Context, d: Draw, bounds: Record<string, Bound[]>): { args: unknown[]; note: string } | undefined {
   const valid = spec.valid?.(c, d) ?? [];
   const first = valid[0];
+  // A broken operator's command must stay broken: an awkward reason, one more argument or a size
+  // within its bound can leave it a valid pause or stop (what an operator may send is not fuzzed).
+  if (spec.operator && !OPERATOR_FAMILIES.includes(family)) return undefined;
   switch (family) {
     case 'valid':
       return spec.operator ? undefined : { args: valid, note: 'valid' };
@@ -459,6 +464,9 @@ function getString(v: unknown, path: (string | number)[]): unknown {
   return x;
 }
 
+/** The families that break any message: a wrong type, nesting, a size past every bound, random JSON. */
+const OPERATOR_FAMILIES: readonly Family[] = ['wrong-type', 'deep', 'huge', 'random'];
+
 /** How often each family is drawn (valid messages keep the handlers' ordinary paths in the mix). */
 const WEIGHTS: [Family, number][] = [
   ['valid', 2], ['random', 2], ['boundary', 2], ['deep', 1], ['huge', 1], ['wrong-type', 2], ['unicode', 2], ['forged', 3], ['arity', 1],
@@ -507,7 +515,7 @@ export function nextMessage(ts: TargetSpec[], c: Context, d: Draw, bounds: Recor
     const family = drawFamily(d);
     const made = argsFor(handler, family, target.type, c, d, bounds);
     if (!made) continue;
-    return { type: target.type, handler: handler.name, kind: handler.kind, workflowId, args: made.args, family, note: made.note };
+    return { type: target.type, handler: handler.name, kind: handler.kind, workflowId, args: made.args, family, note: made.note, ...(handler.operator && { operator: true }) };
   }
   return undefined;
 }

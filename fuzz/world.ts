@@ -96,15 +96,16 @@ export async function setUp(kube: KubeClients, info: SandboxInfo, dir: string): 
       state_dir: join(repairDir, 'state'),
       repair_procedures: [{
         machine_types: ['sim'],
-        repair_operations: [{ operation: 'fix', repair_steps: [{ repair_command: ['sh', script], watch_seconds: 20, need_drain: true }], health_check_command: ['echo', 'true'] }],
+        repair_operations: [{ operation: 'fix', repair_steps: [{ repair_command: ['sh', script], watch_seconds: 20, need_drain: true }], health_check_command: ['sh', '-c', 'echo true'] }],
       }],
     },
     apps: { namespaces: [namespace] },
   }));
   await grantRightsFor(info.kubeconfig, config, 'tend-fuzz');
-  await waitFor('db, api, managed and web pods ready', async () => {
-    const pods = live((await kube.core.listNamespacedPod({ namespace })).items);
-    return pods.length >= 1 + API_REPLICAS + 3 + 1 && pods.every(isReady);
+  // The App's pod comes once tend runs: the others now.
+  await waitFor('db, api and managed pods ready', async () => {
+    const pods = live((await kube.core.listNamespacedPod({ namespace, labelSelector: `!${LABEL_APP}` })).items);
+    return pods.length === 1 + API_REPLICAS + 3 && pods.every(isReady);
   }, { timeoutMs: 120_000 });
   return { namespace, config, runsFile, nodes };
 }
