@@ -20,6 +20,11 @@ export const repairLiftWorkflowId = (index: string) => `repair/${index}/lift`;
 export const MAX_QUEUE_ENTRIES = 1000;
 /** Requests one `add` takes at most (a batch stays a small update payload). */
 export const MAX_REQUESTS_PER_ADD = 100;
+/**
+ * The longest operation or machine type an entry takes: keys of the configuration, carried in
+ * every entry (its share of the MAX_QUEUE_ENTRIES bound on the carried state).
+ */
+export const REPAIR_KEY_MAX = 63;
 /** The highest entry index: a safe integer of at most 12 digits, whatever a workflow id planted beyond it says. */
 export const MAX_INDEX = 999_999_999_999;
 

@@ -12,19 +12,17 @@ import {
 import { pastLimits, type ValueLimits } from '../checks/limits.ts';
 import { preview } from '../checks/preview.ts';
 import { addressProblem, repairStatuses, repairStepStatuses, serialProblem } from './entry.ts';
-import { MAX_INDEX, MAX_QUEUE_ENTRIES, MAX_REQUESTS_PER_ADD, REFUSAL, REPAIR_QUEUE_WORKFLOW_ID } from './messages.ts';
+import { MAX_INDEX, MAX_QUEUE_ENTRIES, MAX_REQUESTS_PER_ADD, REFUSAL, REPAIR_KEY_MAX, REPAIR_QUEUE_WORKFLOW_ID } from './messages.ts';
 
 export { MAX_REQUESTS_PER_ADD };
 
 /** A Node's name or a DNS name. */
 const NAME_MAX = 253;
-/** An operation or machine type: a key of the configuration, short (it is carried in every entry). */
-const KEY_MAX = 63;
 
 const indexMessage = `index must be a string of digits, e.g. "3" (at most ${String(MAX_INDEX).length})`;
 export const indexSchema = string(indexMessage, pattern(new RegExp(`^[1-9]\\d{0,${String(MAX_INDEX).length - 1}}$`), indexMessage));
 
-const nameSchema = (what: string, most = KEY_MAX) => string(`${what} must be a string`,
+const nameSchema = (what: string, most = REPAIR_KEY_MAX) => string(`${what} must be a string`,
   minLength(1, `${what} must not be empty`), maxLength(most, `${what} is longer than ${most} characters`),
   pattern(/^[^\s\0]+$/, `${what} must not contain spaces or control characters`));
 

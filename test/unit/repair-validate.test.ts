@@ -8,7 +8,7 @@ import { lookupCommand } from '../../src/repair/procedure.ts';
 import {
   addInputSchema, capacityProblem, check, deleteInputSchema, entryInputSchema, entryKeySchema, entryReportSchema, noInput, QUEUE_STATE_LIMITS, queueStateSchema,
 } from '../../src/repair/validate.ts';
-import { MAX_INDEX, MAX_QUEUE_ENTRIES, MAX_REQUESTS_PER_ADD } from '../../src/repair/messages.ts';
+import { MAX_INDEX, MAX_QUEUE_ENTRIES, MAX_REQUESTS_PER_ADD, REPAIR_KEY_MAX } from '../../src/repair/messages.ts';
 import { addEntries, emptyQueue, removeEntries, saneNextIndex, type QueueState } from '../../src/repair/queue.ts';
 import { parseConfig } from '../../src/config/load.ts';
 import { ApplicationFailure } from '@temporalio/common';
@@ -167,6 +167,12 @@ repair:
     }
     it('refusals of updates without input show a prefix of what came, never throwing', () => {
       assert.throws(() => noInput('enable', [deep(5000)]), (err: unknown) => err instanceof ApplicationFailure && err.message.length < 300);
+    });
+    it(`operations and machine types of at most ${REPAIR_KEY_MAX} characters, addresses of at most 253`, () => {
+      const ok = { operation: 'o'.repeat(REPAIR_KEY_MAX), machine_type: 'm'.repeat(REPAIR_KEY_MAX), address: '10.0.0.1' };
+      assert.equal(check(addInputSchema, { requests: [ok] }, 'add').ok, true);
+      assert.match(refused(addInputSchema, { requests: [{ ...ok, operation: 'o'.repeat(REPAIR_KEY_MAX + 1) }] }), new RegExp(`operation is longer than ${REPAIR_KEY_MAX} characters`));
+      assert.match(refused(addInputSchema, { requests: [{ ...ok, address: `${'a'.repeat(250)}.example` }] }), /address is longer than 253 characters/);
     });
     it(`at most ${MAX_REQUESTS_PER_ADD} requests per add`, () => {
       const many = Array.from({ length: MAX_REQUESTS_PER_ADD + 1 }, () => ({ operation: 'heal', machine_type: 'sim', address: '10.0.0.1' }));
