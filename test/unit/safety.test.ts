@@ -174,7 +174,8 @@ describe('pause: PauseState', () => {
     }
   };
 
-  it('a wall clock stepped back keeps no stale "acting": reads are aged by the monotonic clock and fail closed when too old', async () => {
+  /** A PauseState on a monotonic clock the test moves, its first read good (acting); then NTP steps the wall clock back an hour. */
+  const afterStepBack = async (fn: (p: PauseState, reader: ReturnType<typeof fakeReader>, tick: (ms: number) => void) => Promise<void>) => {
     const wall = { now: Date.UTC(2026, 0, 1, 12) };
     let mono = 5_000;
     const reader = fakeReader();
@@ -182,12 +183,20 @@ describe('pause: PauseState', () => {
       const p = new PauseState({ read: reader.read, monotonic: () => mono, metrics: false });
       await p.refresh();
       assert.equal(p.check('taint').state, 'acting');
-      // NTP steps the wall clock back an hour; reads fail from now on; real time goes on.
       wall.now -= 3_600_000;
+      await fn(p, reader, (ms) => {
+        wall.now += ms;
+        mono += ms;
+      });
+    });
+  };
+
+  it('a wall clock stepped back keeps no stale "acting": reads are aged by the monotonic clock and fail closed when too old', async () => {
+    await afterStepBack(async (p, reader, tick) => {
+      // Reads fail from now on; real time goes on.
       reader.fail = 'connection refused';
       for (let i = 0; i < 8; i++) {
-        wall.now += 250;
-        mono += 250;
+        tick(250);
         await p.refresh();
       }
       const c = p.check('taint');
@@ -198,15 +207,8 @@ describe('pause: PauseState', () => {
   });
 
   it('a read issued after the wall clock stepped back replaces the one before it (ordered by sequence, not by time)', async () => {
-    const wall = { now: Date.UTC(2026, 0, 1, 12) };
-    let mono = 5_000;
-    const reader = fakeReader();
-    await withWallClock(wall, async () => {
-      const p = new PauseState({ read: reader.read, monotonic: () => mono, metrics: false });
-      await p.refresh();
-      assert.equal(p.check('taint').state, 'acting');
-      wall.now -= 3_600_000;
-      mono += 250;
+    await afterStepBack(async (p, reader, tick) => {
+      tick(250);
       reader.value = paused();
       await p.refresh();
       assert.equal(p.check('taint').state, 'paused', 'the newer read (a pause) is what counts');
