@@ -41,9 +41,10 @@ export const NAMESPACE_MAX = 255;
 
 /**
  * The longest machine type and operation name: the repair queue's messages take no longer
- * (src/repair/validate.ts), and both go into the entry's summary and its metrics labels.
+ * (REPAIR_KEY_MAX in src/repair/messages.ts, which test/unit/config-bounds.test.ts holds equal),
+ * and both go into the entry's summary and its metrics labels.
  */
-export const REPAIR_NAME_MAX = 253;
+export const REPAIR_NAME_MAX = 63;
 
 /** A string of 1 to `max` characters, the bound named when past it. */
 export const boundedName = (max: number) => z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);

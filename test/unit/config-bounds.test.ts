@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/load.ts';
 import { configError } from '../harness/config-error.ts';
+import { REPAIR_NAME_MAX } from '../../src/config/bounds.ts';
+import { REPAIR_KEY_MAX } from '../../src/repair/messages.ts';
 
 /** A configuration with one setting written as `value`; `line` is the line it is on. */
 interface Case {
@@ -77,8 +79,8 @@ const names: Case[] = [
   { setting: 'temporal.taskQueue', doc: temporal('taskQueue'), line: 2, bound: 'q'.repeat(200), over: 'q'.repeat(201), says: 'at most 200 characters' },
   { setting: 'repair.taskQueue', doc: repair('section', 'taskQueue'), line: 9, bound: 'q'.repeat(200), over: 'q'.repeat(201), says: 'at most 200 characters' },
   { setting: 'temporal.namespace', doc: temporal('namespace'), line: 2, bound: 'n'.repeat(255), over: 'n'.repeat(256), says: 'at most 255 characters' },
-  { setting: 'repair.repair_procedures[0].repair_operations[0].operation', doc: repair('operation', 'operation'), line: 5, bound: 'o'.repeat(253), over: 'o'.repeat(254), says: 'at most 253 characters' },
-  { setting: 'repair.repair_procedures[0].machine_types[0]', doc: repair('procedure', 'machine_types'), line: 3, bound: 'm'.repeat(253), over: 'm'.repeat(254), says: 'at most 253 characters' },
+  { setting: 'repair.repair_procedures[0].repair_operations[0].operation', doc: repair('operation', 'operation'), line: 5, bound: 'o'.repeat(REPAIR_NAME_MAX), over: 'o'.repeat(REPAIR_NAME_MAX + 1), says: 'at most 63 characters' },
+  { setting: 'repair.repair_procedures[0].machine_types[0]', doc: repair('procedure', 'machine_types'), line: 3, bound: 'm'.repeat(REPAIR_NAME_MAX), over: 'm'.repeat(REPAIR_NAME_MAX + 1), says: 'at most 63 characters' },
 ];
 
 describe('config: bounds', () => {
@@ -118,5 +120,11 @@ describe('config: bounds', () => {
     const err = configError(() => parseConfig(repair('section', 'evict_retries')('"3"'), 'bounds.yaml'));
     assert.equal(err.problems[0]!.path, 'repair.evict_retries');
     assert.match(err.problems[0]!.message, /^must be a whole number \(got "3"\)$/);
+  });
+});
+
+describe('config bounds agree with the messages that carry them', () => {
+  it('a machine type or operation the configuration takes fits the repair queue add update', () => {
+    assert.equal(REPAIR_NAME_MAX, REPAIR_KEY_MAX);
   });
 });
