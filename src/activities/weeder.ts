@@ -41,13 +41,11 @@ import { log } from '../log.ts';
 import { noteReadyAt, weederOutcomes } from '../metrics/weeder.ts';
 import { controllerOf, decidePod, isDependant } from '../weeder/crashloop.ts';
 import { SERVICE_NAME_LABEL, serviceReady } from '../weeder/readiness.ts';
-import { armedWeedingSignal } from '../weeder/messages.ts';
+import { armedWeedingSignal, WEEDER_REFUSED } from '../weeder/messages.ts';
+import { answerAnnounced as answerFor, deleteAtOnce, toAnnounce } from '../weeder/armed.ts';
 import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
 import type { Candidate, PodSeen, WatchOutput, WeedOutcome } from '../weeder/window.ts';
 import { recordWould, waitForGates, writeHold, type SafetyGates } from './safety-gate.ts';
-
-/** The failure type of every weeder refusal (a Service or namespace outside the configuration). */
-export const WEEDER_REFUSED = 'WeederRefused';
 
 /**
  * Names the Service only: its dependants' selectors come from the worker's
@@ -218,13 +216,7 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
           announceAgain = true;
           return;
         }
-        const fresh: Candidate[] = [];
-        for (const pod of podsNow.values()) {
-          const uid = pod.metadata!.uid!;
-          if (announced.has(uid) || handled.has(uid)) continue;
-          const d = decidePod(pod, { namespace, podSelectors, serviceReady: true, handled });
-          if (d.action === 'delete') fresh.push({ name: pod.metadata!.name!, uid, containers: d.containers, owner: `${controllerOf(pod)!.kind}/${controllerOf(pod)!.name}` });
-        }
+        const fresh = toAnnounce(podsNow.values(), { announced, handled }, { namespace, podSelectors });
         if (fresh.length === 0) return;
         announcing = announce(fresh).then(() => undefined).finally(() => {
           announcing = undefined;
@@ -243,11 +235,13 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
        * to the workflow, whose deleting activity judges them afresh.
        */
       const weedAtOnce = async (): Promise<void> => {
-        if (!run || writeHold(gates, 'weeder')) return;
+        if (!run) return;
+        const held = writeHold(gates, 'weeder') !== undefined;
         await announcing;
-        let deletable = out.candidates.filter((c) => c.owner !== undefined && podsNow.has(c.uid));
-        const missing = deletable.filter((c) => !announced.has(c.uid));
-        if (missing.length > 0 && !(await announce(missing))) deletable = deletable.filter((c) => announced.has(c.uid));
+        const { announceFirst, deletable: wanted } = deleteAtOnce(out.candidates, { present: podsNow, announced, held });
+        if (announceFirst.length > 0) await announce(announceFirst);
+        // Not announced (the signal could not be sent): not deleted here; handed back to the workflow.
+        const deletable = wanted.filter((c) => announced.has(c.uid));
         await Promise.all(deletable.map(async (c) => {
           const at = new Date().toISOString();
           try {
@@ -273,13 +267,9 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
       const answerAnnounced = (why: string) => {
         if (weedToken === undefined || announced.size === 0) return;
         weederOutcomes(namespace, service, [...outcomes.values()]);
-        const handedBack = new Set(out.candidates.filter((c) => !outcomes.has(c.uid)).map((c) => c.uid));
-        for (const c of announced.values()) {
-          if (!outcomes.has(c.uid) && !handedBack.has(c.uid)) outcomes.set(c.uid, { uid: c.uid, outcome: 'skipped', reason: why });
-        }
-        const weeded = [...outcomes.values()];
-        out.weeded = weeded;
-        out.candidates = out.candidates.filter((c) => !outcomes.has(c.uid));
+        const answer = answerFor([...announced.values()], outcomes, out.candidates, why);
+        out.weeded = answer.weeded;
+        out.candidates = answer.candidates;
       };
 
       /** Whether the pod became a candidate. */

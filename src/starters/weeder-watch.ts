@@ -14,7 +14,7 @@
 // (extend: the window's deadline, and the path that works when nothing was armed).
 import * as k8s from '@kubernetes/client-node';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { WeederConfig } from '../config/weeder.ts';
 import { errorMessage, isNotFound } from '../kube/writes.ts';
 import { statusOf } from '../kube/client.ts';
@@ -23,11 +23,12 @@ import type { RunningInformer } from '../kube/informer.ts';
 import { log } from '../log.ts';
 import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
-import { armSignal, extendSignal } from '../weeder/messages.ts';
+import { impostor, type Expected } from '../temporal/identity.ts';
+import { armSignal, extendSignal, WEEDER_WORKFLOW_TYPE, weederWorkflowId } from '../weeder/messages.ts';
 import { readyEndpointIds, SERVICE_NAME_LABEL, serviceKeyOf, serviceReady, serviceUidOf, type SliceLike } from '../weeder/readiness.ts';
 import { READINESS_CONFIGMAP, ReadinessStore } from '../weeder/record.ts';
 import { decideTransition, parseRecorded, type Observed } from '../weeder/transition.ts';
-import { weederWorkflowId, type WeederInput } from '../weeder/window.ts';
+import type { WeederInput } from '../weeder/window.ts';
 import type { CapabilityWatch } from './watcher.ts';
 
 /** A fresh list this often, so that a watch that stalls silently costs at most this much. */
@@ -191,6 +192,8 @@ export class ReadinessTracker {
     // The Service's name only: the worker looks up its selectors and window in its own configuration.
     const input: WeederInput = { namespace, service };
     const workflowId = weederWorkflowId(namespace, service);
+    // Not to an impostor under the Service's id: the reconcile fails, naming it, and the next resync tries again.
+    await refuseImpostor(this.client, workflowId, { type: WEEDER_WORKFLOW_TYPE, taskQueues: [this.taskQueue] });
     await this.client.workflow.signalWithStart('weederWorkflow', {
       workflowId,
       taskQueue: this.taskQueue,
@@ -206,4 +209,23 @@ export class ReadinessTracker {
     });
     this.log.info({ workflowId, reason }, what === 'extend' ? 'weeder window opened (or extended)' : 'weeder armed: Service not ready');
   }
+}
+
+/**
+ * Throws, naming it, when what runs under `workflowId` is not tend's workflow
+ * (another type, or another task queue: anyone who may write to the namespace
+ * can start one there): nothing is sent to it. Nothing running, or a run that
+ * has ended: a signal-with-start starts tend's own.
+ */
+export async function refuseImpostor(client: Client, workflowId: string, expected: Expected): Promise<void> {
+  let found;
+  try {
+    found = await client.workflow.getHandle(workflowId).describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return;
+    throw err;
+  }
+  if (found.status.name !== 'RUNNING') return;
+  const why = impostor(workflowId, { type: found.type, taskQueue: found.taskQueue }, expected);
+  if (why) throw new Error(`${why}; nothing sent to it`);
 }

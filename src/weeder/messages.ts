@@ -1,8 +1,26 @@
-// The weeder workflow's signals and query, shared by the workflow, the
-// watcher and the CLI. Operators send the signals with the temporal CLI (see
-// docs/weeder.md).
+// The weeder workflow's id, signals, updates and query, the refusal types its
+// activities and workflow fail with, and the checks every message gets: shared
+// by the workflow, the watcher and the CLI. Operators send the signals with the
+// temporal CLI (see docs/weeder.md). Anyone who may write to tend's namespace
+// can send these too: each is measured (pastLimits) before it is read, checked
+// field by field, and a refusal quotes at most a preview of what it refuses.
+// Pure: imported by workflow code.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { pastLimits, type ValueLimits } from '../checks/limits.ts';
+import { above, maxLength, number, optional, parse, strictObject, string, type Shape } from '../checks/shape.ts';
 import type { ArmedWeeding, FailedPod, WeededPod, WindowSnapshot } from './window.ts';
+
+/** The failure type of every weeder refusal (a Service or namespace outside the configuration, an input that is not one). */
+export const WEEDER_REFUSED = 'WeederRefused';
+/** The failure type of a window that could not go on (its watch gave up): the result is its details. */
+export const WEEDER_FAILED = 'WeederFailed';
+/** The workflow type readers expect under a weeder id (src/workflows/weeder.ts). */
+export const WEEDER_WORKFLOW_TYPE = 'weederWorkflow';
+
+/** The window's workflow id, as DESIGN.md names it: one per Service. */
+export function weederWorkflowId(namespace: string, service: string): string {
+  return `weeder/${namespace}/${service}`;
+}
 
 export interface ExtendArgs {
   /** How long from now the window lasts at least; the configured watchDuration when absent. */
@@ -57,3 +75,52 @@ export interface StopAnswer {
 export const stopUpdate = defineUpdate<StopAnswer, [StopArgs]>('stop');
 /** The window as it stands: deadline, pods weeded and reported so far. */
 export const windowQuery = defineQuery<WindowSnapshot>('window');
+
+// ------------------------------------------------------------------ checks
+
+/** Longest reason a signal or update may give (it is kept in the window's result). */
+export const REASON_MAX_CHARS = 500;
+/** Longest extension an operator's signal may ask for: a day (a longer one is cut to a day). */
+export const MAX_EXTEND_SECONDS = 24 * 3600;
+
+const reason = optional(string('must be a string', maxLength(REASON_MAX_CHARS, `is longer than ${REASON_MAX_CHARS} characters`),
+  (r) => (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(r) ? 'must not contain control characters' : undefined)));
+const reasonArgs: Shape<{ reason?: string }> = strictObject({ reason }, 'its payload must be an object like {"reason":"..."}');
+const extendArgs: Shape<ExtendArgs> = strictObject({
+  seconds: optional(number('must be a number above 0', above(0))),
+  reason,
+}, 'its payload must be an object like {"seconds":600,"reason":"..."}');
+
+/** The most an extend, arm or stop payload may hold: two fields. */
+const SIGNAL_LIMITS: ValueLimits = Object.freeze({ maxDepth: 2, maxNodes: 16, maxChars: 4 * REASON_MAX_CHARS });
+/** A refusal names the first problem only, at most this long, control characters shown as `?` (it can quote a sender's key). */
+const PROBLEM_MAX = 200;
+
+export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/** `value` checked against `schema`, refused unread past SIGNAL_LIMITS; the reason is bounded. */
+function check<T>(schema: Shape<T>, value: unknown, what: string): Checked<T> {
+  const past = pastLimits(value, SIGNAL_LIMITS);
+  if (past !== undefined) return { ok: false, reason: `${what}: refused unread: ${past}` };
+  const r = parse(schema, value);
+  if (r.ok) return r;
+  const [first] = r.issues;
+  const problem = `${first!.path.length ? `${first!.path.join('.')}: ` : ''}${first!.message}`.replace(/[\u0000-\u001f\u007f]/g, '?');
+  return { ok: false, reason: `${what}: ${problem.length > PROBLEM_MAX ? `${problem.slice(0, PROBLEM_MAX)}…` : problem}` };
+}
+
+/** A payload that may be absent: `null` and `undefined` are the empty one. */
+const orEmpty = <T>(schema: Shape<T>, args: unknown, what: string): Checked<T> =>
+  (args === undefined || args === null ? { ok: true, value: {} as T } : check(schema, args, what));
+
+/** An arm, stop signal's or stop update's payload: `{ reason? }`, or why it is not one (prefixed with `what`). */
+export function checkReasonArgs(args: unknown, what: string): Checked<{ reason?: string }> {
+  return orEmpty(reasonArgs, args, what);
+}
+
+/** An extend signal's payload, its seconds cut to MAX_EXTEND_SECONDS; or why it is not one (prefixed with `what`). */
+export function checkExtendArgs(args: unknown, what: string): Checked<ExtendArgs> {
+  const r = orEmpty(extendArgs, args, what);
+  if (!r.ok || r.value.seconds === undefined) return r;
+  return { ok: true, value: { ...r.value, seconds: Math.min(r.value.seconds, MAX_EXTEND_SECONDS) } };
+}

@@ -3,6 +3,7 @@
 // nothing else: the dependants' selectors and the window's length are looked
 // up here, when an activity runs. Anything that reaches the worker through
 // Temporal is untrusted (DESIGN.md, "Temporal conventions"). Pure.
+import { preview } from '../checks/preview.ts';
 import type { LabelSelector } from '../config/label-selector.ts';
 import { dns1123LabelProblem } from '../config/kube-names.ts';
 import type { WeederConfig } from '../config/weeder.ts';
@@ -21,13 +22,14 @@ export interface WeederTarget {
 export function resolveWeederTarget(
   config: WeederConfig | undefined, namespace: unknown, service: unknown,
 ): { target: WeederTarget } | { refused: string } {
-  const asked = `${JSON.stringify(namespace)}/${JSON.stringify(service)}`;
+  const asked = `${preview(namespace, 80)}/${preview(service, 80)}`;
   if (typeof namespace !== 'string' || typeof service !== 'string') {
     return { refused: `a weeder workflow names its Service by namespace and service (strings); got ${asked}` };
   }
   const nsProblem = dns1123LabelProblem(namespace);
-  if (nsProblem) return { refused: `namespace ${JSON.stringify(namespace)} is not a namespace name: ${nsProblem}` };
-  const key = `${namespace}/${service}`;
+  if (nsProblem) return { refused: `namespace ${preview(namespace, 80)} is not a namespace name: ${nsProblem}` };
+  // A Service name is a DNS label; anything else is shown cut short, quoted (it is untrusted).
+  const key = `${namespace}/${dns1123LabelProblem(service) === undefined ? service : preview(service, 80)}`;
   if (!config) return { refused: `Service ${key} is not configured: this worker has no weeder section` };
   const selectors = Object.hasOwn(config.servicesAndDependantSelectors, service)
     ? config.servicesAndDependantSelectors[service]

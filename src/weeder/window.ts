@@ -1,6 +1,7 @@
 // A weeder window's state and the decision of what the workflow runs next.
 // Pure: the workflow keeps one WindowState and asks lanesWanted after every
 // activity and signal.
+import { pastLimits, type ValueLimits } from '../checks/limits.ts';
 
 /**
  * A dependant whose deletion the pause (`tend pause weeder`, or a pause state
@@ -88,6 +89,10 @@ export interface ArmedWeeding {
 
 /** At most this many pods in one announcement (a window's dependants are a handful). */
 export const ARMED_WEEDING_MAX_PODS = 1000;
+/** Longest name (or UID) taken from a message: a Kubernetes object name is at most 253 characters. */
+const NAME_MAX = 253;
+/** Most container names kept for one pod (a pod has a few). */
+const CONTAINERS_MAX = 64;
 
 /**
  * An armedWeeding signal's payload, checked: it reaches the workflow through
@@ -96,18 +101,21 @@ export const ARMED_WEEDING_MAX_PODS = 1000;
  * look at the pods); nothing in it is deleted on its word.
  */
 export function checkArmedWeeding(args: unknown, token: string | undefined): { pods: Candidate[] } | { ignored: string } {
+  const past = pastLimits(args);
+  if (past !== undefined) return { ignored: `its payload is refused unread: ${past}` };
   if (typeof args !== 'object' || args === null) return { ignored: 'its payload is not an object' };
   const a = args as Partial<ArmedWeeding>;
   if (token === undefined || a.token !== token) return { ignored: 'its token is not the one this run gave its armed watch' };
   if (!Array.isArray(a.pods) || a.pods.length > ARMED_WEEDING_MAX_PODS) return { ignored: `pods must be a list of at most ${ARMED_WEEDING_MAX_PODS}` };
   const pods: Candidate[] = [];
+  const name = (v: unknown, max: number): v is string => typeof v === 'string' && v !== '' && v.length <= max;
   for (const p of a.pods as unknown[]) {
     const c = p as Partial<Candidate> | null;
-    if (typeof c !== 'object' || c === null || typeof c.name !== 'string' || typeof c.uid !== 'string' || c.name === '' || c.uid === '') {
-      return { ignored: 'each pod must be {name, uid}' };
+    if (typeof c !== 'object' || c === null || !name(c.name, NAME_MAX) || !name(c.uid, NAME_MAX)) {
+      return { ignored: `each pod must be {name, uid}, each at most ${NAME_MAX} characters` };
     }
-    const containers = Array.isArray(c.containers) ? c.containers.filter((x): x is string => typeof x === 'string') : [];
-    pods.push({ name: c.name, uid: c.uid, containers, ...(typeof c.owner === 'string' ? { owner: c.owner } : {}) });
+    const containers = Array.isArray(c.containers) ? c.containers.filter((x): x is string => name(x, NAME_MAX)).slice(0, CONTAINERS_MAX) : [];
+    pods.push({ name: c.name, uid: c.uid, containers, ...(name(c.owner, 2 * NAME_MAX) ? { owner: c.owner } : {}) });
   }
   return { pods };
 }
@@ -177,6 +185,8 @@ export interface WindowSnapshot {
   stopped?: { at: number; reason: string };
   /** The window could not go on (its watching activity gave up): why. */
   failure?: { at: number; reason: string };
+  /** Pods dropped from the lists once each held RECORD_MAX (absent: none). */
+  dropped?: number;
 }
 
 export interface WeederResult {
@@ -203,6 +213,8 @@ export interface WeederResult {
   stopped?: string;
   /** Why the window could not go on, when it could not (the workflow then fails with this reason and this result). */
   failure?: string;
+  /** Pods dropped from the lists once each held RECORD_MAX, oldest first (absent: none). Their Events stay on their owners. */
+  dropped?: number;
 }
 
 /**
@@ -212,6 +224,17 @@ export interface WeederResult {
  */
 export const ARM_LIMIT_MS = 3600_000;
 
+/** Most pods each of the window's lists (weeded, reported, failed, observed) keeps: past it the oldest go, counted in `dropped`. */
+export const RECORD_MAX = 500;
+/** Most pods pending at once: more found meanwhile are proposed again once these are settled. */
+export const PENDING_MAX = 1000;
+
+/**
+ * A window's state. Every lookup by UID goes through an index (pending, held,
+ * observed, and the UIDs recorded), so a message or an outcome costs the same
+ * however many pods the window has handled; the lists are bounded (RECORD_MAX,
+ * PENDING_MAX), so what a continue-as-new carries is too.
+ */
 export class WindowState {
   openedAt?: number;
   deadline = 0;
@@ -220,12 +243,17 @@ export class WindowState {
   transitions = 0;
   weeded: WeededPod[] = [];
   reported: WeededPod[] = [];
-  pending: Candidate[] = [];
   failed: FailedPod[] = [];
   observed: WeededPod[] = [];
-  held: HeldPod[] = [];
+  /** Pods dropped from full lists, oldest first. */
+  dropped = 0;
   stopped?: { at: number; reason: string };
   failure?: { at: number; reason: string };
+  private readonly pendingByUid = new Map<string, Candidate>();
+  private readonly heldByUid = new Map<string, HeldPod>();
+  private readonly observedUids = new Set<string>();
+  /** UIDs in weeded, reported or failed. */
+  private readonly recordedUids = new Set<string>();
 
   constructor(carried?: WindowSnapshot) {
     if (carried) {
@@ -234,15 +262,26 @@ export class WindowState {
       this.armed = carried.armed;
       this.firstArmedAt = carried.firstArmedAt;
       this.transitions = carried.transitions;
-      this.weeded = [...carried.weeded];
-      this.reported = [...carried.reported];
-      this.pending = [...(carried.pending ?? [])];
-      this.failed = [...(carried.failed ?? [])];
-      this.observed = [...(carried.observed ?? [])];
-      this.held = [...(carried.held ?? [])];
+      this.dropped = carried.dropped ?? 0;
+      for (const p of carried.weeded) this.record(this.weeded, p);
+      for (const p of carried.reported) this.record(this.reported, p);
+      for (const p of carried.failed ?? []) this.record(this.failed, p);
+      for (const p of carried.observed ?? []) this.recordObserved(p);
+      for (const p of carried.pending ?? []) this.pendingByUid.set(p.uid, p);
+      for (const p of carried.held ?? []) this.heldByUid.set(p.uid, p);
       this.stopped = carried.stopped;
       this.failure = carried.failure;
     }
+  }
+
+  /** Handed to a deleting activity whose outcome is not back yet, in the order they were. */
+  get pending(): Candidate[] {
+    return [...this.pendingByUid.values()];
+  }
+
+  /** Deletions the pause holds now, in the order it first held them. */
+  get held(): HeldPod[] {
+    return [...this.heldByUid.values()];
   }
 
   /** Whether the window still acts: not stopped, not failed. */
@@ -295,13 +334,17 @@ export class WindowState {
    * then not recorded a second time (`observedOf`).
    */
   handledUids(): string[] {
-    return [...this.weeded, ...this.reported, ...this.failed, ...this.pending].map((p) => p.uid);
+    return [...this.weeded, ...this.reported, ...this.failed, ...this.pendingByUid.values()].map((p) => p.uid);
+  }
+
+  /** Whether the window has handled, or is handling, this pod. */
+  private handles(uid: string): boolean {
+    return this.recordedUids.has(uid) || this.pendingByUid.has(uid);
   }
 
   /** Of these UIDs, those observe mode has recorded already (their deleting activity records them no more). */
   observedOf(uids: readonly string[]): string[] {
-    const seen = new Set(this.observed.map((p) => p.uid));
-    return uids.filter((u) => seen.has(u));
+    return uids.filter((u) => this.observedUids.has(u));
   }
 
   /**
@@ -310,16 +353,7 @@ export class WindowState {
    * activity. Nothing once stopped or failed.
    */
   propose(candidates: readonly Candidate[]): Candidate[] {
-    if (!this.acting) return [];
-    const known = new Set(this.handledUids());
-    const fresh: Candidate[] = [];
-    for (const c of candidates) {
-      if (known.has(c.uid)) continue;
-      known.add(c.uid);
-      fresh.push(c);
-    }
-    this.pending.push(...fresh);
-    return fresh;
+    return this.acting ? this.addPending(candidates) : [];
   }
 
   /**
@@ -328,14 +362,22 @@ export class WindowState {
    * handled or pending already. Returns those it added.
    */
   announce(pods: readonly Candidate[]): Candidate[] {
-    const known = new Set(this.handledUids());
-    const added = pods.filter((c) => !known.has(c.uid) && known.add(c.uid));
-    this.pending.push(...added);
+    return this.addPending(pods);
+  }
+
+  private addPending(pods: readonly Candidate[]): Candidate[] {
+    const added: Candidate[] = [];
+    for (const c of pods) {
+      if (this.pendingByUid.size >= PENDING_MAX) break;
+      if (this.handles(c.uid)) continue;
+      this.pendingByUid.set(c.uid, c);
+      added.push(c);
+    }
     return added;
   }
 
   isPending(uid: string): boolean {
-    return this.pending.some((p) => p.uid === uid);
+    return this.pendingByUid.has(uid);
   }
 
   /**
@@ -348,33 +390,31 @@ export class WindowState {
   settle(outcomes: readonly WeedOutcome[], now = Date.now()): void {
     for (const o of outcomes) {
       if (o.outcome === 'observed' || o.outcome === 'held') {
-        const c = this.pending.find((p) => p.uid === o.uid);
+        const c = this.pendingByUid.get(o.uid);
         if (!c) continue;
         if (o.outcome === 'observed') {
-          this.unhold(o.uid);
-          if (!this.observed.some((p) => p.uid === o.uid)) {
-            this.observed.push({ name: c.name, uid: c.uid, containers: c.containers, owner: c.owner, at: o.at, note: o.note });
-          }
+          this.heldByUid.delete(o.uid);
+          if (!this.observedUids.has(o.uid)) this.recordObserved({ name: c.name, uid: c.uid, containers: c.containers, owner: c.owner, at: o.at, note: o.note });
         } else {
-          const h = this.held.find((p) => p.uid === o.uid);
+          const h = this.heldByUid.get(o.uid);
           if (h) h.reason = o.reason;
-          else this.held.push({ name: c.name, uid: c.uid, since: new Date(now).toISOString(), reason: o.reason });
+          else this.heldByUid.set(o.uid, { name: c.name, uid: c.uid, since: new Date(now).toISOString(), reason: o.reason });
         }
         continue;
       }
       const c = this.takePending(o.uid);
       if (!c) continue;
-      this.unhold(o.uid);
+      this.heldByUid.delete(o.uid);
       const pod = { name: c.name, uid: c.uid, containers: c.containers };
       if (o.outcome === 'deleted') {
-        const observed = this.observed.find((p) => p.uid === o.uid);
+        const observed = this.observedUids.has(o.uid) ? this.observed.find((p) => p.uid === o.uid) : undefined;
         const note = o.earlier ? 'deleted by an earlier attempt whose answer was lost (the pod was gone or being deleted when the next attempt looked)'
           : observed ? `recorded in observe mode at ${observed.at}; deleted once the weeder acted` : undefined;
-        this.weeded.push({ ...pod, owner: c.owner, at: o.at, ...(note ? { note } : {}) });
+        this.record(this.weeded, { ...pod, owner: c.owner, at: o.at, ...(note ? { note } : {}) });
       } else if (o.outcome === 'reported') {
-        this.reported.push({ ...pod, at: o.at });
+        this.record(this.reported, { ...pod, at: o.at });
       } else if (o.outcome === 'failed') {
-        this.failed.push({ name: c.name, uid: c.uid, reason: o.reason, at: o.at });
+        this.record(this.failed, { name: c.name, uid: c.uid, reason: o.reason, at: o.at });
       }
     }
   }
@@ -387,18 +427,19 @@ export class WindowState {
    */
   settleLost(candidates: readonly Candidate[], seen: readonly PodSeen[], reason: string | undefined, now: number): void {
     const at = new Date(now).toISOString();
+    const seenOf = new Map(seen.map((p) => [p.uid, p.seen]));
     for (const c of candidates) {
       if (!this.takePending(c.uid)) continue;
-      const s = seen.find((p) => p.uid === c.uid)?.seen;
+      const s = seenOf.get(c.uid);
       // Held and not deleted (a stop cancelled the wait): it stays held, its deletion was not made.
-      if (s !== 'present' || reason !== undefined) this.unhold(c.uid);
+      if (s !== 'present' || reason !== undefined) this.heldByUid.delete(c.uid);
       if (s === 'gone' || s === 'deleting') {
-        this.weeded.push({ name: c.name, uid: c.uid, containers: c.containers, owner: c.owner, at,
+        this.record(this.weeded, { name: c.name, uid: c.uid, containers: c.containers, owner: c.owner, at,
           note: `the deleting activity's answer was lost (${reason ?? 'cancelled'}); the pod was ${s === 'gone' ? 'gone' : 'being deleted'} when looked at again` });
       } else if (s === undefined) {
-        this.failed.push({ name: c.name, uid: c.uid, at, reason: `outcome unknown: ${reason ?? 'cancelled'}, and the pod could not be looked at again` });
+        this.record(this.failed, { name: c.name, uid: c.uid, at, reason: `outcome unknown: ${reason ?? 'cancelled'}, and the pod could not be looked at again` });
       } else if (reason !== undefined) {
-        this.failed.push({ name: c.name, uid: c.uid, at, reason });
+        this.record(this.failed, { name: c.name, uid: c.uid, at, reason });
       }
     }
   }
@@ -412,14 +453,30 @@ export class WindowState {
     for (const uid of uids) this.takePending(uid);
   }
 
-  private unhold(uid: string): void {
-    const i = this.held.findIndex((p) => p.uid === uid);
-    if (i >= 0) this.held.splice(i, 1);
+  private takePending(uid: string): Candidate | undefined {
+    const c = this.pendingByUid.get(uid);
+    this.pendingByUid.delete(uid);
+    return c;
   }
 
-  private takePending(uid: string): Candidate | undefined {
-    const i = this.pending.findIndex((p) => p.uid === uid);
-    return i < 0 ? undefined : this.pending.splice(i, 1)[0];
+  /** Adds to one of the recorded lists, dropping its oldest past RECORD_MAX. */
+  private record<T extends { uid: string }>(list: T[], pod: T): void {
+    list.push(pod);
+    this.recordedUids.add(pod.uid);
+    if (list.length <= RECORD_MAX) return;
+    const old = list.shift()!;
+    this.dropped++;
+    if (!this.weeded.some((p) => p.uid === old.uid) && !this.reported.some((p) => p.uid === old.uid) && !this.failed.some((p) => p.uid === old.uid)) {
+      this.recordedUids.delete(old.uid);
+    }
+  }
+
+  private recordObserved(pod: WeededPod): void {
+    this.observedUids.add(pod.uid);
+    this.observed.push(pod);
+    if (this.observed.length <= RECORD_MAX) return;
+    this.observedUids.delete(this.observed.shift()!.uid);
+    this.dropped++;
   }
 
   snapshot(): WindowSnapshot {
@@ -427,6 +484,7 @@ export class WindowState {
       openedAt: this.openedAt, deadline: this.deadline, armed: this.armed, firstArmedAt: this.firstArmedAt,
       transitions: this.transitions, weeded: this.weeded, reported: this.reported, pending: this.pending,
       failed: this.failed, observed: this.observed, held: this.held, stopped: this.stopped, failure: this.failure,
+      ...(this.dropped > 0 ? { dropped: this.dropped } : {}),
     };
   }
 
@@ -445,6 +503,7 @@ export class WindowState {
       held: this.held,
       stopped: this.stopped?.reason,
       failure: this.failure?.reason,
+      ...(this.dropped > 0 ? { dropped: this.dropped } : {}),
     };
   }
 }
@@ -494,30 +553,45 @@ export function heartbeatTimeoutMs(ms: number): number {
 const CARRIED_LIMIT_MS = 24 * 3600_000 + ARM_LIMIT_MS;
 
 /**
+ * The most a weeder workflow's start input may hold (its Service's name and a
+ * carried window of bounded lists), measured before any field is read.
+ */
+export const WEEDER_INPUT_LIMITS: ValueLimits = Object.freeze({
+  maxDepth: 6,
+  maxNodes: (4 * RECORD_MAX + 2 * PENDING_MAX) * 24 + 64,
+  maxChars: 4 * 1024 * 1024,
+});
+/** Longest text a carried pod or reason may hold (names are at most 253, UIDs 36; notes and reasons are tend's own words). */
+const CARRIED_TEXT_MAX = 4096;
+
+const text = (v: unknown) => typeof v === 'string' && v.length <= CARRIED_TEXT_MAX;
+const podsOf = (v: unknown, max: number) => Array.isArray(v) && v.length <= max && v.every((p) => typeof p === 'object' && p !== null &&
+  text((p as WeededPod).uid) && text((p as WeededPod).name) &&
+  ((p as WeededPod).containers === undefined || (Array.isArray((p as WeededPod).containers) && (p as WeededPod).containers.every(text))));
+
+/**
  * A window carried over by continue-as-new, checked: it arrives in the
- * workflow's input, which anyone who can start workflows can write. Deadlines
- * further off than a window can legitimately reach, and anything not shaped
- * like a snapshot, are refused.
+ * workflow's input, which anyone who can start workflows can write. Past
+ * WEEDER_INPUT_LIMITS, deadlines further off than a window can legitimately
+ * reach, lists longer than a window keeps, and anything not shaped like a
+ * snapshot, are refused. Total: never throws.
  */
 export function carriedWindow(carried: unknown, now: number): { window?: WindowSnapshot } | { refused: string } {
   if (carried === undefined || carried === null) return {};
+  const past = pastLimits(carried, WEEDER_INPUT_LIMITS);
+  if (past !== undefined) return { refused: `carried is refused unread: ${past}` };
   const c = carried as Partial<WindowSnapshot>;
   const time = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v <= now + CARRIED_LIMIT_MS;
-  const pods = (v: unknown) => Array.isArray(v) && v.every((p) => typeof p === 'object' && p !== null &&
-    typeof (p as WeededPod).uid === 'string' && typeof (p as WeededPod).name === 'string');
+  const reasoned = (v: unknown) => v === undefined || (typeof v === 'object' && v !== null && text((v as { reason?: unknown }).reason));
   const ok = typeof carried === 'object' && time(c.deadline) && (c.openedAt === undefined || time(c.openedAt)) &&
     (c.firstArmedAt === undefined || time(c.firstArmedAt)) &&
     (c.armed === undefined || (typeof c.armed === 'object' && c.armed !== null && time(c.armed.since) && time(c.armed.until))) &&
-    typeof c.transitions === 'number' && pods(c.weeded) && pods(c.reported) &&
-    (c.pending === undefined || pods(c.pending)) && (c.failed === undefined || pods(c.failed)) &&
-    (c.observed === undefined || pods(c.observed)) && (c.held === undefined || pods(c.held)) &&
-    (c.stopped === undefined || (typeof c.stopped === 'object' && c.stopped !== null && typeof c.stopped.reason === 'string')) &&
-    (c.failure === undefined || (typeof c.failure === 'object' && c.failure !== null && typeof c.failure.reason === 'string'));
-  if (!ok) return { refused: 'carried is not a window this workflow could have carried over (its shape, or a deadline more than a day ahead)' };
+    typeof c.transitions === 'number' && Number.isSafeInteger(c.transitions) &&
+    (c.dropped === undefined || (typeof c.dropped === 'number' && Number.isSafeInteger(c.dropped))) &&
+    podsOf(c.weeded, RECORD_MAX) && podsOf(c.reported, RECORD_MAX) &&
+    (c.pending === undefined || podsOf(c.pending, PENDING_MAX)) && (c.failed === undefined || podsOf(c.failed, RECORD_MAX)) &&
+    (c.observed === undefined || podsOf(c.observed, RECORD_MAX)) && (c.held === undefined || podsOf(c.held, PENDING_MAX)) &&
+    reasoned(c.stopped) && reasoned(c.failure);
+  if (!ok) return { refused: 'carried is not a window this workflow could have carried over (its shape, its size, or a deadline more than a day ahead)' };
   return { window: c as WindowSnapshot };
-}
-
-/** The window's workflow id, as DESIGN.md names it. */
-export function weederWorkflowId(namespace: string, service: string): string {
-  return `weeder/${namespace}/${service}`;
 }

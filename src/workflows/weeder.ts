@@ -28,16 +28,26 @@
 // (at most WEED_HOLD_MS), not a timer per pod: a long pause costs little
 // history. The window closing while held: those deletions are not made, and
 // the result lists them as held.
+//
+// The arming rules (what a lane's end leads to) are src/weeder/armed.ts; the
+// window's state is src/weeder/window.ts; the messages and their checks are
+// src/weeder/messages.ts. This file runs what they decide.
 import {
   allHandlersFinished, ActivityCancellationType, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log,
   patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, uuid4, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
-import { armedWeedingSignal, armSignal, extendSignal, stopSignal, stopUpdate, windowQuery, type StopAnswer } from '../weeder/messages.ts';
+import { preview } from '../checks/preview.ts';
+import { announcementOps, laneAnswered, laneFailed, type LaneOp, type LaneRun } from '../weeder/armed.ts';
 import {
-  ARM_LIMIT_MS, carriedWindow, checkArmedWeeding, heartbeatTimeoutMs, lanesWanted, windowOpen, WindowState, type Candidate, type Lane, type WeedOutcome, type WeederInput,
-  type WeederResult,
+  armedWeedingSignal, armSignal, checkExtendArgs, checkReasonArgs, extendSignal, stopSignal, stopUpdate, WEEDER_FAILED, WEEDER_REFUSED,
+  weederWorkflowId, windowQuery, type StopAnswer,
+} from '../weeder/messages.ts';
+import {
+  ARM_LIMIT_MS, carriedWindow, checkArmedWeeding, heartbeatTimeoutMs, lanesWanted, windowOpen, WindowState, type Candidate, type Lane, type WatchOutput,
+  type WeedOutcome, type WeederInput, type WeederResult,
 } from '../weeder/window.ts';
+import { failureMessage, refusalOf } from './failures.ts';
 
 // The Service must be one the worker is configured for: asked once per run,
 // before anything else (a refusal fails the workflow, non-retryably).
@@ -52,7 +62,7 @@ const { weederSettings } = proxyLocalActivities<Activities>({
 const { weedPods } = proxyActivities<Activities>({
   // Short, so that an attempt lost with its worker is retried soon.
   startToCloseTimeout: '15s',
-  retry: { initialInterval: '1s', maximumInterval: '5s', maximumAttempts: 5, nonRetryableErrorTypes: ['WeederRefused'] },
+  retry: { initialInterval: '1s', maximumInterval: '5s', maximumAttempts: 5, nonRetryableErrorTypes: [WEEDER_REFUSED] },
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 /**
@@ -83,105 +93,180 @@ export const ARMED_DELETES_HEARTBEAT_MS = 10_000;
 const weedPodsHeld = (holdMs: number) => proxyActivities<Activities>({
   startToCloseTimeout: holdMs + 30_000,
   heartbeatTimeout: WEED_HOLD_HEARTBEAT_MS,
-  retry: { initialInterval: '1s', maximumInterval: '5s', maximumAttempts: 5, nonRetryableErrorTypes: ['WeederRefused'] },
+  retry: { initialInterval: '1s', maximumInterval: '5s', maximumAttempts: 5, nonRetryableErrorTypes: [WEEDER_REFUSED] },
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 }).weedPods;
 // Reads only: what became of pods whose deletion's answer was lost.
 const { checkPods } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', maximumInterval: '5s', maximumAttempts: 5, nonRetryableErrorTypes: ['WeederRefused'] },
+  retry: { initialInterval: '1s', maximumInterval: '5s', maximumAttempts: 5, nonRetryableErrorTypes: [WEEDER_REFUSED] },
 });
 
 /** How many attempts a watching activity gets (lost workers, timeouts) before the window gives up, with the reason. */
 export const WATCH_ATTEMPTS = 10;
 
+/**
+ * A workflow started under an id that is not its Service's (by hand, or an
+ * impostor) is refused before it reads anything, instead of watching a
+ * Service whose signals go to another id. Histories from before replay as
+ * they ran.
+ */
+export const WEEDER_OWN_ID_PATCH = 'weeder-own-id';
+
 export async function weederWorkflow(input: WeederInput): Promise<WeederResult> {
-  // Everything in the input arrived through Temporal: the Service's name is
-  // checked against the worker's configuration (a refusal fails the workflow,
-  // non-retryably, before anything is done) and a carried window must be one.
+  // Everything in the input arrived through Temporal: the workflow's own id
+  // must be its Service's, the Service is checked against the worker's
+  // configuration (a refusal fails the workflow, non-retryably, before
+  // anything is done) and a carried window must be one.
   const named: Record<string, unknown> = isRecord(input) ? input as unknown as Record<string, unknown> : {};
   const carried = carriedWindow(named.carried, Date.now());
   const state = new WindowState('window' in carried ? carried.window : undefined);
   // Answered from the first activation on: a query that reaches a new run
   // (after continue-as-new) before its settings are read sees the carried window.
   setHandler(windowQuery, () => state.snapshot());
-  const watchMs = (await weederSettings({ namespace: named.namespace as string, service: named.service as string })).watchDuration.ms;
-  if ('refused' in carried) throw ApplicationFailure.nonRetryable(`refused: ${carried.refused}`, 'WeederRefused');
+  const idProblem = ownIdProblem(named, workflowInfo().workflowId);
+  if (idProblem && patched(WEEDER_OWN_ID_PATCH)) throw ApplicationFailure.nonRetryable(`refused: ${idProblem}; nothing was watched or deleted`, WEEDER_REFUSED);
   const target = { namespace: named.namespace as string, service: named.service as string };
+  const watchMs = (await weederSettings(target)).watchDuration.ms;
+  if ('refused' in carried) throw ApplicationFailure.nonRetryable(`refused: ${carried.refused}`, WEEDER_REFUSED);
 
   // Signals delivered with the start (the watcher's signal-with-start: extend,
   // or arm) wait for their handlers, set here, and set what this run does first.
-  const lanes = new Map<Lane, CancellationScope>();
-  const deleting = new Map<Promise<void>, CancellationScope>();
+  // Signals cannot be refused: a payload that is not what the signal takes is
+  // ignored (and logged, its reason bounded), and nothing follows from it.
+  const run = new WindowRun(target, state, watchMs);
+  setHandler(extendSignal, (args) => run.extend(args));
+  setHandler(armSignal, (args) => run.arm(args));
+  setHandler(stopSignal, (args) => run.stop(args, 'stop signal'));
+  setHandler(stopUpdate, (args) => run.stopAndAnswer(args), { validator: (args) => run.checkStop(args) });
+  setHandler(armedWeedingSignal, (args) => run.armedWeeding(args));
+  run.show();
+  return run.run();
+}
+
+/** Why this workflow's id is not its Service's (`weeder/<namespace>/<service>`), or undefined when it is. */
+function ownIdProblem(named: Record<string, unknown>, workflowId: string): string | undefined {
+  const { namespace, service } = named;
+  if (typeof namespace !== 'string' || typeof service !== 'string') {
+    return `a weeder workflow names its Service by namespace and service (strings); got ${preview(namespace, 60)}/${preview(service, 60)}`;
+  }
+  const own = weederWorkflowId(namespace, service);
+  return workflowId === own ? undefined : `this workflow's id ${preview(workflowId, 120)} is not its Service's (${preview(own, 120)})`;
+}
+
+/** One run of a window: its lanes, its deletions under way, and what the handlers and the loop do with them. */
+class WindowRun {
+  private readonly lanes = new Map<Lane, CancellationScope>();
+  private readonly deleting = new Map<Promise<void>, CancellationScope>();
   // The armed watch that deletes at once: its token (one per run), the pods it
   // announced and has not answered for yet, and whether a lane of it runs (it
   // is waited for when cancelled: it may be deleting).
-  let weedToken: string | undefined;
-  const announced = new Map<string, Candidate>();
-  let armedDeleting = false;
-  const armedSettled = () => !(armedDeleting && lanes.has('armed'));
-  let refused: { err: unknown } | undefined;
-  const show = () => setCurrentDetails(details(state, target.namespace, announced));
+  private weedToken: string | undefined;
+  private readonly announced = new Map<string, Candidate>();
+  private armedDeleting = false;
+  private refused: { err: unknown } | undefined;
+  private readonly target: { namespace: string; service: string };
+  private readonly state: WindowState;
+  private readonly watchMs: number;
+
+  constructor(target: { namespace: string; service: string }, state: WindowState, watchMs: number) {
+    this.target = target;
+    this.state = state;
+    this.watchMs = watchMs;
+  }
+
+  show(): void {
+    setCurrentDetails(details(this.state, this.target.namespace, this.announced));
+  }
+
+  private armedSettled(): boolean {
+    return !(this.armedDeleting && this.lanes.has('armed'));
+  }
+
+  // ---------------------------------------------------------------- handlers
+
+  extend(args: unknown): void {
+    const check = checkExtendArgs(args, 'extend signal ignored');
+    if (!check.ok) {
+      log.warn(check.reason);
+      return;
+    }
+    this.state.extend(Date.now(), check.value.seconds === undefined ? this.watchMs : check.value.seconds * 1000);
+    this.show();
+  }
+
+  arm(args: unknown): void {
+    const check = checkReasonArgs(args, 'arm signal ignored');
+    if (!check.ok) {
+      log.warn(check.reason);
+      return;
+    }
+    this.state.arm(Date.now(), ARM_LIMIT_MS);
+    this.show();
+  }
+
+  stop(args: unknown, by: string): void {
+    const check = checkReasonArgs(args, 'stop signal ignored');
+    if (!check.ok) {
+      log.warn(check.reason);
+      return;
+    }
+    this.state.stop(Date.now(), check.value.reason || by);
+    this.halt();
+    this.show();
+  }
+
+  /** The stop update's validator: a payload that is not `{ reason? }` is refused, with why. */
+  checkStop(args: unknown): void {
+    const check = checkReasonArgs(args, 'stop refused');
+    if (!check.ok) throw new Error(check.reason);
+  }
+
+  /**
+   * The same as the stop signal: it answers once every deletion under way has
+   * its outcome, so nothing is deleted after the answer, and the answer lists all.
+   */
+  async stopAndAnswer(args: unknown): Promise<StopAnswer> {
+    this.stop(args, 'stop update');
+    await condition(() => this.deleting.size === 0 && this.armedSettled());
+    const s = this.state;
+    return { stopped: s.stopped!.reason, weeded: s.weeded, reported: s.reported, failed: s.failed };
+  }
+
+  /**
+   * Sent by this run's own armed watch right before it deletes (with the
+   * token it was given): the pods are pending from here on, in the history
+   * before any of them is deleted; the watch's answer settles them.
+   */
+  armedWeeding(args: unknown): void {
+    const check = checkArmedWeeding(args, this.weedToken);
+    if ('ignored' in check) {
+      log.warn(`armedWeeding signal ignored: ${check.ignored}`);
+      return;
+    }
+    for (const c of this.state.announce(check.pods)) this.announced.set(c.uid, c);
+    this.apply(announcementOps(this.lanes.has('armed')), undefined);
+    this.show();
+  }
+
+  // ---------------------------------------------------------------- deleting
 
   /** Ends the window now: no watching, no deletion started from here on; deletions under way are waited for. */
-  const halt = () => {
-    for (const scope of lanes.values()) scope.cancel();
+  private halt(): void {
+    for (const scope of this.lanes.values()) scope.cancel();
     // Not started yet: cancelled, never run. Started: its one delete is issued already; its answer is waited for.
-    for (const scope of deleting.values()) scope.cancel();
-  };
-
-  // Signals cannot be refused: a payload that is not what the signal takes is
-  // ignored (and logged), and nothing follows from it.
-  setHandler(extendSignal, (args) => {
-    const check = checkExtend(args);
-    if ('ignored' in check) {
-      log.warn(`extend signal ignored: ${check.ignored}`);
-      return;
-    }
-    state.extend(Date.now(), check.ms ?? watchMs);
-    show();
-  });
-  setHandler(armSignal, (args) => {
-    const problem = reasonProblem(args);
-    if (problem) {
-      log.warn(`arm signal ignored: ${problem}`);
-      return;
-    }
-    state.arm(Date.now(), ARM_LIMIT_MS);
-    show();
-  });
-  setHandler(stopSignal, (args) => {
-    const problem = reasonProblem(args);
-    if (problem) {
-      log.warn(`stop signal ignored: ${problem}`);
-      return;
-    }
-    state.stop(Date.now(), args?.reason || 'stop signal');
-    halt();
-    show();
-  });
-  // The same as an update: it answers once every deletion under way has its
-  // outcome, so nothing is deleted after the answer, and the answer lists all.
-  setHandler(stopUpdate, async (args) => {
-    state.stop(Date.now(), args?.reason || 'stop update');
-    halt();
-    show();
-    await condition(() => deleting.size === 0 && armedSettled());
-    return { stopped: state.stopped!.reason, weeded: state.weeded, reported: state.reported, failed: state.failed } satisfies StopAnswer;
-  }, { validator: (args) => {
-    const problem = reasonProblem(args);
-    if (problem) throw new Error(`stop refused: ${problem}`);
-  } });
-  show();
+    for (const scope of this.deleting.values()) scope.cancel();
+  }
 
   /**
    * Hands candidates to a deleting activity; what observe mode recorded or the
    * pause held is asked again, with a hold, while the window is open.
    */
-  const weedAndAskAgain = async (asking: { pods: Candidate[] }) => {
+  private async weedAndAskAgain(asking: { pods: Candidate[] }): Promise<void> {
+    const state = this.state;
     for (let holdMs = 0; ;) {
       const observed = state.observedOf(asking.pods.map((p) => p.uid));
-      const ask = { ...target, pods: asking.pods, ...(observed.length > 0 ? { observed } : {}) };
+      const ask = { ...this.target, pods: asking.pods, ...(observed.length > 0 ? { observed } : {}) };
       const outcomes: WeedOutcome[] = holdMs > 0 ? await weedPodsHeld(holdMs)({ ...ask, holdMs }) : await weedPods(ask);
       state.settle(outcomes, Date.now());
       // Found not deletable now (a crash-looping pod between two crashes, say): it may be proposed
@@ -189,7 +274,7 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
       // watch started). That watch starts again, knowing, and proposes it if it crash-loops again.
       // Before the patch only a pod asked again after a hold was, and a pod skipped at its first ask
       // was never proposed again in that window.
-      if (outcomes.some((o) => o.outcome === 'skipped') && (holdMs > 0 || patched(WEEDER_REPROPOSE_SKIPPED_PATCH))) lanes.get('window')?.cancel();
+      if (outcomes.some((o) => o.outcome === 'skipped') && (holdMs > 0 || patched(WEEDER_REPROPOSE_SKIPPED_PATCH))) this.lanes.get('window')?.cancel();
       const gated = new Set(outcomes.filter((o) => o.outcome === 'observed' || o.outcome === 'held').map((o) => o.uid));
       if (gated.size === 0) return;
       const again = asking.pods.filter((p) => gated.has(p.uid));
@@ -199,186 +284,190 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
         state.release(again.map((p) => p.uid));
         return;
       }
-      show();
+      this.show();
       asking.pods = again;
       holdMs = Math.min(WEED_HOLD_MS, state.deadline - now);
     }
-  };
+  }
 
   /** An attempt may have deleted these pods, and its answer is lost (`reason`; absent: cancelled): look at them, record what became of them. */
-  const lookAt = async (pods: Candidate[], reason: string | undefined) => {
+  private async lookAt(pods: Candidate[], reason: string | undefined): Promise<void> {
     try {
-      const seen = await CancellationScope.nonCancellable(() => checkPods({ ...target, pods }));
-      state.settleLost(pods, seen, reason, Date.now());
+      const seen = await CancellationScope.nonCancellable(() => checkPods({ ...this.target, pods }));
+      this.state.settleLost(pods, seen, reason, Date.now());
     } catch (lookErr) {
       log.warn(`could not look at pods whose deletion's answer was lost: ${failureMessage(lookErr)}`);
-      state.settleLost(pods, [], reason, Date.now());
+      this.state.settleLost(pods, [], reason, Date.now());
     }
-  };
+  }
 
   /** Runs `work` as a deletion under way: waited for by the stop, the end, continue-as-new. */
-  const underWay = (scope: CancellationScope, work: Promise<void>) => {
+  private underWay(scope: CancellationScope, work: Promise<void>): void {
     const done: Promise<void> = work.finally(() => {
-      deleting.delete(done);
-      show();
+      this.deleting.delete(done);
+      this.show();
     });
-    deleting.set(done, scope);
-  };
+    this.deleting.set(done, scope);
+  }
 
-  const weed = (pods: Candidate[]) => {
+  private weed(pods: Candidate[]): void {
     const scope = new CancellationScope();
     // The pods of the latest ask: those a lost answer leaves in doubt.
     const asking = { pods };
     // No answer: cancelled (a stop) or given up. An attempt may have deleted: look.
-    underWay(scope, scope.run(() => weedAndAskAgain(asking)).then(
+    this.underWay(scope, scope.run(() => this.weedAndAskAgain(asking)).then(
       () => undefined,
-      (err: unknown) => lookAt(asking.pods, isCancellation(err) ? undefined : `deleting failed: ${failureMessage(err)}`),
+      (err: unknown) => this.lookAt(asking.pods, isCancellation(err) ? undefined : `deleting failed: ${failureMessage(err)}`),
     ));
-  };
+  }
 
   /** Pods the armed watch announced that its answer did not account for (it was lost, or never came): looked at. */
-  const lookAtAnnounced = (reason: string | undefined) => {
-    const lost = [...announced.values()].filter((c) => state.isPending(c.uid));
-    announced.clear();
-    if (lost.length > 0) underWay(new CancellationScope(), lookAt(lost, reason));
-  };
+  private lookAtAnnounced(reason: string | undefined): void {
+    const lost = [...this.announced.values()].filter((c) => this.state.isPending(c.uid));
+    this.announced.clear();
+    if (lost.length > 0) this.underWay(new CancellationScope(), this.lookAt(lost, reason));
+  }
 
-  // Sent by this run's own armed watch right before it deletes (with the
-  // token it was given): the pods are pending from here on, in the history
-  // before any of them is deleted; the watch's answer settles them.
-  setHandler(armedWeedingSignal, (args) => {
-    const check = checkArmedWeeding(args, weedToken);
-    if ('ignored' in check) {
-      log.warn(`armedWeeding signal ignored: ${check.ignored}`);
-      return;
-    }
-    for (const c of state.announce(check.pods)) announced.set(c.uid, c);
-    // No armed watch runs to answer for them (an attempt that lost its lease, say): look at once.
-    if (!lanes.has('armed')) lookAtAnnounced('announced by an armed watch that was no longer running');
-    show();
-  });
-
-  const start = (lane: Lane, until: number) => {
-    const scope = new CancellationScope();
-    const armedSince = lane === 'armed' ? state.armed?.since : undefined;
-    const direct = lane === 'armed' && patched(WEEDER_ARMED_DELETES_PATCH);
-    if (direct) {
-      weedToken ??= uuid4();
-      armedDeleting = true;
-    }
-    lanes.set(lane, scope);
-    void scope.run(() => watchDependants(target, state, until, lane === 'armed', direct ? weedToken : undefined)).then(
-      (found) => {
-        if (found.readyAt !== undefined) state.readySeen(found.readyAt, armedSince, watchMs);
-        if (found.weeded?.length) state.settle(found.weeded, Date.now());
-        const fresh = state.propose(found.candidates);
+  /** Runs the operations the arming rules (src/weeder/armed.ts) returned, in order. */
+  private apply(ops: readonly LaneOp[], err: unknown): void {
+    for (const o of ops) {
+      if (o.op === 'readySeen') this.state.readySeen(o.readyAt, o.armedSince, this.watchMs);
+      else if (o.op === 'settle') this.state.settle(o.outcomes, Date.now());
+      else if (o.op === 'weed') {
+        const fresh = this.state.propose(o.candidates);
         // Announced, then not deleted by the watch (a failure it could not judge): the deleting activity tries, afresh.
-        const again = direct && state.acting ? found.candidates.filter((c) => announced.has(c.uid) && state.isPending(c.uid)) : [];
-        for (const c of again) announced.delete(c.uid);
-        if (fresh.length + again.length > 0) weed([...fresh, ...again]);
-        if (direct) lookAtAnnounced(found.weeded === undefined ? "the armed watch's answer did not include them" : undefined);
-      },
-      (err: unknown) => {
-        // The watch may have deleted what it announced before it was lost: look.
-        if (direct) lookAtAnnounced(isCancellation(err) ? undefined : `the armed watch failed: ${failureMessage(err)}`);
-        // Cancelled by this workflow (stop, continue-as-new, the workflow's own cancellation): nothing to do.
-        if (isCancellation(err)) return;
-        if (isRefusal(err)) {
-          refused ??= { err };
-          return;
-        }
-        // Given up (its attempts spent): the window cannot go on. Why is in the result and the failure.
-        state.fail(Date.now(), `the ${lane === 'armed' ? 'armed' : "window's"} watch of ${target.namespace}/${target.service} gave up: ${failureMessage(err)}`);
-        halt();
-      },
-    ).finally(() => {
-      if (lanes.get(lane) === scope) lanes.delete(lane);
-      show();
-    });
-  };
+        const again = o.retryAnnounced ? o.candidates.filter((c) => this.announced.has(c.uid) && this.state.isPending(c.uid)) : [];
+        for (const c of again) this.announced.delete(c.uid);
+        if (fresh.length + again.length > 0) this.weed([...fresh, ...again]);
+      } else if (o.op === 'lookAtAnnounced') this.lookAtAnnounced(o.reason);
+      else if (o.op === 'refused') this.refused ??= { err };
+      else {
+        this.state.fail(Date.now(), o.reason);
+        this.halt();
+      }
+    }
+  }
 
-  try {
-    for (;;) {
-      if (refused) {
-        halt();
-        await condition(() => deleting.size === 0);
-        throw refused.err;
-      }
-      // A large history: watch no more, let deletions under way answer, and go on in a new run.
-      if (workflowInfo().continueAsNewSuggested) {
-        for (const scope of lanes.values()) scope.cancel();
-        await condition(() => lanes.size === 0 && deleting.size === 0);
-        await condition(allHandlersFinished);
-        return continueAsNew<typeof weederWorkflow>({ ...target, carried: state.snapshot() });
-      }
-      const wanted = lanesWanted(state.snapshot(), Date.now());
-      for (const [lane, until] of wanted) if (!lanes.has(lane)) start(lane, until);
-      if (lanes.size === 0 && deleting.size === 0) {
-        if (wanted.size === 0) break;
-        continue;
-      }
-      // Wake when a lane or a deletion ends, a lane is wanted that is not running, or the history grows large.
-      const running = [...lanes.keys()].join();
-      const inFlight = deleting.size;
-      await condition(() => refused !== undefined || workflowInfo().continueAsNewSuggested ||
-        [...lanes.keys()].join() !== running || deleting.size !== inFlight ||
-        [...lanesWanted(state.snapshot(), Date.now()).keys()].some((l) => !lanes.has(l)));
+  // ---------------------------------------------------------------- watching
+
+  private startLane(lane: Lane, until: number): void {
+    const scope = new CancellationScope();
+    const deletesAtOnce = lane === 'armed' && patched(WEEDER_ARMED_DELETES_PATCH);
+    const laneRun: LaneRun = { lane, deletesAtOnce, armedSince: lane === 'armed' ? this.state.armed?.since : undefined };
+    if (deletesAtOnce) {
+      this.weedToken ??= uuid4();
+      this.armedDeleting = true;
     }
-  } catch (err) {
-    // The workflow itself cancelled (the Web UI): watch no more, and let the
-    // deletions under way answer before it ends, so that they are in its history.
-    if (isCancellation(err)) {
-      state.stop(Date.now(), 'workflow cancelled');
-      halt();
-      await CancellationScope.nonCancellable(() => condition(() => deleting.size === 0 && armedSettled()));
+    this.lanes.set(lane, scope);
+    void scope.run(() => watchDependants(this.target, this.state, until, lane === 'armed', deletesAtOnce ? this.weedToken : undefined)).then(
+      (found) => this.apply(laneAnswered(laneRun, found, this.state.acting), undefined),
+      (err: unknown) => this.apply(laneFailed(laneRun, {
+        cancelled: isCancellation(err), refusal: refusalOf(err, [WEEDER_REFUSED]) !== undefined, message: failureMessage(err),
+      }, `${this.target.namespace}/${this.target.service}`), err),
+    ).finally(() => {
+      if (this.lanes.get(lane) === scope) this.lanes.delete(lane);
+      this.show();
+    });
+  }
+
+  /** The run loop: lanes as the window wants them, continue-as-new when the history grows large, then the result. */
+  async run(): Promise<WeederResult> {
+    const { lanes, deleting, state } = this;
+    try {
+      for (;;) {
+        if (this.refused) {
+          this.halt();
+          await condition(() => deleting.size === 0);
+          throw this.refused.err;
+        }
+        // A large history: watch no more, let deletions under way answer, and go on in a new run.
+        if (workflowInfo().continueAsNewSuggested) {
+          for (const scope of lanes.values()) scope.cancel();
+          await condition(() => lanes.size === 0 && deleting.size === 0);
+          await condition(allHandlersFinished);
+          return continueAsNew<typeof weederWorkflow>({ ...this.target, carried: state.snapshot() });
+        }
+        const wanted = lanesWanted(state.snapshot(), Date.now());
+        for (const [lane, until] of wanted) if (!lanes.has(lane)) this.startLane(lane, until);
+        if (lanes.size === 0 && deleting.size === 0) {
+          if (wanted.size === 0) break;
+          continue;
+        }
+        // Wake when a lane or a deletion ends, a lane is wanted that is not running, or the history grows large.
+        const running = [...lanes.keys()].join();
+        const inFlight = deleting.size;
+        await condition(() => this.refused !== undefined || workflowInfo().continueAsNewSuggested ||
+          [...lanes.keys()].join() !== running || deleting.size !== inFlight ||
+          [...lanesWanted(state.snapshot(), Date.now()).keys()].some((l) => !lanes.has(l)));
+      }
+    } catch (err) {
+      // The workflow itself cancelled (the Web UI): watch no more, and let the
+      // deletions under way answer before it ends, so that they are in its history.
+      if (isCancellation(err)) {
+        state.stop(Date.now(), 'workflow cancelled');
+        this.halt();
+        await CancellationScope.nonCancellable(() => condition(() => deleting.size === 0 && this.armedSettled()));
+      }
+      throw err;
     }
-    throw err;
+    await condition(allHandlersFinished);
+    if (state.held.length > 0) {
+      log.warn(`window closed while the weeder was paused: ${state.held.length} deletion(s) held were not made`, { held: state.held.slice(0, NAMES_SHOWN).map((p) => p.name) });
+    }
+    const result = state.result(this.target, Date.now());
+    if (state.failure) throw ApplicationFailure.nonRetryable(`weeder window failed: ${state.failure.reason}`, WEEDER_FAILED, result);
+    return result;
   }
-  await condition(allHandlersFinished);
-  if (state.held.length > 0) {
-    log.warn(`window closed while the weeder was paused: ${state.held.length} deletion(s) held were not made`, { held: state.held.map((p) => p.name) });
-  }
-  const result = state.result(target, Date.now());
-  if (state.failure) {
-    throw ApplicationFailure.nonRetryable(`weeder window failed: ${state.failure.reason}`, 'WeederFailed', result);
-  }
-  return result;
 }
 
-/** What the Web UI shows as the workflow's current details. */
+/** How many pod names a line of the details (or a log line) lists: the rest are counted. */
+const NAMES_SHOWN = 20;
+
+/** Pod names for the details: at most NAMES_SHOWN, then how many more. */
+function names(pods: readonly { name: string }[], namespace?: string): string {
+  const shown = pods.slice(0, NAMES_SHOWN).map((p) => (namespace === undefined ? p.name : `${namespace}/${p.name}`)).join(', ');
+  return pods.length > NAMES_SHOWN ? `${shown} and ${pods.length - NAMES_SHOWN} more` : shown;
+}
+
+/** What the Web UI shows as the workflow's current details: bounded, whatever the window holds. */
 function details(state: WindowState, namespace: string, announced: ReadonlyMap<string, Candidate>): string {
   const iso = (ms: number) => new Date(ms).toISOString();
-  const names = (pods: readonly { name: string }[]) => pods.map((p) => `${namespace}/${p.name}`).join(', ');
   const lines = [];
   const weeded = new Set(state.weeded.map((p) => p.uid));
   const wouldHave = state.observed.filter((p) => !weeded.has(p.uid));
-  const gated = new Set([...wouldHave, ...state.held].map((p) => p.uid));
+  const held = state.held;
+  const gated = new Set([...wouldHave, ...held].map((p) => p.uid));
   if (state.deadline > Date.now()) lines.push(`Window open until ${iso(state.deadline)}.`);
   if (state.armed) lines.push(`Service not ready since ${iso(state.armed.since)}: weeds the moment it is ready (armed until ${iso(state.armed.until)}).`);
-  if (state.stopped) lines.push(`Stopped: ${state.stopped.reason}.`);
+  if (state.stopped) lines.push(`Stopped: ${preview(state.stopped.reason, 200)}.`);
   if (state.failure) lines.push(`Failed: ${state.failure.reason}.`);
   // Announced by the armed watch while the Service is down: deleted the moment it is ready.
-  const waiting = state.armed ? state.pending.filter((p) => announced.has(p.uid) && !gated.has(p.uid)) : [];
-  if (waiting.length) lines.push(`Crash-looping, deleted the moment the Service is ready: ${names(waiting)}.`);
-  const deleting = state.pending.filter((p) => !gated.has(p.uid) && !waiting.includes(p));
-  if (deleting.length) lines.push(`Deleting: ${deleting.map((p) => p.name).join(', ')}.`);
-  if (wouldHave.length) lines.push(`Observe mode, nothing deleted; would have deleted: ${names(wouldHave)}.`);
-  if (state.held.length && state.acting && windowOpen(state, Date.now())) {
-    lines.push(`Paused: ${state.held.length} deletion(s) held (${state.held[0]!.reason}); they go out within a second of tend resume weeder: ${names(state.held)}.`);
-  } else if (state.held.length) {
-    lines.push(`Closed while paused: ${state.held.length} deletion(s) held were not made: ${names(state.held)}.`);
+  const pending = state.pending;
+  const waiting = state.armed ? pending.filter((p) => announced.has(p.uid) && !gated.has(p.uid)) : [];
+  if (waiting.length) lines.push(`Crash-looping, deleted the moment the Service is ready: ${names(waiting, namespace)}.`);
+  const waitingUids = new Set(waiting.map((p) => p.uid));
+  const deleting = pending.filter((p) => !gated.has(p.uid) && !waitingUids.has(p.uid));
+  if (deleting.length) lines.push(`Deleting: ${names(deleting)}.`);
+  if (wouldHave.length) lines.push(`Observe mode, nothing deleted; would have deleted: ${names(wouldHave, namespace)}.`);
+  if (held.length && state.acting && windowOpen(state, Date.now())) {
+    lines.push(`Paused: ${held.length} deletion(s) held (${held[0]!.reason}); they go out within a second of tend resume weeder: ${names(held, namespace)}.`);
+  } else if (held.length) {
+    lines.push(`Closed while paused: ${held.length} deletion(s) held were not made: ${names(held, namespace)}.`);
   }
-  if (state.failed.length) lines.push(`Not deleted: ${state.failed.map((p) => `${p.name} (${p.reason})`).join('; ')}.`);
-  lines.push(`Weeded: ${state.weeded.map((p) => p.name).join(', ') || 'none'}. Reported (no controller): ${state.reported.map((p) => p.name).join(', ') || 'none'}.`);
+  if (state.failed.length) {
+    const failed = state.failed.slice(0, NAMES_SHOWN).map((p) => `${p.name} (${p.reason})`).join('; ');
+    lines.push(`Not deleted: ${failed}${state.failed.length > NAMES_SHOWN ? ` and ${state.failed.length - NAMES_SHOWN} more` : ''}.`);
+  }
+  lines.push(`Weeded: ${names(state.weeded) || 'none'}. Reported (no controller): ${names(state.reported) || 'none'}.`);
   return lines.join('\n\n');
 }
 
-function watchDependants(input: { namespace: string; service: string }, state: WindowState, until: number, openOnReady: boolean, weedToken?: string) {
+function watchDependants(input: { namespace: string; service: string }, state: WindowState, until: number, openOnReady: boolean, weedToken?: string): Promise<WatchOutput> {
   const stretch = Math.max(0, until - Date.now());
   const { watchDependants } = proxyActivities<Activities>({
     startToCloseTimeout: stretch + 60_000,
     heartbeatTimeout: weedToken === undefined ? heartbeatTimeoutMs(stretch) : ARMED_DELETES_HEARTBEAT_MS,
-    retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: WATCH_ATTEMPTS, nonRetryableErrorTypes: ['WeederRefused'] },
+    retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: WATCH_ATTEMPTS, nonRetryableErrorTypes: [WEEDER_REFUSED] },
     // A watch that deletes nothing is not waited for when cancelled; the armed
     // one that deletes at once is: it may be deleting, and its answer says what.
     cancellationType: weedToken === undefined ? ActivityCancellationType.TRY_CANCEL : ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -393,46 +482,4 @@ function watchDependants(input: { namespace: string; service: string }, state: W
   });
 }
 
-/** A failure's own words, through the activity failure's cause. */
-function failureMessage(err: unknown): string {
-  let e = err as { message?: string; cause?: unknown } | undefined;
-  const words: string[] = [];
-  while (e && words.length < 4) {
-    if (e.message) words.push(e.message);
-    e = e.cause as typeof e;
-  }
-  return words.join(': ') || String(err);
-}
-
-/** A non-retryable refusal of the Service (not configured), from an activity. */
-function isRefusal(err: unknown): boolean {
-  let e = err as { type?: string; cause?: unknown } | undefined;
-  for (let i = 0; e && i < 4; i++, e = e.cause as typeof e) if (e.type === 'WeederRefused') return true;
-  return false;
-}
-
-/** Longest extension an operator's signal may ask for: a day (a longer one is cut to a day). */
-export const MAX_EXTEND_SECONDS = 24 * 3600;
-
-const shown = (v: unknown) => String(JSON.stringify(v)).slice(0, 100);
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** Why a signal's optional `{ reason }` payload is not one, or undefined when it is. */
-function reasonProblem(args: unknown): string | undefined {
-  if (args === undefined || args === null) return undefined;
-  if (!isRecord(args)) return `its payload must be an object like {"reason":"..."} (got ${shown(args)})`;
-  if (args.reason !== undefined && typeof args.reason !== 'string') return `reason must be a string (got ${shown(args.reason)})`;
-  return undefined;
-}
-
-/** An extend signal's window length in ms (undefined: the configured one), or why it is ignored. */
-function checkExtend(args: unknown): { ms?: number } | { ignored: string } {
-  const problem = reasonProblem(args);
-  if (problem) return { ignored: problem };
-  const seconds = isRecord(args) ? args.seconds : undefined;
-  if (seconds === undefined) return {};
-  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0) {
-    return { ignored: `seconds must be a number above 0 (got ${shown(seconds)})` };
-  }
-  return { ms: Math.min(seconds, MAX_EXTEND_SECONDS) * 1000 };
-}

@@ -12,6 +12,8 @@ import { mergePatch } from '../../src/kube/api.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 import { FAIL_ANNOTATION } from '../../src/sandbox/kubelet/annotations.ts';
 import { temporalCli } from './temporal.ts';
+import { randomBytes } from 'node:crypto';
+import { weederWorkflowId } from '../../src/weeder/messages.ts';
 import { parseGoDuration } from '../../src/config/duration.ts';
 import type { SandboxInfo } from '../../src/sandbox/sandbox.ts';
 
@@ -66,6 +68,15 @@ export function backoffRemainingMs(pod: k8s.V1Pod, now = Date.now(), which: 'con
     least = Math.min(least, new Date(finished).getTime() + ms - now);
   }
   return least === Infinity ? 0 : Math.max(0, least);
+}
+
+/**
+ * A fresh Service's window for a workflow test: its own workflow id (the
+ * workflow refuses an id that is not its Service's) and its start input.
+ */
+export function weederRun(service = 'db'): { workflowId: string; args: [{ namespace: string; service: string }] } {
+  const svc = `${service}-${randomBytes(3).toString('hex')}`;
+  return { workflowId: weederWorkflowId('ns', svc), args: [{ namespace: 'ns', service: svc }] };
 }
 
 /** One call of a stubbed weeder activity: the test settles it. */

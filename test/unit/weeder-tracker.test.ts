@@ -4,7 +4,7 @@
 // at that moment) the signal and the record wait ARMED_YIELD_MS, and on no
 // other.
 import assert from 'node:assert/strict';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ARMED_YIELD_MS, ReadinessTracker } from '../../src/starters/weeder-watch.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 import type { ReadinessStore } from '../../src/weeder/record.ts';
@@ -27,14 +27,25 @@ const slices = (ready: boolean, uid = 'svc-1'): SliceLike[] => [{
   endpoints: [{ addresses: ['10.0.0.1'], targetRef: { kind: 'Pod', name: 'etcd-0', uid: 'pod-1' }, conditions: { ready } }],
 } as unknown as SliceLike];
 
-function setup(recorded: Observed | undefined) {
+/** What a describe of the Service's workflow id finds: nothing (absent), or a run of this type on this task queue. */
+interface Found { type: string; taskQueue: string; status?: string }
+
+function setup(recorded: Observed | undefined, found?: Found) {
   const events: string[] = [];
   const store = {
     read: async () => recorded,
     write: async (_ns: string, _svc: string, o: Observed) => { events.push(`record ${o.readiness}`); },
   } as unknown as ReadinessStore;
   const client = {
-    workflow: { signalWithStart: async (_wf: string, o: { signal: { name: string } }) => { events.push(`signal ${o.signal.name}`); } },
+    workflow: {
+      signalWithStart: async (_wf: string, o: { signal: { name: string } }) => { events.push(`signal ${o.signal.name}`); },
+      getHandle: (id: string) => ({
+        describe: async () => {
+          if (!found) throw new WorkflowNotFoundError('not found', id, undefined);
+          return { type: found.type, taskQueue: found.taskQueue, status: { name: found.status ?? 'RUNNING' } };
+        },
+      }),
+    },
   } as unknown as Client;
   const kube = { core: { readNamespacedService: async () => ({ metadata: {} }) } } as unknown as KubeClients;
   const pauses: number[] = [];
@@ -84,5 +95,19 @@ describe('weeder: the watcher\'s readiness tracker', () => {
     await t.judge(slices(false));
     await t.judge(slices(true));
     assert.deepEqual(t.events, ['signal arm', 'record not-ready', `pause ${ARMED_YIELD_MS}`, 'signal extend', 'record ready']);
+  });
+
+  it('an impostor under the Service\'s id (another type, or another task queue) is not signalled; tend\'s own run, or an ended one, is', async () => {
+    for (const impostor of [{ type: 'evilWorkflow', taskQueue: 'q' }, { type: 'weederWorkflow', taskQueue: 'elsewhere' }]) {
+      const t = setup(readyOn('pod-1'), impostor);
+      await t.judge(slices(false));
+      assert.deepEqual(t.events, [], `nothing signalled (nor recorded: the next resync tries again) to ${impostor.type} on ${impostor.taskQueue}`);
+    }
+    const own = setup(readyOn('pod-1'), { type: 'weederWorkflow', taskQueue: 'q' });
+    await own.judge(slices(false));
+    assert.deepEqual(own.events, ['signal arm', 'record not-ready']);
+    const ended = setup(readyOn('pod-1'), { type: 'evilWorkflow', taskQueue: 'q', status: 'COMPLETED' });
+    await ended.judge(slices(false));
+    assert.deepEqual(ended.events, ['signal arm', 'record not-ready'], 'an ended run is replaced by tend\'s own');
   });
 });

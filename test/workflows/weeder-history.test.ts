@@ -3,12 +3,11 @@
 // for a day, so the workflow must continue-as-new whatever it waits on: a
 // watch that never returns, a deletion under way.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
-import { WeederStubs, type StubCall } from '../harness/weeder.ts';
+import { weederRun, WeederStubs, type StubCall } from '../harness/weeder.ts';
 import type { WatchInput } from '../../src/activities/weeder.ts';
 import { armSignal, extendSignal, stopSignal, windowQuery } from '../../src/weeder/messages.ts';
 import type { Candidate, WeederResult } from '../../src/weeder/window.ts';
@@ -32,7 +31,7 @@ describe('weeder workflow: continue-as-new before the history limit, whatever it
 
   const run = <T>(fn: (client: Client) => Promise<T>) => withWorker(env, queue, stubs.activities, fn);
   const start = (client: Client, signal: typeof armSignal | typeof extendSignal) => client.workflow.signalWithStart('weederWorkflow', {
-    workflowId: `weeder/ns/db-${randomBytes(3).toString('hex')}`, taskQueue: queue, args: [{ namespace: 'ns', service: 'db' }], signal, signalArgs: [{}],
+    ...weederRun(), taskQueue: queue, signal, signalArgs: [{}],
   });
   const next = (h: WorkflowHandle, kind: StubCall['kind'], pred: (c: StubCall) => boolean = () => true) =>
     waitFor(`a ${kind} call of ${h.workflowId}`, () => stubs.of(h.workflowId, kind).find((c) => !c.settled && pred(c)));

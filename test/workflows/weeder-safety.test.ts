@@ -6,12 +6,11 @@
 // place) is tested end to end in test/e2e/observe-weeder.test.ts and
 // test/e2e/pause-weeder.test.ts.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
-import { WeederStubs, type StubCall } from '../harness/weeder.ts';
+import { weederRun, WeederStubs, type StubCall } from '../harness/weeder.ts';
 import type { WatchInput, WeedPodsInput } from '../../src/activities/weeder.ts';
 import { extendSignal, stopSignal, stopUpdate, windowQuery } from '../../src/weeder/messages.ts';
 import type { Candidate, WeedOutcome, WeederResult } from '../../src/weeder/window.ts';
@@ -36,8 +35,7 @@ describe('weeder workflow: observe mode and the pause (deletions recorded, or he
     return withWorker(env, queue, stubs.activities, fn);
   };
   const start = (client: Client) => client.workflow.signalWithStart('weederWorkflow', {
-    workflowId: `weeder/ns/db-${randomBytes(3).toString('hex')}`, taskQueue: queue,
-    args: [{ namespace: 'ns', service: 'db' }], signal: extendSignal, signalArgs: [{}],
+    ...weederRun(), taskQueue: queue, signal: extendSignal, signalArgs: [{}],
   });
   const cand = (name: string): Candidate => ({ name, uid: `uid-${name}`, containers: ['c'], owner: 'ReplicaSet/rs' });
   const observed = (c: Candidate): WeedOutcome => ({ uid: c.uid, outcome: 'observed', at: new Date().toISOString(),
