@@ -24,6 +24,7 @@ import {
 } from '../apps/types.ts';
 import { appSelector, desiredDeployments, ownedBy, planWorkloads } from '../apps/workloads.ts';
 import { appRef, appScopeProblem, readApp } from '../apps/read.ts';
+import { APPS_REFUSED } from '../apps/messages.ts';
 import { recordWould, writeHold, type SafetyGates, type WriteHold } from './safety-gate.ts';
 
 export { appScopeProblem, readApp };
@@ -61,8 +62,6 @@ function invalid(err: unknown): boolean {
   return statusOf(err) === 422 || statusOf(err) === 400;
 }
 
-/** The failure type of an App outside the worker's configuration. */
-export const APPS_REFUSED = 'AppsRefused';
 
 export function createAppActivities(kube: KubeClients, apps?: AppsConfig, gates?: SafetyGates) {
   const inScope = (namespace: unknown, name: unknown) => {

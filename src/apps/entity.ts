@@ -104,7 +104,10 @@ export class AppEntity {
 
   /**
    * What the watcher saw: the App at `generation`, and the highest generation
-   * it saw with desiredState STOPPED (a stop a later start may hide from the reconcile).
+   * it saw with desiredState STOPPED (a stop a later start may hide from the
+   * reconcile). Anyone may send this signal: the values are checked here
+   * (appChangedOf in messages.ts) and are only hints, each confirmed by the
+   * reconcile that follows (`generationRefuted`, and decideRevisions for the stop).
    */
   observe(generation: number, uid?: string, stoppedGeneration?: number): void {
     if (!Number.isSafeInteger(generation) || generation < 0) return;
@@ -129,6 +132,25 @@ export class AppEntity {
       this.data.stoppedGeneration = stoppedGeneration;
       this.newInput();
     }
+  }
+
+  /**
+   * The generation a reconcile read refutes what the watcher reported: a
+   * report that arrived before the reconcile started (`pendingBefore` is
+   * pendingGeneration then, and no report since) names a generation above the
+   * one the API server answered, which cannot be (generations only grow, and
+   * the read came after the report). Such a report is forged, or of an App
+   * deleted since: the read generation stands, instead of a reconcile after
+   * reconcile for a generation that never comes.
+   */
+  generationRefuted(result: ReconcileResult, pendingBefore: number): boolean {
+    const read = result.lastSeen?.generation;
+    return read !== undefined && this.data.pendingGeneration === pendingBefore && pendingBefore > read;
+  }
+
+  /** What the reconcile read stands for the generation the watcher reported (see generationRefuted). */
+  takeReadGeneration(result: ReconcileResult): void {
+    if (result.lastSeen) this.data.pendingGeneration = result.lastSeen.generation;
   }
 
   markDeleted(): void {

@@ -3,6 +3,7 @@
 import type { AppsConfig } from '../config/apps.ts';
 import type { KubeClients } from '../kube/client.ts';
 import { isNotFound } from '../kube/api.ts';
+import { preview } from '../checks/preview.ts';
 import { APP_GROUP, APP_PLURAL, APP_VERSION, parseAppKey, type App } from './types.ts';
 
 /** The App's address for the custom objects API. */
@@ -25,7 +26,7 @@ export async function readApp(kube: KubeClients, namespace: string, name: string
  */
 export function appScopeProblem(apps: AppsConfig | undefined, namespace: unknown, name: unknown): string | undefined {
   if (typeof namespace !== 'string' || typeof name !== 'string' || !parseAppKey(`${namespace}/${name}`)) {
-    return `an App is named by namespace and name; got ${String(JSON.stringify(namespace)).slice(0, 80)}/${String(JSON.stringify(name)).slice(0, 80)}`;
+    return `an App is named by namespace and name; got ${preview(namespace, 80)}/${preview(name, 80)}`;
   }
   if (!apps) return `App ${namespace}/${name}: this worker has no apps section, so it acts on no App`;
   if (apps.namespaces && !apps.namespaces.includes(namespace)) {

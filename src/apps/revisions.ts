@@ -62,7 +62,9 @@ export function decideRevisions(app: App, command: AppCommand | undefined, lastS
   const written = lastSeen?.appRev ?? (app.status?.revision !== undefined && Number.isSafeInteger(statusRev) ? statusRev : undefined);
   const alreadyBumped = written !== undefined && appRev > written;
   const observed = app.status?.observedDesiredState ?? lastSeen?.desiredState;
-  const seenStop = stopSeen !== undefined && stopSeen > 0 && stopSeen <= generation ? stopSeen : undefined;
+  // A STOPPED version the watcher saw is older than the App read STARTED now: one
+  // at this generation (or above) is refuted by the read itself, whoever sent it.
+  const seenStop = stopSeen !== undefined && stopSeen > 0 && stopSeen < generation ? stopSeen : undefined;
 
   // A stop made with kubectl: the webhook's rule, STOPPED while last observed STARTED.
   if (desired === 'STOPPED' && observed === 'STARTED' && !alreadyBumped) {

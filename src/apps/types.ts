@@ -98,9 +98,8 @@ export function appKey(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
 
-export function appWorkflowId(namespace: string, name: string): string {
-  return `app/${namespace}/${name}`;
-}
+// The workflow id lives with the workflow's messages; kept here for bench/apps.ts.
+export { appWorkflowId } from './messages.ts';
 
 /** Parses `NAMESPACE/NAME`; undefined when it is not one. */
 export function parseAppKey(text: string): { namespace: string; name: string } | undefined {

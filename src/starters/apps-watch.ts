@@ -10,11 +10,13 @@ import { log, type Logger } from '../log.ts';
 import { abortableSleep } from '../sleep.ts';
 import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
-import { appChangedSignal, appDeletedSignal, type AppChanged } from '../apps/messages.ts';
-import { APP_GROUP, APP_PLURAL, APP_VERSION, appKey, appWorkflowId, parseAppKey, type App } from '../apps/types.ts';
+import { APP_WORKFLOW_TYPE, appChangedSignal, appDeletedSignal, appWorkflowId, type AppChanged } from '../apps/messages.ts';
+import { impostor } from '../temporal/identity.ts';
+import { APP_GROUP, APP_PLURAL, APP_VERSION, appKey, parseAppKey, type App } from '../apps/types.ts';
 import { decideWatch, mergeReport, missedDeletions, type AppWorkflowRef, type Reported } from '../apps/watch.ts';
 import type { appWorkflow } from '../workflows/apps.ts';
 import type { CapabilityWatch } from './watcher.ts';
+import { refuseImpostor } from './weeder-watch.ts';
 
 /** A fresh list (and a look for missed deletions) this often: a watch that stalls silently costs at most this much. */
 const RESYNC_MS = 60_000;
@@ -46,7 +48,7 @@ export function appsWatch(config: AppsConfig): CapabilityWatch {
     const checkMissedDeletions = (apps: App[]) => {
       checking = checking.then(async () => {
         try {
-          const running = await runningAppWorkflows(client, temporal.taskQueue);
+          const running = await runningAppWorkflows(client, temporal.taskQueue, alog);
           for (const w of missedDeletions(apps, running, config.namespaces)) {
             alog.info({ app: appKey(w.namespace, w.name) }, 'App gone but its workflow runs: signalling the deletion');
             notifier.deleted(w.namespace, w.name);
@@ -83,11 +85,20 @@ export function appsWatch(config: AppsConfig): CapabilityWatch {
   };
 }
 
-/** App workflows of this task queue still running, by the App they name (their ids are `app/<namespace>/<name>`). */
-async function runningAppWorkflows(client: Client, taskQueue: string): Promise<AppWorkflowRef[]> {
+/**
+ * App workflows of this task queue still running, by the App they name (their
+ * ids are `app/<namespace>/<name>`). One of another type under such an id (the
+ * search attributes are anyone's to set) is not tend's: named, and left out.
+ */
+export async function runningAppWorkflows(client: Client, taskQueue: string, alog: Logger): Promise<AppWorkflowRef[]> {
   const refs: AppWorkflowRef[] = [];
   const query = `TendCapability="apps" AND ExecutionStatus="Running" AND TaskQueue=${JSON.stringify(taskQueue)}`;
   for await (const w of client.workflow.list({ query })) {
+    const why = impostor(w.workflowId, { type: w.type, taskQueue: w.taskQueue }, { type: APP_WORKFLOW_TYPE, taskQueues: [taskQueue] });
+    if (why) {
+      alog.error({ workflowId: w.workflowId.slice(0, 300) }, `${why}: not signalled`);
+      continue;
+    }
     const m = /^app\/(.+)$/.exec(w.workflowId);
     const key = m && parseAppKey(m[1]!);
     if (key) refs.push(key);
@@ -104,8 +115,11 @@ export interface AppSignaller {
 }
 
 export function temporalSignaller(client: Client, taskQueue: string): AppSignaller {
+  // Not to an impostor under the App's id: the send fails, naming it, and is tried again (src/starters/weeder-watch.ts).
+  const own = (namespace: string, name: string) => refuseImpostor(client, appWorkflowId(namespace, name), { type: APP_WORKFLOW_TYPE, taskQueues: [taskQueue] });
   return {
     async changed(namespace, name, report) {
+      await own(namespace, name);
       await client.workflow.signalWithStart<typeof appWorkflow, [AppChanged]>('appWorkflow', {
         ...appWorkflowStartOptions(namespace, name, taskQueue),
         signal: appChangedSignal,
@@ -114,6 +128,7 @@ export function temporalSignaller(client: Client, taskQueue: string): AppSignall
     },
     async deleted(namespace, name) {
       try {
+        await own(namespace, name);
         await client.workflow.getHandle(appWorkflowId(namespace, name)).signal(appDeletedSignal);
         return 'delivered';
       } catch (err) {

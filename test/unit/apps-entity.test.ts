@@ -148,6 +148,32 @@ describe('apps: entity state and decideNext', () => {
   });
 });
 
+describe('apps: a reported generation is a hint the reconcile confirms', () => {
+  const cases: { name: string; reported: number; during?: number; read: number; refuted: boolean }[] = [
+    { name: 'a report above what a later read found (forged, or of an App gone since) is refuted', reported: Number.MAX_SAFE_INTEGER, read: 4, refuted: true },
+    { name: 'a report the read confirms stands', reported: 4, read: 4, refuted: false },
+    { name: 'a read beyond the report stands too', reported: 4, read: 6, refuted: false },
+    { name: 'a report that came while the reconcile ran is not judged by it (the read may predate it)', reported: 4, during: 9, read: 4, refuted: false },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const e = new AppEntity({ namespace: 'n', name: 'a' });
+      e.reconciled(result({ generation: 1, uid: 'u' }));
+      e.observe(c.reported, 'u');
+      const pendingBefore = e.data.pendingGeneration;
+      if (c.during !== undefined) e.observe(c.during, 'u');
+      const res = result({ generation: c.read, uid: 'u' });
+      e.reconciled(res);
+      assert.equal(e.generationRefuted(res, pendingBefore), c.refuted);
+      if (c.refuted) {
+        e.takeReadGeneration(res);
+        assert.equal(e.data.pendingGeneration, c.read);
+        assert.deepEqual(decideNext(e.data, false), { kind: 'idle' }, 'no reconcile after reconcile for a generation that never comes');
+      }
+    });
+  }
+});
+
 describe('apps: a stop the watcher saw, accounted for once', () => {
   it('a reported stop is passed to the next reconcile, and to none after it', () => {
     const e = new AppEntity({ namespace: 'n', name: 'a' });

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { decideWatch, mergeReport, missedDeletions } from '../../src/apps/watch.ts';
 import type { App, DesiredState } from '../../src/apps/types.ts';
 import type { AppChanged } from '../../src/apps/messages.ts';
-import { AppNotifier, type AppSignaller } from '../../src/starters/apps-watch.ts';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { AppNotifier, runningAppWorkflows, temporalSignaller, type AppSignaller } from '../../src/starters/apps-watch.ts';
 import { log } from '../../src/log.ts';
 import { waitFor } from '../harness/wait.ts';
 
@@ -117,5 +118,45 @@ describe('apps: AppNotifier', () => {
     const attempts = f.failed.deleted;
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(f.failed.deleted, attempts);
+  });
+});
+
+describe('apps: the watcher checks what runs under an App\'s id', () => {
+  const quiet = log.child({}, { level: 'silent' });
+  const fake = (runs: { workflowId: string; type: string; taskQueue: string }[], sent: string[]) => ({
+    workflow: {
+      list: async function* () {
+        yield* runs;
+      },
+      getHandle: (id: string) => ({
+        describe: async () => {
+          const r = runs.find((w) => w.workflowId === id);
+          if (!r) throw new WorkflowNotFoundError('not found', id, undefined);
+          return { ...r, status: { name: 'RUNNING' } };
+        },
+        signal: async () => { sent.push(`signal ${id}`); },
+      }),
+      signalWithStart: async (_t: string, o: { workflowId: string }) => { sent.push(`signalWithStart ${o.workflowId}`); },
+    },
+  }) as unknown as Client;
+  const runs = [
+    { workflowId: 'app/n/mine', type: 'appWorkflow', taskQueue: 'q' },
+    { workflowId: 'app/n/evil', type: 'evilWorkflow', taskQueue: 'q' },
+    { workflowId: 'app/n/astray', type: 'appWorkflow', taskQueue: 'other' },
+  ];
+
+  it('the resync leaves out a workflow of another type or task queue under an App\'s id', async () => {
+    assert.deepEqual(await runningAppWorkflows(fake(runs, []), 'q', quiet), [{ namespace: 'n', name: 'mine' }]);
+  });
+
+  it('no change or deletion is sent to an impostor: the send fails, naming it', async () => {
+    const sent: string[] = [];
+    const send = temporalSignaller(fake(runs, sent), 'q');
+    await assert.rejects(send.changed('n', 'evil', { generation: 1 }), /app\/n\/evil is of type "evilWorkflow", not appWorkflow/);
+    await assert.rejects(send.deleted('n', 'astray'), /runs on task queue "other"/);
+    await send.changed('n', 'mine', { generation: 1 });
+    await send.changed('n', 'new', { generation: 1 });
+    assert.equal(await send.deleted('n', 'mine'), 'delivered');
+    assert.deepEqual(sent, ['signalWithStart app/n/mine', 'signalWithStart app/n/new', 'signal app/n/mine']);
   });
 });
