@@ -26,7 +26,7 @@ import { Draw } from './generate.ts';
 import { type Context, exportedBounds, type Message, nextMessage, targets } from './targets.ts';
 import { commandRuns, cordons, historySize, identity, outsideConfiguration, repairLimit, stuckTask, taskFailures, type Violation } from './invariants.ts';
 import { fuzzClient, send } from './send.ts';
-import { cordonedNodes, MAX_CONCURRENT_REPAIRS, MAX_CONCURRENT_REPLACEMENTS, probeApps, probeRepair, probeTaint, probeWeeder, setUp, startSafety, TASK_QUEUE, uncordon, untaint, type ProbeResult, type Setup } from './world.ts';
+import { cordonedNodes, MAX_CONCURRENT_REPAIRS, MAX_CONCURRENT_REPLACEMENTS, probeApps, probeRepair, probeTaint, probeWeeder, setUp, startSafety, taintLater, TASK_QUEUE, uncordon, untaint, untaintLater, type ProbeResult, type Setup } from './world.ts';
 import { expectedId, formatReport, type Row, rowKey } from './report.ts';
 
 /** What --report writes: the table's rows and every violation (the e2e test reads it). */
@@ -140,6 +140,8 @@ let handStarts: { m: Message; runId: string }[] = [];
 /** Each run's last event looked at; runs closed and looked at are done. */
 const seenEvents = new Map<string, number>();
 const done = new Set<string>();
+/** Runs whose size or stuck task was reported already. */
+const reported = new Set<string>();
 let sent = 0;
 let batches = 0;
 
@@ -202,14 +204,19 @@ async function checkHistories(): Promise<Violation[]> {
     const type = typeOf.get(r.type) ?? r.type;
     const h = client.workflow.getHandle(r.workflowId, r.runId);
     try {
+      const desc = await h.describe();
+      const raw = desc.raw as { workflowExecutionInfo?: { historyLength?: unknown; historySizeBytes?: unknown }; pendingWorkflowTask?: { attempt?: number } | null };
+      // Each run's size and stuck task once: they last.
+      const lasting = [
+        ...historySize(type, r.workflowId, Number(raw.workflowExecutionInfo?.historyLength ?? 0), Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0)),
+        ...stuckTask(type, r.workflowId, raw.pendingWorkflowTask?.attempt),
+      ];
+      if (lasting.length && !reported.has(r.runId)) out.push(...lasting);
+      if (lasting.length) reported.add(r.runId);
       const history = await h.fetchHistory();
       const events = history.events ?? [];
       out.push(...taskFailures(type, r.workflowId, events, seenEvents.get(r.runId) ?? 0));
       seenEvents.set(r.runId, Number(events.at(-1)?.eventId ?? 0));
-      const desc = await h.describe();
-      const raw = desc.raw as { workflowExecutionInfo?: { historyLength?: unknown; historySizeBytes?: unknown }; pendingWorkflowTask?: { attempt?: number } | null };
-      out.push(...historySize(type, r.workflowId, Number(raw.workflowExecutionInfo?.historyLength ?? 0), Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0)));
-      out.push(...stuckTask(type, r.workflowId, raw.pendingWorkflowTask?.attempt));
       if (desc.status.name !== 'RUNNING') done.add(r.runId);
     } catch (err) {
       say(`  could not read ${r.workflowId}: ${(err as Error).message}`);
@@ -260,6 +267,9 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
   const mark = await audit.mark();
   const runsFrom = (await readFile(s.runsFile, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
   const logFrom = await stat(logFile).then((x) => x.size, () => 0);
+  // A Node's workflow that lives through the batch, for messages to reach.
+  const held = s.nodes[(n + 2) % s.nodes.length]!.name;
+  await taintLater(kube, held);
   // Normal operation beside the messages: each capability's probe.
   const probes = Promise.all([
     probeRepair(client, s, n).catch((err: Error) => ({ capability: 'repair' as const, ok: false, detail: `the probe failed: ${err.message}` })),
@@ -296,6 +306,7 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
     else handStarts.push({ m, runId: o.runId });
   }
   const results = await probes;
+  await untaintLater(kube, held);
   const found: Violation[] = [];
   for (const r of results) {
     if (r.ok) continue;

@@ -32,7 +32,9 @@ const rawCodec: PayloadCodec = {
 };
 
 export async function fuzzClient(address: string, namespace = 'default'): Promise<Client> {
-  return new Client({ connection: await Connection.connect({ address }), namespace, dataConverter: { payloadCodecs: [rawCodec] } });
+  // Histories the fuzzer reads can hold pages past gRPC's default 4 MiB (its own huge messages).
+  const connection = await Connection.connect({ address, channelArgs: { 'grpc.max_receive_message_length': 128 * 1024 * 1024 } });
+  return new Client({ connection, namespace, dataConverter: { payloadCodecs: [rawCodec] } });
 }
 
 /** The arguments as the client can send them: a value JSON.stringify cannot write becomes a placeholder for its text. */

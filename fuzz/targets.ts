@@ -119,6 +119,8 @@ const node = (c: Context, d: Draw) => (c.nodes.length ? d.pick(c.nodes).name : '
 const runningEntry = (c: Context, d: Draw) => (c.runningEntries.length ? d.pick(c.runningEntries) : undefined);
 const podOn = (c: Context, d: Draw) => (c.pods.length ? d.pick(c.pods) : { node: node(c, d), uid: '00000000-0000-0000-0000-000000000000', pod: `${c.namespace}/x` });
 const HUGE_GENERATION = 2 ** 53 - 1;
+/** An id of no workflow of tend's: a new one each time, drawn from the run's generator. */
+const other = (c: Context, d: Draw, what: string) => `fuzz-${c.seed}-${what}-${d.int(1_000_000_000)}`;
 /** A running workflow of the type (its handlers are there to answer), else the id it would have. */
 const runningOr = (c: Context, d: Draw, workflowType: string, otherwise: () => string) => {
   const ids = c.running[workflowType] ?? [];
@@ -133,7 +135,7 @@ export function targets(): TargetSpec[] {
     type: 'repair-queue',
     workflowType: 'repairQueueWorkflow',
     id: () => repairMessages.REPAIR_QUEUE_WORKFLOW_ID,
-    startIds: (c) => [repairMessages.REPAIR_QUEUE_WORKFLOW_ID, `fuzz-${c.seed}-queue`],
+    startIds: (c, d) => [repairMessages.REPAIR_QUEUE_WORKFLOW_ID, other(c, d, 'queue')],
     handlers: [
       {
         name: repairMessages.addUpdate.name, kind: 'update',
@@ -196,7 +198,7 @@ export function targets(): TargetSpec[] {
       const e = runningEntry(c, d);
       return e ? repairMessages.repairEntryWorkflowId(e.index) : undefined;
     },
-    startIds: (c, d) => [repairMessages.repairEntryWorkflowId(runningEntry(c, d)?.index ?? '999999'), repairMessages.repairEntryWorkflowId('999999'), `fuzz-${c.seed}-entry`],
+    startIds: (c, d) => [repairMessages.repairEntryWorkflowId(runningEntry(c, d)?.index ?? '999999'), repairMessages.repairEntryWorkflowId('999999'), other(c, d, 'entry')],
     handlers: [
       {
         name: repairMessages.setEnabledSignal.name, kind: 'signal', valid: () => [true],
@@ -219,7 +221,7 @@ export function targets(): TargetSpec[] {
     type: 'taint-replacements',
     workflowType: 'taintReplacementsWorkflow',
     id: () => taintMessages.SLOTS_WORKFLOW_ID,
-    startIds: (c) => [taintMessages.SLOTS_WORKFLOW_ID, `fuzz-${c.seed}-slots`],
+    startIds: (c, d) => [taintMessages.SLOTS_WORKFLOW_ID, other(c, d, 'slots')],
     handlers: [
       {
         name: taintMessages.slotSettingsSignal.name, kind: 'signal', valid: () => [],
@@ -272,7 +274,7 @@ export function targets(): TargetSpec[] {
     type: 'taint/<node>',
     workflowType: 'taintNodeWorkflow',
     id: (c, d) => runningOr(c, d, 'taintNodeWorkflow', () => taintMessages.nodeWorkflowId(node(c, d))),
-    startIds: (c, d) => [taintMessages.nodeWorkflowId(node(c, d)), `fuzz-${c.seed}-taint`],
+    startIds: (c, d) => [taintMessages.nodeWorkflowId(node(c, d)), other(c, d, 'taint')],
     handlers: [
       {
         name: taintMessages.nodeTaintsSignal.name, kind: 'signal',
@@ -301,7 +303,7 @@ export function targets(): TargetSpec[] {
     type: 'weeder',
     workflowType: 'weederWorkflow',
     id: (c, d) => runningOr(c, d, 'weederWorkflow', () => weederWorkflowId(c.namespace, c.service)),
-    startIds: (c) => [weederWorkflowId(c.namespace, c.service), weederWorkflowId(c.outside, 'kube-dns'), `fuzz-${c.seed}-weeder`],
+    startIds: (c, d) => [weederWorkflowId(c.namespace, c.service), weederWorkflowId(c.outside, 'kube-dns'), other(c, d, 'weeder')],
     handlers: [
       {
         name: weederMessages.extendSignal.name, kind: 'signal', valid: () => [{ seconds: 5, reason: 'fuzz' }],
@@ -328,7 +330,7 @@ export function targets(): TargetSpec[] {
     type: 'app',
     workflowType: 'appWorkflow',
     id: (c) => appWorkflowId(c.namespace, c.app),
-    startIds: (c) => [appWorkflowId(c.namespace, c.app), appWorkflowId(c.outside, 'x'), `fuzz-${c.seed}-app`],
+    startIds: (c, d) => [appWorkflowId(c.namespace, c.app), appWorkflowId(c.outside, 'x'), other(c, d, 'app')],
     handlers: [
       {
         name: appsMessages.appChangedSignal.name, kind: 'signal',
@@ -359,7 +361,7 @@ export function targets(): TargetSpec[] {
     type: 'tend-safety',
     workflowType: 'safetyWorkflow',
     id: () => safetyMessages.SAFETY_WORKFLOW_ID,
-    startIds: (c) => [safetyMessages.SAFETY_WORKFLOW_ID, `fuzz-${c.seed}-safety`],
+    startIds: (c, d) => [safetyMessages.SAFETY_WORKFLOW_ID, other(c, d, 'safety')],
     handlers: [
       { name: safetyMessages.pauseUpdate.name, kind: 'update', operator: true, valid: () => [{ reason: 'fuzz', by: 'fuzz' }] },
       { name: safetyMessages.resumeUpdate.name, kind: 'update', valid: () => [{ by: 'fuzz' }] },
@@ -377,7 +379,7 @@ export function targets(): TargetSpec[] {
     type: 'check',
     workflowType: 'checkWorkflow',
     id: () => undefined,
-    startIds: (c) => [`fuzz-${c.seed}-check`],
+    startIds: (c, d) => [other(c, d, 'check')],
     handlers: [],
     startInputs: () => [{ args: [], note: 'no input' }, { args: [{ command: ['sh', '-c', 'true'] }], note: 'an input with a command' }],
   };

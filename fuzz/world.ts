@@ -33,6 +33,8 @@ export const MAX_CONCURRENT_REPAIRS = 1;
 export const MAX_CONCURRENT_REPLACEMENTS = 1;
 const MANAGED = 'fuzz.tend.dev/managed';
 export const DUE_TAINT = 'fuzz.tend.dev/due';
+/** A taint due only in an hour: its Node's workflow runs the whole batch (marking, never evicting), for messages to reach. */
+export const LATER_TAINT = 'fuzz.tend.dev/later';
 const API_REPLICAS = 2;
 
 export interface Setup {
@@ -80,11 +82,12 @@ export async function setUp(kube: KubeClients, info: SandboxInfo, dir: string): 
   await writeFile(config, toYaml({
     temporal: { address: info.temporalAddress, taskQueue: TASK_QUEUE },
     kubernetes: { kubeconfig: info.tendKubeconfig },
-    weeder: { watchDuration: '10s', namespaces: [namespace], servicesAndDependantSelectors: { db: { podSelectors: [{ matchLabels: { role: 'api' } }] } } },
+    // A minute's window: it is open while the batch's messages reach it.
+    weeder: { watchDuration: '60s', namespaces: [namespace], servicesAndDependantSelectors: { db: { podSelectors: [{ matchLabels: { role: 'api' } }] } } },
     taintReplacement: {
       podSelector: { matchLabels: { [MANAGED]: 'true' } },
       namespaces: [namespace],
-      taintReplacementOptions: [{ key: DUE_TAINT, durationInSeconds: 1 }],
+      taintReplacementOptions: [{ key: DUE_TAINT, durationInSeconds: 1 }, { key: LATER_TAINT, durationInSeconds: 3600 }],
       taintReplacementTimeSeconds: 1,
       maxConcurrentReplacements: MAX_CONCURRENT_REPLACEMENTS,
       breaker: { maxTaintedNodes: '100%' },
@@ -155,7 +158,11 @@ async function editTaints(kube: KubeClients, node: string, edit: (t: k8s.V1Taint
     await kube.core.replaceNode({ name: node, body: n });
   });
 }
-export const untaint = (kube: KubeClients, node: string) => editTaints(kube, node, (ts) => ts.filter((t) => t.key !== DUE_TAINT));
+export const untaint = (kube: KubeClients, node: string) => editTaints(kube, node, (ts) => ts.filter((t) => t.key !== DUE_TAINT && t.key !== LATER_TAINT));
+/** The later taint on a Node (PreferNoSchedule: the Node still takes pods the others cannot). */
+export const taintLater = (kube: KubeClients, node: string) =>
+  editTaints(kube, node, (ts) => [...ts.filter((t) => t.key !== LATER_TAINT), { key: LATER_TAINT, value: 'x', effect: 'PreferNoSchedule' }]);
+export const untaintLater = (kube: KubeClients, node: string) => editTaints(kube, node, (ts) => ts.filter((t) => t.key !== LATER_TAINT));
 
 /** Taint: the Node with most managed pods tainted; every managed pod on it replaced within 90 s, then the taint removed. */
 export async function probeTaint(kube: KubeClients, s: Setup): Promise<ProbeResult> {
@@ -178,7 +185,7 @@ export async function probeTaint(kube: KubeClients, s: Setup): Promise<ProbeResu
   } catch {
     return { capability: 'taint', ok: false, detail: `the managed pods on ${node} were not all replaced within 90 s` };
   } finally {
-    await untaint(kube, node);
+    await editTaints(kube, node, (ts) => ts.filter((t) => t.key !== DUE_TAINT));
   }
 }
 
