@@ -212,7 +212,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
   const buildId = deployment && (deployment.buildId ?? buildIdOf(await workflowSourcesFingerprint()));
   // The durable pause (`tend pause`), read every 250 ms; activities ask it right before a
   // destructive write (src/activities/safety-gate.ts).
-  const pause = new PauseState({ read: describeReader(connection.workflowService, opts.temporal.namespace) });
+  const pause = new PauseState({ read: describeReader(connection.workflowService, opts.temporal.namespace, { taskQueue: opts.temporal.taskQueue }) });
   pause.start();
   // The modes (act or observe), read again on SIGHUP and every few seconds from where the
   // configuration came from: a switch applies to the next write, no restart (docs/safety.md).
