@@ -11,15 +11,12 @@ import { preview } from '../checks/preview.ts';
 import type { AppEntityData } from './entity.ts';
 import { MAX_RESTART_TIMEOUT_SECONDS, type ActualState, type DesiredState } from './types.ts';
 
+export { appWorkflowId } from './types.ts';
+
 /** The failure type of an App outside the worker's configuration, or a start input that is not one. */
 export const APPS_REFUSED = 'AppsRefused';
 /** The workflow type readers expect under an App's id (src/workflows/apps.ts). */
 export const APP_WORKFLOW_TYPE = 'appWorkflow';
-
-/** The App's workflow id, as DESIGN.md names it: one per App. */
-export function appWorkflowId(namespace: string, name: string): string {
-  return `app/${namespace}/${name}`;
-}
 
 /** The watcher saw the App at this generation (a spec change, or a change made while it was away). */
 export interface AppChanged {

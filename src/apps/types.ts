@@ -98,8 +98,10 @@ export function appKey(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
 
-// The workflow id lives with the workflow's messages; kept here for bench/apps.ts.
-export { appWorkflowId } from './messages.ts';
+/** The App's workflow id (DESIGN.md); messages.ts, which holds the workflow's messages, exports it too. */
+export function appWorkflowId(namespace: string, name: string): string {
+  return `app/${namespace}/${name}`;
+}
 
 /** Parses `NAMESPACE/NAME`; undefined when it is not one. */
 export function parseAppKey(text: string): { namespace: string; name: string } | undefined {

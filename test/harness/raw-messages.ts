@@ -36,6 +36,11 @@ export function deepJson(depth: number): string {
   return `${'['.repeat(depth)}1${']'.repeat(depth)}`;
 }
 
+/** JSON text of an array of `length` zeros: past every count limit, small enough to send. */
+export function hugeJson(length = 200_000): string {
+  return `[${Array.from({ length }, () => '0').join(',')}]`;
+}
+
 /** The history's failed workflow tasks, with their causes: none after a message means its handler was total. */
 export async function failedWorkflowTasks(h: WorkflowHandle): Promise<string[]> {
   const events = (await h.fetchHistory()).events ?? [];

@@ -8,7 +8,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
-import { deepJson, failedWorkflowTasks, rawSignal, rawUpdate } from '../harness/raw-messages.ts';
+import { deepJson, failedWorkflowTasks, hugeJson, rawSignal, rawUpdate } from '../harness/raw-messages.ts';
 import { appStubs } from './apps-stubs.ts';
 import type { AppEntityData } from '../../src/apps/entity.ts';
 import { appChangedSignal, appStateQuery } from '../../src/apps/messages.ts';
@@ -56,7 +56,7 @@ describe('App entity workflow: messages are hints, handlers are total (workflow 
       const h = await start(client, q, 'forged');
       await waitFor('the first reconcile', async () => firstReconciled(await h.query(appStateQuery)));
       const deep = deepJson(5000);
-      const huge = `[${Array.from({ length: 200_000 }, () => '0').join(',')}]`;
+      const huge = hugeJson();
       const forged = [deep, huge, `{"generation":${deep}}`, `{"generation":1,"uid":${deep}}`, `{"generation":1,"uid":"${'u'.repeat(100_000)}"}`,
         '{"generation":"7"}', '{"generation":-1}', '{"generation":1.5}', '{"generation":2,"stoppedGeneration":9}', '"x"', '7', 'null',
         `{"strategy":${deep}}`, `{"timeoutSeconds":${huge}}`, '{"strategy":"\\ud800🌱"}', '{"timeoutSeconds":1e308}'];

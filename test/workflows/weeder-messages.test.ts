@@ -9,7 +9,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
 import { weederRun, WeederStubs } from '../harness/weeder.ts';
-import { deepJson, failedWorkflowTasks, rawSignal, rawUpdate } from '../harness/raw-messages.ts';
+import { deepJson, failedWorkflowTasks, hugeJson, rawSignal, rawUpdate } from '../harness/raw-messages.ts';
 import { extendSignal, stopSignal, windowQuery } from '../../src/weeder/messages.ts';
 
 describe('weeder workflow: every handler is total and bounded', function () {
@@ -25,7 +25,7 @@ describe('weeder workflow: every handler is total and bounded', function () {
   });
 
   const deep = deepJson(5000);
-  const huge = `[${Array.from({ length: 200_000 }, () => '0').join(',')}]`;
+  const huge = hugeJson();
   const forged = [
     deep, huge, `{"seconds":${deep}}`, `{"reason":${deep}}`, `{"seconds":${huge}}`, `{"reason":${huge}}`,
     '"a string"', '42', 'true', '[1,2]', '{"seconds":"10"}', '{"seconds":-5}', '{"seconds":1e400}',
