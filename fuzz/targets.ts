@@ -10,6 +10,8 @@ import * as taintMessages from '../src/taint/messages.ts';
 import * as weederMessages from '../src/weeder/messages.ts';
 import * as appsMessages from '../src/apps/messages.ts';
 import * as safetyMessages from '../src/safety/messages.ts';
+import * as taintSlots from '../src/taint/slots.ts';
+import * as weederWindow from '../src/weeder/window.ts';
 import { MESSAGE_LIMITS } from '../src/checks/limits.ts';
 import { appWorkflowId } from '../src/apps/types.ts';
 import * as workflows from '../src/workflows/index.ts';
@@ -97,7 +99,7 @@ export interface TargetSpec {
  */
 export function exportedBounds(): Record<string, Bound[]> {
   const named = /MAX|LIMIT|BOUND|MOST/i;
-  const usable = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && v <= 10_000_000;
+  const usable = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && v <= 2_000_000;
   const of = (file: string, mod: Record<string, unknown>) => Object.entries(mod).filter(([k]) => named.test(k)).flatMap(([k, v]): Bound[] => {
     if (usable(v)) return [{ name: `${file} ${k}`, value: v }];
     if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
@@ -108,8 +110,9 @@ export function exportedBounds(): Record<string, Bound[]> {
   const shared = of('src/checks/limits.ts', { MESSAGE_LIMITS });
   return {
     repair: [...of('src/repair/messages.ts', repairMessages), ...shared],
-    taint: [...of('src/taint/messages.ts', taintMessages), ...shared],
-    weeder: [...of('src/weeder/messages.ts', weederMessages), ...shared],
+    // The coordinator's bounds live beside its slots, the armed announcement's beside the window.
+    taint: [...of('src/taint/messages.ts', taintMessages), ...of('src/taint/slots.ts', taintSlots), ...shared],
+    weeder: [...of('src/weeder/messages.ts', weederMessages), ...of('src/weeder/window.ts', weederWindow), ...shared],
     apps: [...of('src/apps/messages.ts', appsMessages), ...shared],
     safety: [...of('src/safety/messages.ts', safetyMessages), ...shared],
   };
