@@ -6,12 +6,13 @@
 import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
-import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { replaysWithPatches, startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
 import { deepJson, failedWorkflowTasks, hugeJson, rawSignal, rawUpdate } from '../harness/raw-messages.ts';
 import { appStubs } from './apps-stubs.ts';
 import type { AppEntityData } from '../../src/apps/entity.ts';
 import { appChangedSignal, appStateQuery } from '../../src/apps/messages.ts';
+import { APP_GENERATION_CONFIRMED_PATCH, APP_OWN_ID_PATCH } from '../../src/workflows/apps.ts';
 
 describe('App entity workflow: messages are hints, handlers are total (workflow test)', function () {
   this.timeout(180_000);
@@ -45,6 +46,7 @@ describe('App entity workflow: messages are hints, handlers are total (workflow 
       await h.signal(appChangedSignal, { generation: 2, uid: 'uid-1' });
       await waitFor('generation 2 reconciled', async () => settledAt(2)(await h.query(appStateQuery)));
       assert.deepEqual(await failedWorkflowTasks(h), []);
+      await replaysWithPatches(client, h.workflowId, [APP_GENERATION_CONFIRMED_PATCH]);
       await h.terminate('done');
     });
   });
@@ -90,6 +92,7 @@ describe('App entity workflow: messages are hints, handlers are total (workflow 
         assert.equal((err.cause as { type?: string }).type, 'AppsRefused');
       }
       assert.equal(stubs.started.filter((a) => a === 'appInScope' || a === 'reconcileApp').length, 0, 'nothing read');
+      await replaysWithPatches(client, 'app/wf/impostor', [APP_OWN_ID_PATCH]);
     });
   });
 });

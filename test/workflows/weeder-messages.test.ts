@@ -6,11 +6,12 @@
 import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { WorkflowFailedError } from '@temporalio/client';
-import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { replaysWithPatches, startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
 import { weederRun, WeederStubs } from '../harness/weeder.ts';
 import { deepJson, failedWorkflowTasks, hugeJson, rawSignal, rawUpdate } from '../harness/raw-messages.ts';
 import { extendSignal, stopSignal, windowQuery } from '../../src/weeder/messages.ts';
+import { WEEDER_OWN_ID_PATCH } from '../../src/workflows/weeder.ts';
 
 describe('weeder workflow: every handler is total and bounded', function () {
   this.timeout(180_000);
@@ -93,5 +94,6 @@ describe('weeder workflow: every handler is total and bounded', function () {
         assert.equal((err.cause as { type?: string }).type, 'WeederRefused');
       }
       assert.equal(stubs.of(run.workflowId, 'watch').length, 0, 'nothing watched');
+      await replaysWithPatches(client, run.workflowId, [WEEDER_OWN_ID_PATCH]);
     }));
 });
