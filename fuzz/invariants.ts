@@ -11,6 +11,8 @@ export interface Violation {
   /** The report's row: workflow type and handler ('(invariants)' when no single message is to blame). */
   type: string;
   handler: string;
+  /** The handler's kind, when the record tells (a signal and an update may share a name). */
+  kind?: 'signal' | 'update' | 'start';
   invariant: string;
   detail: string;
 }
@@ -86,7 +88,7 @@ export function taskFailures(type: string, workflowId: string, events: HistoryEv
     if (ORDINARY_CAUSES.has(a?.cause ?? 0)) continue;
     const why = preview(a?.failure?.message ?? '', 200);
     out.push({
-      type, handler: last?.handler ?? 'start',
+      type, handler: last?.handler ?? 'start', kind: last?.kind ?? 'start',
       invariant: 'no workflow task failure',
       detail: `${workflowId}: workflow task failed at event ${String(e.eventId)} (${causeName(a?.cause)}: ${why})`
         + (last ? ` after ${last.kind} ${last.handler} (event ${last.eventId}) with ${last.input}` : ' after its start'),
@@ -208,5 +210,5 @@ export function outsideConfiguration(writes: Write[], user: string, namespaces: 
  */
 export function identity(type: string, workflowId: string, status: string, note: string): Violation[] {
   if (status !== 'RUNNING') return [];
-  return [{ type, handler: 'start', invariant: 'a workflow runs under its own id only', detail: `${workflowId} (${note}) still runs, started by hand under an id that is not its own` }];
+  return [{ type, handler: 'start', kind: 'start', invariant: 'a workflow runs under its own id only', detail: `${workflowId} (${note}) still runs, started by hand under an id that is not its own` }];
 }

@@ -24,7 +24,7 @@ export interface Row {
   families: Partial<Record<string, number>>;
 }
 
-export const rowKey = (type: string, handler: string) => `${type}\t${handler}`;
+export const rowKey = (type: string, handler: string, kind: string) => `${type}\t${handler}\t${kind}`;
 
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
@@ -47,17 +47,17 @@ export function expectedId(m: Pick<Message, 'type' | 'args' | 'workflowId'>): st
 export function formatReport(rows: Row[], violations: (Violation & { batch: number })[], seed: number, sent: number, batches: number, refusals: Map<string, string>): string {
   const head = ['TYPE', 'HANDLER', 'KIND', 'SENT', 'REFUSED', 'IGNORED', 'ACCEPTED', 'VIOLATIONS'];
   const extra = new Map<string, number>();
-  for (const v of violations) if (!rows.some((r) => r.type === v.type && r.handler === v.handler)) extra.set(rowKey(v.type, v.handler), (extra.get(rowKey(v.type, v.handler)) ?? 0) + 1);
+  for (const v of violations) if (!rows.some((r) => r.type === v.type && r.handler === v.handler)) extra.set(rowKey(v.type, v.handler, '-'), (extra.get(rowKey(v.type, v.handler, '-')) ?? 0) + 1);
   const cells = [
     ...rows.map((r) => [r.type, r.handler, r.kind, String(r.sent), String(r.refused), String(r.ignored), String(r.accepted), String(r.violations)]),
-    ...[...extra].map(([k, n]) => [...k.split('\t'), '-', '-', '-', '-', '-', String(n)]),
+    ...[...extra].map(([k, n]) => [...k.split('\t'), '-', '-', '-', '-', String(n)]),
   ];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[]) => c.map((x, i) => (i >= 3 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('  ').trimEnd();
   const lines = [`message fuzzer, seed ${seed}: ${sent} message(s) in ${batches} batch(es)`, line(head), ...cells.map(line)];
   if (refusals.size) {
     lines.push('', 'FIRST REFUSAL PER HANDLER (what refusing reads like; not violations)');
-    for (const [k, why] of refusals) lines.push(`- ${k.replace('\t', ' ')}: ${why}`);
+    for (const [k, why] of refusals) lines.push(`- ${k.replaceAll('\t', ' ')}: ${why}`);
   }
   if (!violations.length) {
     lines.push('', 'no violations');

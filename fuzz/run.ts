@@ -126,8 +126,8 @@ const bounds = exportedBounds();
 const typeOf = new Map(ts.map((t) => [t.workflowType, t.type]));
 const rows = new Map<string, Row>();
 for (const t of ts) {
-  for (const h of t.handlers) rows.set(rowKey(t.type, h.name), { type: t.type, handler: h.name, kind: h.kind, sent: 0, refused: 0, ignored: 0, accepted: 0, delivered: 0, violations: 0, families: {} });
-  rows.set(rowKey(t.type, 'start'), { type: t.type, handler: 'start', kind: 'start', sent: 0, refused: 0, ignored: 0, accepted: 0, delivered: 0, violations: 0, families: {} });
+  for (const h of t.handlers) rows.set(rowKey(t.type, h.name, h.kind), { type: t.type, handler: h.name, kind: h.kind, sent: 0, refused: 0, ignored: 0, accepted: 0, delivered: 0, violations: 0, families: {} });
+  rows.set(rowKey(t.type, 'start', 'start'), { type: t.type, handler: 'start', kind: 'start', sent: 0, refused: 0, ignored: 0, accepted: 0, delivered: 0, violations: 0, families: {} });
 }
 const violations: (Violation & { batch: number })[] = [];
 const refusals = new Map<string, string>();
@@ -187,7 +187,7 @@ async function ignoredSince(logFile: string, from: number): Promise<Map<string, 
     const handler = names.find((n) => msg.includes(n));
     const type = typeOf.get(String(entry.workflowType ?? ''));
     if (!handler || !type) continue;
-    out.set(rowKey(type, handler), (out.get(rowKey(type, handler)) ?? 0) + 1);
+    out.set(rowKey(type, handler, 'signal'), (out.get(rowKey(type, handler, 'signal')) ?? 0) + 1);
   }
   return out;
 }
@@ -229,7 +229,7 @@ async function checkHistories(): Promise<Violation[]> {
 async function settleHandStarts(): Promise<Violation[]> {
   const out: Violation[] = [];
   for (const { m, runId } of handStarts) {
-    const row = rows.get(rowKey(m.type, 'start'))!;
+    const row = rows.get(rowKey(m.type, 'start', 'start'))!;
     const h = client.workflow.getHandle(m.workflowId, runId);
     const desc = await h.describe().catch(() => undefined);
     const st = desc?.status.name ?? 'UNKNOWN';
@@ -287,7 +287,7 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
     if (i > 0 && i % 25 === 0) c = await readContext(s);
     const m = nextMessage(ts, c, d, bounds, 'tend-fuzz-elsewhere');
     if (!m) continue;
-    const row = rows.get(rowKey(m.type, m.handler))!;
+    const row = rows.get(rowKey(m.type, m.handler, m.kind))!;
     row.sent++;
     row.families[m.family] = (row.families[m.family] ?? 0) + 1;
     sent++;
@@ -300,9 +300,9 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
     }
     if (o.outcome === 'refused') {
       row.refused++;
-      if (!refusals.has(rowKey(m.type, m.handler))) refusals.set(rowKey(m.type, m.handler), `${m.family} (${m.note}): ${o.reason}`);
+      if (!refusals.has(rowKey(m.type, m.handler, m.kind))) refusals.set(rowKey(m.type, m.handler, m.kind), `${m.family} (${m.note}): ${o.reason}`);
     } else if (o.outcome === 'accepted') row.accepted++;
-    else if (o.outcome === 'delivered') delivered.set(rowKey(m.type, m.handler), (delivered.get(rowKey(m.type, m.handler)) ?? 0) + 1);
+    else if (o.outcome === 'delivered') delivered.set(rowKey(m.type, m.handler, m.kind), (delivered.get(rowKey(m.type, m.handler, m.kind)) ?? 0) + 1);
     else handStarts.push({ m, runId: o.runId });
   }
   const results = await probes;
@@ -354,7 +354,7 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
   }
   for (const v of found) {
     violations.push({ ...v, batch: n });
-    const row = rows.get(rowKey(v.type, v.handler));
+    const row = v.kind ? rows.get(rowKey(v.type, v.handler, v.kind)) : [...rows.values()].find((r) => r.type === v.type && r.handler === v.handler);
     if (row) row.violations++;
   }
   say(`batch ${n + 1}: ${count} message(s) (${sent}/${total}); probes ${results.map((r) => `${r.capability} ${r.ok ? 'ok' : 'FAILED'}`).join(', ')}; ${found.length} violation(s)`);

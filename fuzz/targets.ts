@@ -517,7 +517,8 @@ export function nextMessage(ts: TargetSpec[], c: Context, d: Draw, bounds: Recor
     }
     const workflowId = target.id(c, d);
     if (!workflowId) continue;
-    const family = drawFamily(d);
+    // Forgeries are what a writer to the namespace would try first: a handler that has them gets them often.
+    const family = handler.forged && d.chance(0.3) ? 'forged' : drawFamily(d);
     const made = argsFor(handler, family, target.type, c, d, bounds);
     if (!made) continue;
     return { type: target.type, handler: handler.name, kind: handler.kind, workflowId, args: made.args, family, note: made.note, ...(handler.operator && { operator: true }) };
