@@ -3,6 +3,7 @@
 // `taint-replacements` for the cluster-wide slots.
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { MatchedTaint } from './match.ts';
+import { pastLimits } from '../checks/limits.ts';
 import type { NodeLimit } from './breaker.ts';
 import type { PodStatusRow } from './node.ts';
 import type { Grant, SlotRequest } from './slots.ts';
@@ -101,3 +102,63 @@ export interface SlotsStatus {
   peakInFlight: number;
 }
 export const slotsStatusQuery = defineQuery<SlotsStatus>('status');
+
+// --- reading messages from outside --------------------------------------------------------
+// Anyone with write access to the namespace can send these: each reader takes any JSON value,
+// measures it first (pastLimits), never throws, and returns what it could take and, when it
+// refused something, why (a reason, never the value).
+
+/** A field of a message that may be anything. */
+export function fieldOf(m: unknown, field: string): unknown {
+  return typeof m === 'object' && m !== null && !Array.isArray(m) ? (m as Record<string, unknown>)[field] : undefined;
+}
+
+/** Why an item of a node's message names another node than the message does. */
+export function sameNode(item: unknown, node: unknown): string | undefined {
+  return fieldOf(item, 'node') === node ? undefined : 'an item names another node than its message';
+}
+
+/**
+ * Hands each item of `m[field]` (at most `max`) to `take`, with the message's node; a message
+ * past the bounds is refused whole. Why anything was refused (the items counted), or undefined.
+ */
+export function takeEach(m: unknown, field: string, max: number, take: (item: unknown, node: unknown) => string | undefined): string | undefined {
+  const why = pastLimits(m);
+  const list = fieldOf(m, field);
+  if (why) return why;
+  if (!Array.isArray(list)) return `its ${field} is not a list`;
+  if (list.length > max) return `more than ${max} in ${field}`;
+  const node = fieldOf(m, 'node');
+  let refused = 0;
+  let first: string | undefined;
+  for (const item of list) {
+    const no = take(item, node);
+    if (no) {
+      refused++;
+      first ??= no;
+    }
+  }
+  return first && `${refused} of ${list.length} (${first})`;
+}
+
+/** The uids of a grant (any value), within NODE_MESSAGE_BOUNDS; why the message was refused, if it was. */
+export function grantedUids(m: unknown): { uids: string[]; why?: string } {
+  const why = pastLimits(m);
+  const uids = fieldOf(m, 'uids');
+  if (why || !Array.isArray(uids) || uids.length > NODE_MESSAGE_BOUNDS.uids) {
+    return { uids: [], why: why ?? (Array.isArray(uids) ? `more than ${NODE_MESSAGE_BOUNDS.uids} uids` : 'its uids are not a list') };
+  }
+  return { uids: uids.filter((u): u is string => typeof u === 'string' && u.length > 0 && u.length <= NODE_MESSAGE_BOUNDS.uidChars) };
+}
+
+/** The watcher's first sights of a node's taints (any value): those well formed, within NODE_MESSAGE_BOUNDS. */
+export function taintHints(m: unknown): { taints: (MatchedTaint & { seenAt: number })[]; why?: string } {
+  const why = pastLimits(m);
+  const taints = fieldOf(m, 'taints');
+  if (why || !Array.isArray(taints)) return { taints: [], ...(why || taints !== undefined ? { why: why ?? 'its taints are not a list' } : {}) };
+  const short = (v: unknown) => typeof v === 'string' && v.length <= NODE_MESSAGE_BOUNDS.keyChars;
+  return {
+    taints: taints.slice(0, NODE_MESSAGE_BOUNDS.taints).filter((t): t is MatchedTaint & { seenAt: number } =>
+      short(fieldOf(t, 'key')) && short(fieldOf(t, 'effect')) && typeof fieldOf(t, 'seenAt') === 'number' && Number.isFinite(fieldOf(t, 'seenAt'))),
+  };
+}

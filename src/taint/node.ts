@@ -100,6 +100,15 @@ export function newNodeTaintData(node: string, settings: TaintSettings): NodeTai
   return { node, settings, taints: [], firstSeen: {}, pods: {} };
 }
 
+/** Carried data as a new run can use it, or undefined when it is not this node's. */
+export function carriedData(node: string, carried: NodeTaintData | undefined): NodeTaintData | undefined {
+  if (!carried || typeof carried !== 'object' || carried.node !== node || !carried.pods || typeof carried.pods !== 'object' ||
+    !Array.isArray(carried.taints) || !carried.firstSeen || typeof carried.firstSeen !== 'object') return undefined;
+  const granted = Array.isArray(carried.granted) ? carried.granted.filter((u) => typeof u === 'string') : [];
+  const strings = (l: unknown) => (Array.isArray(l) ? l.filter((u): u is string => typeof u === 'string') : []);
+  return { ...carried, granted, outbox: { request: strings(carried.outbox?.request), release: strings(carried.outbox?.release) } };
+}
+
 /** Takes in the node's current matching taints and settings; first-seen times are kept durable. */
 export function observeTaints(d: NodeTaintData, taints: MatchedTaint[], settings: TaintSettings, now: number): void {
   d.settings = settings;
@@ -432,4 +441,23 @@ export function statusRows(d: NodeTaintData): PodStatusRow[] {
         ...(p.lastError ? { lastError: p.lastError } : {}),
       };
     });
+}
+
+/** What taint/<node> shows in the Web UI: its taints, its pods by state, what it waits for. */
+export function nodeDetails(d: NodeTaintData, replacing: number, nextAt: number | undefined, retrying: boolean): string {
+  const taints = d.taints.map((t) => `${t.key}:${t.effect}`).join(', ');
+  const lines = [taints ? `Node ${d.node} carries ${taints}.` : `Node ${d.node}: no configured taint left; clearing its pods' conditions.`];
+  const byState = new Map<PodState, string[]>();
+  for (const p of Object.values(d.pods)) byState.set(p.state, [...(byState.get(p.state) ?? []), `${p.namespace}/${p.name}`]);
+  if (byState.size === 0) lines.push('No managed pods on it.');
+  for (const [state, pods] of [...byState].sort(([a], [b]) => a.localeCompare(b))) {
+    const shown = pods.sort().slice(0, 10).join(', ');
+    lines.push(`${state} (${pods.length}): ${shown}${pods.length > 10 ? ', ...' : ''}.`);
+  }
+  if (replacing > 0) lines.push(`Replacement steps under way: ${replacing}.`);
+  const asking = (d.outbox?.request.length ?? 0) + (d.granted?.length ?? 0);
+  if (asking > 0) lines.push(`Slots asked for or granted, not yet used: ${asking}.`);
+  if (retrying) lines.push('A step failed; trying again.');
+  if (nextAt !== undefined) lines.push(`Next look: ${new Date(nextAt).toISOString()}.`);
+  return lines.join('\n\n');
 }

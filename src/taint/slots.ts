@@ -365,3 +365,35 @@ export function byNode(grants: readonly Grant[]): Map<string, string[]> {
   }
   return out;
 }
+
+/** The coordinator's state as slotsDetails shows it: its queue and grants in a list or by uid. */
+export type SlotsShown = Pick<SlotData, 'maxConcurrentReplacements' | 'maxTaintedNodes' | 'taintedNodes' | 'totalNodes' | 'granted' | 'peakInFlight'> & {
+  queue: readonly SlotRequest[] | ReadonlyMap<string, SlotRequest>;
+  inFlight: readonly Grant[] | ReadonlyMap<string, Grant>;
+};
+
+/** The first `n` of a list or a map's values, and how many there are. */
+function firstOf<T>(c: readonly T[] | ReadonlyMap<string, T>, n: number): { first: T[]; size: number } {
+  if (Array.isArray(c)) return { first: c.slice(0, n), size: c.length };
+  const first: T[] = [];
+  for (const v of (c as ReadonlyMap<string, T>).values()) {
+    if (first.length >= n) break;
+    first.push(v);
+  }
+  return { first, size: (c as ReadonlyMap<string, T>).size };
+}
+
+/** What taint-replacements shows in the Web UI: the slots, the breaker, the queue. */
+export function slotsDetails(s: SlotsShown, breakerOpen: boolean, stale: boolean): string {
+  const inFlight = firstOf(s.inFlight, 10);
+  const queue = firstOf(s.queue, 10);
+  const lines = [
+    `Replacements in flight: ${inFlight.size} of ${s.maxConcurrentReplacements}; waiting for a slot: ${queue.size}.`,
+    `Tainted nodes: ${s.taintedNodes} of ${s.totalNodes} (limit ${s.maxTaintedNodes}): breaker ${breakerOpen ? 'OPEN, no replacement is granted' : 'closed'}.`,
+  ];
+  if (inFlight.size > 0) lines.push(`In flight: ${inFlight.first.map((g) => `${g.pod} on ${g.node}`).join(', ')}${inFlight.size > 10 ? ', ...' : ''}.`);
+  if (queue.size > 0) lines.push(`Next in the queue: ${queue.first.map((r) => `${r.pod} on ${r.node}`).join(', ')}${queue.size > 10 ? ', ...' : ''}.`);
+  lines.push(`Granted since it started: ${s.granted}; most in flight at once: ${s.peakInFlight}.`);
+  if (stale) lines.push('The settings or node counts could not be read yet: the most cautious limits apply.');
+  return lines.join('\n\n');
+}

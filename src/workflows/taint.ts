@@ -11,11 +11,11 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import {
-  firstMark, markWritten, newNodeTaintData, observeTaints, reconcilePods, believedSeenAt, statusRows, type ConditionWrite,
-  type NodeTaintData, type PodState, type TaintSettings,
+  carriedData, firstMark, markWritten, newNodeTaintData, nodeDetails, observeTaints, reconcilePods, believedSeenAt, statusRows, type ConditionWrite,
+  type NodeTaintData, type TaintSettings,
 } from '../taint/node.ts';
 import {
-  NODE_MESSAGE_BOUNDS, nodeCountsSignal, nodeSlotsQuery, nodeStatusQuery, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, releaseReplacementSignal,
+  fieldOf, grantedUids, NODE_MESSAGE_BOUNDS, nodeCountsSignal, sameNode, takeEach, taintHints, nodeSlotsQuery, nodeStatusQuery, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, releaseReplacementSignal,
   replacementGrantedSignal, requestReplacementSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal, slotsStatusQuery, TAINT_REFUSED,
   withdrawNodeSignal, announceSlotsSignal, slotsHeldSignal, type SlotSettings,
 } from '../taint/messages.ts';
@@ -30,7 +30,10 @@ import {
   type ReplaceOp,
 } from '../taint/replace.ts';
 import { NodeMachine, nodeSlots } from '../taint/node-machine.ts';
-import { byNode, nodeNameProblem, SLOT_BOUNDS, Slots, type Grant, type SlotData, type SlotRequest } from '../taint/slots.ts';
+import { byNode, nodeNameProblem, SLOT_BOUNDS, Slots, slotsDetails, type Grant, type SlotData } from '../taint/slots.ts';
+
+/** What the workflows show in the Web UI's Current Details (re-exported for their tests). */
+export { nodeDetails, slotsDetails };
 
 // Every activity gives up after a bounded number of attempts (a few minutes),
 // so that the workflow gets to act on a failure (retry later, give a slot back,
@@ -104,15 +107,6 @@ const { taintNodeStart: taintNodeStartHere } = proxyLocalActivities<Activities>(
 export interface TaintNodeResult {
   node: string;
   replaced: string[];
-}
-
-/** Carried data as a new run can use it, or undefined when it is not this node's. */
-function carriedData(node: string, carried: NodeTaintData | undefined): NodeTaintData | undefined {
-  if (!carried || typeof carried !== 'object' || carried.node !== node || !carried.pods || typeof carried.pods !== 'object' ||
-    !Array.isArray(carried.taints) || !carried.firstSeen || typeof carried.firstSeen !== 'object') return undefined;
-  const granted = Array.isArray(carried.granted) ? carried.granted.filter((u) => typeof u === 'string') : [];
-  const strings = (l: unknown) => (Array.isArray(l) ? l.filter((u): u is string => typeof u === 'string') : []);
-  return { ...carried, granted, outbox: { request: strings(carried.outbox?.request), release: strings(carried.outbox?.release) } };
 }
 
 export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNodeResult> {
@@ -212,7 +206,8 @@ async function runNode(
   // Grants that land before the first read are kept (for a resumed run, in its carried data).
   const early: string[] = [];
   setHandler(replacementGrantedSignal, (m) => {
-    const uids = uidsIn('replacementsGranted', m);
+    const { uids, why } = grantedUids(m);
+    noted('replacementsGranted', why);
     if (d) noteGrants(d, uids);
     else if (early.length + uids.length <= NODE_MESSAGE_BOUNDS.uids) early.push(...uids);
     dirty = true;
@@ -225,7 +220,9 @@ async function runNode(
   const seenHints = new Map<string, number>();
   let recheck = false;
   const onTaints = (m: unknown) => {
-    for (const t of taintHints(m)) seenHints.set(taintId(t), t.seenAt);
+    const { taints, why } = taintHints(m);
+    noted('nodeTaints', why);
+    for (const t of taints) seenHints.set(taintId(t), t.seenAt);
     recheck = true;
     dirty = true;
   };
@@ -512,16 +509,16 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
     changed();
   });
   setHandler(requestReplacementSignal, (m) => {
-    takeEach('requestReplacements', m, 'requests', (r, node) => (sameNode(r, node) ?? s.request(r, Date.now())));
+    noted('requestReplacements', takeEach(m, 'requests', SLOT_BOUNDS.requestsPerSignal, (r, node) => sameNode(r, node) ?? s.request(r, Date.now())));
     changed();
   });
   setHandler(releaseReplacementSignal, (m) => {
     if (verifies) noted('releaseReplacements', pastLimits(m) ?? s.giveBackHint(fieldOf(m, 'node')));
     else {
-      takeEach('releaseReplacements', m, 'uids', (uid) => {
+      noted('releaseReplacements', takeEach(m, 'uids', SLOT_BOUNDS.requestsPerSignal, (uid) => {
         if (typeof uid === 'string') s.release(uid);
         return undefined;
-      });
+      }));
     }
     changed();
   });
@@ -532,7 +529,7 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
     changed();
   });
   setHandler(slotsHeldSignal, (m) => {
-    takeEach('slotsHeld', m, 'held', (h, node) => (sameNode(h, node) ?? s.adopt(h, Date.now())));
+    noted('slotsHeld', takeEach(m, 'held', SLOT_BOUNDS.requestsPerSignal, (h, node) => sameNode(h, node) ?? s.adopt(h, Date.now())));
     changed();
   });
   setHandler(slotsStatusQuery, () => ({ ...s.toData(), breakerOpen: s.breakerOpen() }));
@@ -610,30 +607,6 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
   }
 }
 
-/** The uids of a grant (any value): within the bounds, else none (said once). */
-function uidsIn(what: string, m: unknown): string[] {
-  const why = pastLimits(m);
-  const uids = fieldOf(m, 'uids');
-  if (why || !Array.isArray(uids) || uids.length > NODE_MESSAGE_BOUNDS.uids) {
-    noted(what, why ?? (Array.isArray(uids) ? `more than ${NODE_MESSAGE_BOUNDS.uids} uids` : 'its uids are not a list'));
-    return [];
-  }
-  return uids.filter((u): u is string => typeof u === 'string' && u.length > 0 && u.length <= NODE_MESSAGE_BOUNDS.uidChars);
-}
-
-/** The watcher's first sights of a node's taints (any value): those well formed, within the bounds. */
-function taintHints(m: unknown): (MatchedTaint & { seenAt: number })[] {
-  const why = pastLimits(m);
-  const taints = fieldOf(m, 'taints');
-  if (why || !Array.isArray(taints)) {
-    noted('nodeTaints', why ?? (taints === undefined ? undefined : 'its taints are not a list'));
-    return [];
-  }
-  const short = (v: unknown) => typeof v === 'string' && v.length <= NODE_MESSAGE_BOUNDS.keyChars;
-  return taints.slice(0, NODE_MESSAGE_BOUNDS.taints).filter((t): t is MatchedTaint & { seenAt: number } =>
-    short(fieldOf(t, 'key')) && short(fieldOf(t, 'effect')) && typeof fieldOf(t, 'seenAt') === 'number' && Number.isFinite(fieldOf(t, 'seenAt')));
-}
-
 /** A refusal of the workflow's own input: it ends the workflow, nothing retried. */
 function refused(what: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(`refused: ${what}; nothing was changed`, TAINT_REFUSED);
@@ -642,91 +615,4 @@ function refused(what: string): ApplicationFailure {
 /** What a handler could not take, said once per message (the reason only: never the value). */
 function noted(what: string, why: string | undefined): void {
   if (why) log.warn(`${what} refused: ${why}`);
-}
-
-/** A field of a message that may be anything. */
-function fieldOf(m: unknown, field: string): unknown {
-  return typeof m === 'object' && m !== null && !Array.isArray(m) ? (m as Record<string, unknown>)[field] : undefined;
-}
-
-/** Why an item of a node's message names another node than the message does. */
-function sameNode(item: unknown, node: unknown): string | undefined {
-  return fieldOf(item, 'node') === node ? undefined : 'an item names another node than its message';
-}
-
-/**
- * Hands each item of `m[field]` to `take` (with the message's node), within the bounds: a
- * message past them is refused whole, and the items refused are counted in one line.
- */
-function takeEach(what: string, m: unknown, field: string, take: (item: unknown, node: unknown) => string | undefined): void {
-  const why = pastLimits(m);
-  const list = fieldOf(m, field);
-  if (why || !Array.isArray(list) || list.length > SLOT_BOUNDS.requestsPerSignal) {
-    noted(what, why ?? (Array.isArray(list) ? `more than ${SLOT_BOUNDS.requestsPerSignal} in ${field}` : `its ${field} is not a list`));
-    return;
-  }
-  const node = fieldOf(m, 'node');
-  let refusedItems = 0;
-  let first: string | undefined;
-  for (const item of list) {
-    const no = take(item, node);
-    if (no) {
-      refusedItems++;
-      first ??= no;
-    }
-  }
-  if (first) noted(what, `${refusedItems} of ${list.length} (${first})`);
-}
-
-const iso = (ms: number) => new Date(ms).toISOString();
-
-/** What taint/<node> shows in the Web UI: its taints, its pods by state, what it waits for. */
-export function nodeDetails(d: NodeTaintData, replacing: number, nextAt: number | undefined, retrying: boolean): string {
-  const taints = d.taints.map((t) => `${t.key}:${t.effect}`).join(', ');
-  const lines = [taints ? `Node ${d.node} carries ${taints}.` : `Node ${d.node}: no configured taint left; clearing its pods' conditions.`];
-  const byState = new Map<PodState, string[]>();
-  for (const p of Object.values(d.pods)) byState.set(p.state, [...(byState.get(p.state) ?? []), `${p.namespace}/${p.name}`]);
-  if (byState.size === 0) lines.push('No managed pods on it.');
-  for (const [state, pods] of [...byState].sort(([a], [b]) => a.localeCompare(b))) {
-    const shown = pods.sort().slice(0, 10).join(', ');
-    lines.push(`${state} (${pods.length}): ${shown}${pods.length > 10 ? ', ...' : ''}.`);
-  }
-  if (replacing > 0) lines.push(`Replacement steps under way: ${replacing}.`);
-  const asking = (d.outbox?.request.length ?? 0) + (d.granted?.length ?? 0);
-  if (asking > 0) lines.push(`Slots asked for or granted, not yet used: ${asking}.`);
-  if (retrying) lines.push('A step failed; trying again.');
-  if (nextAt !== undefined) lines.push(`Next look: ${iso(nextAt)}.`);
-  return lines.join('\n\n');
-}
-
-/** The coordinator's state as slotsDetails shows it: its queue and grants in a list or by uid. */
-export type SlotsShown = Pick<SlotData, 'maxConcurrentReplacements' | 'maxTaintedNodes' | 'taintedNodes' | 'totalNodes' | 'granted' | 'peakInFlight'> & {
-  queue: readonly SlotRequest[] | ReadonlyMap<string, SlotRequest>;
-  inFlight: readonly Grant[] | ReadonlyMap<string, Grant>;
-};
-
-/** The first `n` of a list or a map's values, and how many there are. */
-function firstOf<T>(c: readonly T[] | ReadonlyMap<string, T>, n: number): { first: T[]; size: number } {
-  if (Array.isArray(c)) return { first: c.slice(0, n), size: c.length };
-  const first: T[] = [];
-  for (const v of (c as ReadonlyMap<string, T>).values()) {
-    if (first.length >= n) break;
-    first.push(v);
-  }
-  return { first, size: (c as ReadonlyMap<string, T>).size };
-}
-
-/** What taint-replacements shows in the Web UI: the slots, the breaker, the queue. */
-export function slotsDetails(s: SlotsShown, breakerOpen: boolean, stale: boolean): string {
-  const inFlight = firstOf(s.inFlight, 10);
-  const queue = firstOf(s.queue, 10);
-  const lines = [
-    `Replacements in flight: ${inFlight.size} of ${s.maxConcurrentReplacements}; waiting for a slot: ${queue.size}.`,
-    `Tainted nodes: ${s.taintedNodes} of ${s.totalNodes} (limit ${s.maxTaintedNodes}): breaker ${breakerOpen ? 'OPEN, no replacement is granted' : 'closed'}.`,
-  ];
-  if (inFlight.size > 0) lines.push(`In flight: ${inFlight.first.map((g) => `${g.pod} on ${g.node}`).join(', ')}${inFlight.size > 10 ? ', ...' : ''}.`);
-  if (queue.size > 0) lines.push(`Next in the queue: ${queue.first.map((r) => `${r.pod} on ${r.node}`).join(', ')}${queue.size > 10 ? ', ...' : ''}.`);
-  lines.push(`Granted since it started: ${s.granted}; most in flight at once: ${s.peakInFlight}.`);
-  if (stale) lines.push('The settings or node counts could not be read yet: the most cautious limits apply.');
-  return lines.join('\n\n');
 }

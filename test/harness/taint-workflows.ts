@@ -4,7 +4,8 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startWorkflowEnv } from './workflow-env.ts';
-import type { StubPod } from './taint.ts';
+import type { SlotsStatus } from '../../src/taint/messages.ts';
+import type { StubPod, TaintStubs } from './taint.ts';
 
 export const SLOTS = 'taint-replacements';
 export const stubPod = (uid: string): StubPod => ({ uid, namespace: 'ns', name: `db-${uid}` });
@@ -13,6 +14,16 @@ export const startSlots = (client: Client, queue: string) =>
   client.workflow.start('taintReplacementsWorkflow', { taskQueue: queue, workflowId: SLOTS, args: [{}] });
 export const startNode = (client: Client, queue: string, node: string): Promise<WorkflowHandle> =>
   client.workflow.start('taintNodeWorkflow', { taskQueue: queue, workflowId: `taint/${node}`, args: [{ node }] });
+/** The coordinator's status query: its slots, queue and breaker. */
+export const slotsStatus = (client: Client) => client.workflow.getHandle(SLOTS).query<SlotsStatus>('status');
+
+/** The taint goes: the node's workflow clears what is left and ends. */
+export async function untaintNode(stubs: TaintStubs, h: WorkflowHandle, node: string): Promise<unknown> {
+  stubs.taints.set(node, []);
+  await h.signal('nodeTaints', { taints: [] });
+  return h.result();
+}
+
 /** The node workflow's status query: a row per pod. */
 export const nodeStatus = (h: WorkflowHandle) => h.query<{ pod: string; state: string; condition?: string; lastError?: string }[]>('status');
 

@@ -3,17 +3,15 @@
 // task), and harmless (a forged give-back or withdrawal frees no slot a running holder keeps;
 // a workflow under an id that is not its own refuses to run).
 import assert from 'node:assert/strict';
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { replaysWithPatches, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { TAINT_VERIFY_GIVE_BACK_PATCH } from '../../src/workflows/taint.ts';
-import { nodeStatus, SLOTS, startNode, startSlots, stubPod, taintWorkflowEnv } from '../harness/taint-workflows.ts';
+import { nodeStatus, SLOTS, slotsStatus, startNode, startSlots, stubPod, taintWorkflowEnv, untaintNode as untaint } from '../harness/taint-workflows.ts';
 import { TaintStubs } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';
-import type { SlotsStatus } from '../../src/taint/messages.ts';
 
 const EventType = proto.temporal.api.enums.v1.EventType;
-const slotsStatus = (client: Client) => client.workflow.getHandle(SLOTS).query<SlotsStatus>('status');
 
 /** The workflow tasks of `workflowId` (every run) that failed or timed out: none, for a handler that is total and cheap. */
 async function failedTasks(client: Client, workflowId: string): Promise<string[]> {
@@ -35,11 +33,6 @@ describe('taint workflows: messages from outside (stub activities)', function ()
   const env = taintWorkflowEnv();
   let n = 0;
   const fresh = () => `m${++n}-${Date.now() % 100000}`;
-  const untaint = async (stubs: TaintStubs, h: WorkflowHandle, node: string) => {
-    stubs.taints.set(node, []);
-    await h.signal('nodeTaints', { taints: [] });
-    return h.result();
-  };
 
   it('two 1.6 MB requestReplacements signals are refused whole: the coordinator keeps granting, no workflow task fails', async () => {
     const stubs = new TaintStubs();

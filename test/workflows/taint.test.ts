@@ -9,8 +9,8 @@ import { TAINT_CLEAR_UNTIL_DONE_PATCH } from '../../src/workflows/taint.ts';
 import { replaysWithPatches, startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { TaintStubs, type StubPod } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';
+import { slotsStatus, untaintNode } from '../harness/taint-workflows.ts';
 import type { NodeTaintData } from '../../src/taint/node.ts';
-import type { SlotsStatus } from '../../src/taint/messages.ts';
 
 const SLOTS = 'taint-replacements';
 const pod = (uid: string): StubPod => ({ uid, namespace: 'ns', name: `db-${uid}` });
@@ -31,7 +31,6 @@ describe('taint workflows (stub activities)', function () {
     await env.client.workflow.getHandle(SLOTS).terminate('test over').catch(() => undefined);
   });
 
-  const slotsStatus = (client: Client) => client.workflow.getHandle(SLOTS).query<SlotsStatus>('status');
   const startSlots = (client: Client, queue: string) =>
     client.workflow.start('taintReplacementsWorkflow', { taskQueue: queue, workflowId: SLOTS, args: [{}] });
   const startNode = (client: Client, queue: string, node: string, data?: NodeTaintData): Promise<WorkflowHandle> =>
@@ -39,12 +38,7 @@ describe('taint workflows (stub activities)', function () {
   const nodeStatus = (h: WorkflowHandle) => h.query<{ pod: string; state: string; attempts: number; lastError?: string }[]>('status');
   const runIdOf = async (h: WorkflowHandle) => (await h.describe()).runId;
   const fresh = () => `n${++n}-${Date.now() % 100000}`;
-  /** The taint goes: the node's workflow clears what is left and ends. */
-  const untaint = async (stubs: TaintStubs, h: WorkflowHandle, node: string) => {
-    stubs.taints.set(node, []);
-    await h.signal('nodeTaints', { taints: [] });
-    return h.result();
-  };
+  const untaint = untaintNode;
 
   it('a blocked eviction continues as new with its slot; the new run resumes it without a new request or a second eviction', async () => {
     const stubs = new TaintStubs();
