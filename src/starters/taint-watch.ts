@@ -18,7 +18,7 @@ import { drainKeyed } from '../pool.ts';
 import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { matchingTaints, sameTaints, taintId, type MatchedTaint } from '../taint/match.ts';
-import { runningTaintExecutions, runningTaintWorkflows, type TaintRun } from '../taint/running.ts';
+import { runningTaintWorkflows } from '../taint/running.ts';
 import {
   announceSlotsSignal, DETECTED, NODE_WORKFLOW_TYPE, nodeCountsSignal, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, SLOTS_WORKFLOW_ID,
   SLOTS_WORKFLOW_TYPE, slotSettingsSignal, TAINT_CAPABILITY, type SlotSettings,
@@ -173,8 +173,9 @@ class TaintWatch {
 
   async run(): Promise<void> {
     const { kc, signal, client } = this.ctx;
-    // The coordinator first: node workflows ask it for slots.
-    await this.startCoordinator();
+    // The coordinator first: node workflows ask it for slots (none while an impostor holds its id; each resync looks again).
+    this.impostor = await this.coordinatorFound();
+    if (!this.impostor) await this.startCoordinator();
     const kube = kubeClients(kc);
     this.nodes = startWatchedInformer<k8s.V1Node>('taint', 'nodes', {
       kc, path: '/api/v1/nodes', list: () => listKeptNodes(kube), keep: keptNode, log: this.log,
@@ -199,10 +200,12 @@ class TaintWatch {
     try {
       await this.nodes.synced;
       const running = await runningTaintWorkflows(client);
-      // The coordinator may have just been started fresh (nothing told us
-      // otherwise): every node workflow tells it the slots it holds.
-      await this.announceSlots(running);
-      await this.reconcileRunning(running);
+      if (!this.impostor) {
+        // The coordinator may have just been started fresh (nothing told us
+        // otherwise): every node workflow tells it the slots it holds.
+        await this.announceSlots(running);
+        await this.reconcileRunning(running);
+      }
       this.synced = true;
       this.log.info({ nodes: this.nodes.cache.list().length }, 'taint watch synced');
       this.kick();
@@ -214,17 +217,20 @@ class TaintWatch {
   }
 
   /**
-   * Starts the coordinator, or signals the one running. What runs under its id must be tend's
-   * coordinator on this tend's task queue (an impostor would take every node's requests and
-   * could grant as it likes): otherwise this fails, naming it, and nothing is started.
+   * Why what runs under the coordinator's id is not this tend's coordinator (said in the log),
+   * or undefined (it is, or nothing runs there). An impostor would take every node's requests
+   * and could grant as it likes: while one is there, nothing is started or told (fails closed).
    */
-  private async startCoordinator(): Promise<void> {
+  private async coordinatorFound(): Promise<string | undefined> {
     const found = await this.ctx.client.workflow.getHandle(SLOTS_WORKFLOW_ID).describe().catch((err: unknown) => {
       if (err instanceof WorkflowNotFoundError) return undefined;
       throw err;
     });
-    const who = found?.status.name === 'RUNNING' ? this.coordinatorImpostor(found) : undefined;
-    if (who) throw new Error(who);
+    return found?.status.name === 'RUNNING' ? this.checkCoordinator({ type: found.type, taskQueue: found.taskQueue }) : undefined;
+  }
+
+  /** Starts the coordinator, or signals the one running. */
+  private async startCoordinator(): Promise<void> {
     await this.ctx.client.workflow.signalWithStart(SLOTS_WORKFLOW_TYPE, {
       workflowId: SLOTS_WORKFLOW_ID,
       taskQueue: this.taskQueue,
@@ -246,9 +252,9 @@ class TaintWatch {
     if (!this.synced || this.resyncing || this.ctx.signal.aborted) return;
     this.resyncing = true;
     try {
-      const runs = await runningTaintExecutions(this.ctx.client);
-      const running = runs.map((r) => r.id);
-      this.impostor = this.checkCoordinator(runs.find((r) => r.id === SLOTS_WORKFLOW_ID));
+      const running = await runningTaintWorkflows(this.ctx.client);
+      // Described, not only listed: an impostor need not carry tend's search attributes.
+      this.impostor = await this.coordinatorFound();
       // Fails closed: no node workflow is started or told anything while an impostor holds the coordinator's id.
       if (this.impostor) return;
       if (!running.includes(SLOTS_WORKFLOW_ID)) {
@@ -296,9 +302,9 @@ class TaintWatch {
       `(temporal workflow terminate --workflow-id ${SLOTS_WORKFLOW_ID})`;
   }
 
-  /** The coordinator's run as the resync lists it: said at every resync while it is not tend's. */
-  private checkCoordinator(run: TaintRun | undefined): string | undefined {
-    const who = run && this.coordinatorImpostor(run);
+  /** The coordinator's run as a describe finds it: said at start and at every resync while it is not tend's. */
+  private checkCoordinator(run: { type: string; taskQueue: string }): string | undefined {
+    const who = this.coordinatorImpostor(run);
     if (who) this.log.error({ workflowId: SLOTS_WORKFLOW_ID, type: run.type, taskQueue: run.taskQueue, ours: this.taskQueue }, who);
     return who;
   }
