@@ -10,6 +10,7 @@ import { dirname, join, relative } from 'node:path';
 import { workerActivities, type Capability } from '../activities/index.ts';
 import { ConfigError, OperatorError, UsageError } from '../errors.ts';
 import { beginRepairShutdown } from '../activities/repair.ts';
+import { withholdFromCommands } from '../repair/process.ts';
 import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
 import { connectNative, type TemporalSettings } from '../temporal/connection.ts';
 import { log } from '../log.ts';
@@ -200,6 +201,8 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
   const plan = workerPlan(opts, scope);
   for (const warning of configWarnings(opts)) log.warn({ config: 'compatibility' }, warning);
   installRuntime();
+  // The variable holding tend's Temporal API key, whatever its name, never reaches a repair command.
+  withholdFromCommands(opts.temporal.apiKeyEnv);
   const commandsOnly = plan.kind === 'repair-commands';
   // The repair command worker runs commands only: it needs no Kubernetes connection (nor rights).
   const kc = commandsOnly ? undefined : loadKubeConfig(opts.kubernetes);
