@@ -32,6 +32,9 @@ export interface QueueState {
 /** How an entry ends. */
 export type FinalStatus = 'succeeded' | 'failed';
 
+/** How an entry's workflow ended, as the queue saw it: its result's status, or cancelled (the entry leaves the queue). */
+export type EndedAs = FinalStatus | 'cancelled';
+
 export type QueueOp =
   /** Start `repair/<index>` (the entry is processing already). */
   | { op: 'start'; index: string }
@@ -233,9 +236,11 @@ function reportOnly(s0: QueueState, r: EntryReport): Step & { ignored?: string; 
  * The entry's workflow has ended (the queue saw its child end, or a signal to
  * it found it gone): the only way its slot is freed. A processing entry takes
  * `final` (its workflow's result), else the end it reported, else fails with
- * the reason; a closing one frees its slot; a finished one is unchanged.
+ * the reason; one whose workflow ended cancelled (`temporal workflow cancel`,
+ * the Web UI) leaves the queue as a deleted one does; a closing one frees its
+ * slot; a finished one is unchanged.
  */
-export function entryEnded(s0: QueueState, index: string, how: string, now: number, final?: FinalStatus): Step {
+export function entryEnded(s0: QueueState, index: string, how: string, now: number, final?: EndedAs): Step {
   const s = clone(s0);
   if (index in s.closing) {
     forget(s, index);
@@ -245,6 +250,10 @@ export function entryEnded(s0: QueueState, index: string, how: string, now: numb
   if (!e || e.status !== 'processing') return { state: s0, ops: [] };
   const reported = s.reported?.[index];
   forget(s, index);
+  if (final === 'cancelled') {
+    s.entries = s.entries.filter((x) => x !== e);
+    return { state: s, ops: [{ op: 'log', level: 'info', message: 'repair: entry cancelled: it leaves the queue', fields: { index, how } }] };
+  }
   const status = final ?? reported;
   if (status) {
     // Its own last transition's time when it reported one.

@@ -162,7 +162,8 @@ class QueueShell {
       // However it ends (a report lost, terminated, failed), the queue learns it: the only way its slot is freed.
       void child.result().then(
         (result) => ({ how: 'its workflow completed', final: this.endsOnly ? finalOf(result) : undefined }),
-        (err: unknown) => ({ how: `its workflow ended: ${describe(err)}`, final: this.endsOnly ? 'failed' as const : undefined }))
+        // Cancelled by hand (the CLI, the Web UI): the entry leaves the queue, as its `removed` report said before reports were display only.
+        (err: unknown) => ({ how: `its workflow ended: ${describe(err)}`, final: this.endsOnly ? (isCancellation(err) ? 'cancelled' as const : 'failed' as const) : undefined }))
         .then(async ({ how, final }) => {
           this.watched.delete(index);
           await this.apply(entryEnded(this.s, index, how, Date.now(), final));

@@ -131,6 +131,13 @@ describe('repair queue: state machine', () => {
     it('a closing entry frees its slot', () => {
       assert.deepEqual(entryEnded(queue([], { closing: { 1: 'a' } }), '1', 'cancelled', NOW).state.closing, {});
     });
+    it('a processing entry whose workflow was cancelled (temporal workflow cancel) leaves the queue, its slot freed', () => {
+      const r = entryEnded(queue([entry('1', 'a', 'processing'), entry('2', 'b', 'queued')], { reported: { 1: 'failed' } }), '1', 'its workflow ended: cancelled', NOW, 'cancelled');
+      assert.deepEqual(statuses(r.state), ['2:queued']);
+      assert.equal(running(r.state), 0);
+      assert.deepEqual(r.state.reported, {});
+      assert.equal(r.ops[0]?.op, 'log');
+    });
   });
 
   describe('decideQueue: failing unconfigured entries and starting', () => {
