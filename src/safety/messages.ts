@@ -7,9 +7,10 @@
 // anything else (an unknown field, a name tend does not know) is refused with
 // the reason. Pure: imported by workflow code.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { pastLimits, type ValueLimits } from '../checks/limits.ts';
+import type { ValueLimits } from '../checks/limits.ts';
+import { checkMessage, type Checked } from '../checks/message.ts';
 import { preview } from '../checks/preview.ts';
-import { array, boolean, integer, max, maxItems, maxLength, min, number, optional, parse, rfc3339, strictObject, string, type Shape } from '../checks/shape.ts';
+import { array, boolean, integer, max, maxItems, maxLength, min, number, optional, rfc3339, strictObject, string, type Shape } from '../checks/shape.ts';
 
 /** One per Temporal namespace, like `repair-queue`. */
 export const SAFETY_WORKFLOW_ID = 'tend-safety';
@@ -111,34 +112,15 @@ export const safetyStateSchema: Shape<SafetyState> = strictObject({
   changedAt: optional(rfc3339),
 });
 
-export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
+export type { Checked };
 
 /**
  * The most any safety message (a pause, a resume, a carried state, a memo) may hold, measured
  * before it is read field by field: a valid one is a few dozen values and under 4 KiB of text.
  */
 export const SAFETY_LIMITS: ValueLimits = Object.freeze({ maxDepth: 4, maxNodes: 256, maxChars: 16 * 1024 });
-/** A refusal names at most this many problems, each cut to PROBLEM_MAX characters (they can quote untrusted keys). */
-const PROBLEMS_MAX = 4;
-const PROBLEM_MAX = 200;
-
-/** At most `max` characters, control characters shown as `?` (a path can hold any key a sender chose). */
-const cut = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s).replace(/[\u0000-\u001f\u007f]/g, '?');
-
-/**
- * Checks `value` against `schema`; the reason names each problem by its path, prefixed with
- * `what`. Total and bounded: a value past SAFETY_LIMITS is refused by its size before any field
- * is read, and the reason is cut short, so a refusal never carries much of what it refuses.
- */
-export function check<T>(schema: Shape<T>, value: unknown, what: string): Checked<T> {
-  const past = pastLimits(value, SAFETY_LIMITS);
-  if (past !== undefined) return { ok: false, reason: `${what}: refused unread: ${past}` };
-  const r = parse(schema, value);
-  if (r.ok) return r;
-  const problems = r.issues.slice(0, PROBLEMS_MAX).map((i) => cut(i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message, PROBLEM_MAX));
-  const more = r.issues.length > PROBLEMS_MAX ? `; and ${r.issues.length - PROBLEMS_MAX} more` : '';
-  return { ok: false, reason: `${what}: ${problems.join('; ')}${more}` };
-}
+/** Checks `value` against `schema` (src/checks/message.ts), refused unread past SAFETY_LIMITS. */
+export const check = <T>(schema: Shape<T>, value: unknown, what: string): Checked<T> => checkMessage(schema, value, what, { limits: SAFETY_LIMITS });
 
 /** The capabilities a message names: all when none. */
 export function targets(names: readonly PausableCapability[] | undefined): PausableCapability[] {

@@ -3,7 +3,7 @@
 // what it answers for the pods it announced, and what the workflow does when a
 // watch ends or fails. Pure: the activity (src/activities/weeder.ts) and the
 // workflow (src/workflows/weeder.ts) run the operations these return, in order.
-import type { LabelSelector } from '../config/label-selector.ts';
+import type { LabelSelector } from '../config/selector.ts';
 import { controllerOf, decidePod, type PodLike } from './crashloop.ts';
 import type { Candidate, Lane, WatchOutput, WeedOutcome } from './window.ts';
 

@@ -1,5 +1,5 @@
 // Which dependants the weeder deletes, and which it only reports. Pure.
-import { matches, type LabelSelector } from '../config/label-selector.ts';
+import { matches, type LabelSelector } from '../config/selector.ts';
 
 /** The parts of a pod the decision reads (structurally a V1Pod). */
 export interface PodLike {

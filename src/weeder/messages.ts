@@ -6,8 +6,9 @@
 // field by field, and a refusal quotes at most a preview of what it refuses.
 // Pure: imported by workflow code.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { pastLimits, type ValueLimits } from '../checks/limits.ts';
-import { above, maxLength, number, optional, parse, strictObject, string, type Shape } from '../checks/shape.ts';
+import type { ValueLimits } from '../checks/limits.ts';
+import { checkMessage, type Checked } from '../checks/message.ts';
+import { above, maxLength, number, optional, strictObject, string, type Shape } from '../checks/shape.ts';
 import type { ArmedWeeding, FailedPod, WeededPod, WindowSnapshot } from './window.ts';
 
 /** The failure type of every weeder refusal (a Service or namespace outside the configuration, an input that is not one). */
@@ -93,21 +94,10 @@ const extendArgs: Shape<ExtendArgs> = strictObject({
 
 /** The most an extend, arm or stop payload may hold: two fields. */
 const SIGNAL_LIMITS: ValueLimits = Object.freeze({ maxDepth: 2, maxNodes: 16, maxChars: 4 * REASON_MAX_CHARS });
-/** A refusal names the first problem only, at most this long, control characters shown as `?` (it can quote a sender's key). */
-const PROBLEM_MAX = 200;
+export type { Checked };
 
-export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
-
-/** `value` checked against `schema`, refused unread past SIGNAL_LIMITS; the reason is bounded. */
-function check<T>(schema: Shape<T>, value: unknown, what: string): Checked<T> {
-  const past = pastLimits(value, SIGNAL_LIMITS);
-  if (past !== undefined) return { ok: false, reason: `${what}: refused unread: ${past}` };
-  const r = parse(schema, value);
-  if (r.ok) return r;
-  const [first] = r.issues;
-  const problem = `${first!.path.length ? `${first!.path.join('.')}: ` : ''}${first!.message}`.replace(/[\u0000-\u001f\u007f]/g, '?');
-  return { ok: false, reason: `${what}: ${problem.length > PROBLEM_MAX ? `${problem.slice(0, PROBLEM_MAX)}…` : problem}` };
-}
+/** `value` checked against `schema` (src/checks/message.ts), refused unread past SIGNAL_LIMITS; the reason names the first problem. */
+const check = <T>(schema: Shape<T>, value: unknown, what: string): Checked<T> => checkMessage(schema, value, what, { limits: SIGNAL_LIMITS, problems: 1 });
 
 /** A payload that may be absent: `null` and `undefined` are the empty one. */
 const orEmpty = <T>(schema: Shape<T>, args: unknown, what: string): Checked<T> =>

@@ -33,11 +33,11 @@ export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', impo
  * (src/checks/shape.ts says why).
  */
 export const sharedWorkflowModules: readonly string[] = [
-  'checks/shape.ts', 'checks/limits.ts', 'checks/preview.ts', 'config/selector.ts', 'search-attributes.ts',
+  'checks/shape.ts', 'checks/limits.ts', 'checks/preview.ts', 'checks/message.ts', 'config/selector.ts', 'search-attributes.ts',
   'safety/messages.ts',
-  'repair/entry.ts', 'repair/validate.ts', 'repair/decide.ts', 'repair/messages.ts', 'repair/queue.ts',
-  'taint/breaker.ts', 'taint/match.ts', 'taint/messages.ts', 'taint/node.ts', 'taint/replace.ts', 'taint/slots.ts',
-  'weeder/messages.ts', 'weeder/window.ts',
+  'repair/entry.ts', 'repair/validate.ts', 'repair/decide.ts', 'repair/messages.ts', 'repair/queue.ts', 'repair/entry-machine.ts',
+  'taint/breaker.ts', 'taint/match.ts', 'taint/messages.ts', 'taint/node.ts', 'taint/replace.ts', 'taint/slots.ts', 'taint/node-machine.ts',
+  'weeder/messages.ts', 'weeder/window.ts', 'weeder/armed.ts', 'weeder/crashloop.ts',
   'apps/messages.ts', 'apps/entity.ts', 'apps/types.ts',
 ].map((m) => fileURLToPath(new URL(`../${m}`, import.meta.url)));
 
