@@ -14,6 +14,7 @@ import { admin, deleteNamespace, tempNamespace } from '../harness/kube.ts';
 import { counterFor, metricsOf } from '../harness/metrics.ts';
 import { waitFor } from '../harness/wait.ts';
 import { add, entry, nodeUnschedulable, pinned, repairWorld, resetRepairQueue, temporalCli, tendWrites, type RepairWorld } from '../harness/repair.ts';
+import { GUARD_ANNOTATION } from '../../src/repair/guard.ts';
 import { repairEntryWorkflowId } from '../../src/repair/messages.ts';
 import type { RepairEntryResult } from '../../src/workflows/repair.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
@@ -32,6 +33,13 @@ describe('observe mode: a repair entry records its cordon, evictions, command an
   let cordonSeen = false;
   let writes: Awaited<ReturnType<typeof tendWrites>>;
   const named = (w: { verb: string; resource: string; subresource?: string }) => `${w.verb} ${w.resource}${w.subresource ? `/${w.subresource}` : ''}`;
+  type Patch = { verb: string; resource: string; name?: string; body?: unknown };
+  const nodePatch = (w: Patch) => w.verb === 'patch' && w.resource === 'nodes' && w.name === NODE;
+  const body = (w: Patch) => (w.body ?? {}) as { spec?: Record<string, unknown>; metadata?: { annotations?: Record<string, unknown> } };
+  /** A cordon or an uncordon: a patch of the Node that sets or clears spec.unschedulable. */
+  const cordonWrite = (w: Patch) => nodePatch(w) && 'unschedulable' in (body(w).spec ?? {});
+  /** The entry's guard taken, renewed or released around a command (src/repair/guard.ts). */
+  const guardWrite = (w: Patch) => nodePatch(w) && GUARD_ANNOTATION in (body(w).metadata?.annotations ?? {});
 
   before(async () => {
     kube = admin();
@@ -94,7 +102,10 @@ describe('observe mode: a repair entry records its cordon, evictions, command an
     const observed = await repairOnce();
     clearInterval(sampler);
     // kube-apiserver's own record: tend wrote nothing (Events aside) while observing.
-    assert.deepEqual((await writes(observing)).map(named), [], 'tend wrote in observe mode');
+    const observeWrites = await writes(observing);
+    assert.deepEqual(observeWrites.map(named), [], 'tend wrote in observe mode');
+    // Not even the guard a command runs under: observe mode runs no command, so it takes none.
+    assert.deepEqual(observeWrites.filter(guardWrite).map(named), [], 'observe mode took the entry\'s guard on the Node');
     assert.equal(cordonSeen, false, 'the node was cordoned in observe mode');
     assert.equal(commandRuns(), 0, 'the repair command ran in observe mode');
     assert.deepEqual(new Set((await podsOnNode()).map((p) => p.metadata!.uid!)), uids, 'a pod was evicted in observe mode');
@@ -132,7 +143,11 @@ describe('observe mode: a repair entry records its cordon, evictions, command an
     // The same record: act mode made each write observe mode recorded (one cordon and one uncordon, two evictions;
     // other pods on the node, of other namespaces, are drained too).
     const made = await writes(acting);
-    assert.equal(made.filter((w) => named(w) === 'patch nodes' && w.name === NODE).length, 2, made.map(named).join(', '));
+    const cordons = made.filter(cordonWrite).map((w) => body(w).spec!.unschedulable);
+    assert.deepEqual(cordons, [true, null], `the cordon, then the uncordon: ${made.map(named).join(', ')}`);
+    // Every other patch of the Node is the command's guard (taken, then released with its exit code).
+    assert.deepEqual(made.filter((w) => nodePatch(w) && !cordonWrite(w) && !guardWrite(w)).map(named), [], 'act mode patched the Node otherwise');
+    assert.ok(made.filter(guardWrite).length >= 2, 'act mode ran the command without its guard on the Node');
     assert.equal(made.filter((w) => named(w) === 'create pods/eviction' && w.namespace === ns).length, 2, made.map(named).join(', '));
     assert.equal(cordonSeen, true, 'act mode did not cordon the node');
     assert.equal(commandRuns(), 1, 'act mode did not run the repair command once');
