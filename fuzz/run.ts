@@ -258,6 +258,12 @@ async function deleteRunNamespaces() {
   for (const n of list.items) await kube.core.deleteNamespace({ name: n.metadata!.name! }).catch(() => undefined);
 }
 
+/** The non-valid messages sent to these types in the 5 s before `at`, newest first. */
+function justBefore(sent: { m: Message; at: number }[], at: number, types: string[]): string {
+  const near = sent.filter((x) => types.includes(x.m.type) && x.at <= at && x.at >= at - 5000).reverse();
+  return near.slice(0, 6).map((x) => `${x.m.kind} ${x.m.handler} to ${x.m.workflowId} ${x.m.family} (${x.m.note}) at ${new Date(x.at).toISOString().slice(11, 23)}`).join('; ') || 'none';
+}
+
 const capabilityRow: Record<ProbeResult['capability'], string> = { repair: 'repair-queue', taint: 'taint-replacements', apps: 'app', weeder: 'weeder' };
 const capabilityTypes: Record<ProbeResult['capability'], string[]> = {
   repair: ['repair-queue', 'repair/<index>'], taint: ['taint-replacements', 'taint/<node>'], apps: ['app'], weeder: ['weeder'],
@@ -282,6 +288,8 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
   let c = await readContext(s);
   const delivered = new Map<string, number>();
   const sentTo = new Map<string, Message[]>();
+  /** When each non-valid message was sent, to name the ones just before a limit was passed. */
+  const sentAt: { m: Message; at: number }[] = [];
   const count = Math.min(batchSize, total - sent);
   for (let i = 0; i < count && Date.now() - began < timeLimitMs; i++) {
     if (i > 0 && i % 25 === 0) c = await readContext(s);
@@ -292,6 +300,7 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
     row.families[m.family] = (row.families[m.family] ?? 0) + 1;
     sent++;
     sentTo.set(m.type, [...(sentTo.get(m.type) ?? []), m]);
+    if (m.family !== 'valid') sentAt.push({ m, at: Date.now() });
     const o = await send(client, m);
     // An operator's command taken from a broken message (a pause, a disable) is undone at once, as an operator would.
     if (m.operator && o.outcome !== 'refused') {
@@ -339,7 +348,8 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
   if (peak.peak > MAX_CONCURRENT_REPLACEMENTS) {
     found.push({
       type: 'taint-replacements', handler: '(invariants)', invariant: 'no limit exceeded: maxConcurrentReplacements',
-      detail: `${peak.peak} replacements in flight at ${new Date(peak.at!).toISOString().slice(11, 23)} (limit ${MAX_CONCURRENT_REPLACEMENTS}): ${peak.pods.join(', ')}`,
+      detail: `${peak.peak} replacements in flight at ${new Date(peak.at!).toISOString().slice(11, 23)} (limit ${MAX_CONCURRENT_REPLACEMENTS}): ${peak.pods.join(', ')}; `
+        + `sent to taint workflows in the 5 s before: ${justBefore(sentAt, peak.at!, ['taint-replacements', 'taint/<node>'])}`,
     });
   }
   found.push(...outsideConfiguration(writes, TEND_USER, [s.namespace], cordons(writes, TEND_USER, now)));
