@@ -13,7 +13,7 @@ import type { Config } from '../config/load.ts';
 import { ckeEntryJson, ckeListJson, isFinished, ZERO_TIME, type RepairQueueEntry, type RepairRequest } from '../repair/entry.ts';
 import {
   addUpdate, deleteFinishedUpdate, deleteUnfinishedUpdate, deleteUpdate, disableUpdate, enableUpdate, isEnabledQuery, listQuery,
-  MAX_INDEX, REPAIR_QUEUE_WORKFLOW_ID, resetBackoffUpdate,
+  MAX_INDEX, MAX_REQUESTS_PER_ADD, REPAIR_QUEUE_WORKFLOW_ID, resetBackoffUpdate,
 } from '../repair/messages.ts';
 import { readEntryLog, terminalSafe } from '../repair/logs.ts';
 import { requestProblems } from '../repair/procedure.ts';
@@ -91,10 +91,21 @@ async function connect(config: Config, needsWorker: 'always' | 'when-started'): 
  * entry never shares an id, a state file or Events with an old one.
  */
 export async function firstFreeIndex(client: Client): Promise<number> {
+  const ids: string[] = [];
+  for await (const w of client.workflow.list({ query: 'TendCapability="repair"' })) ids.push(w.workflowId);
+  return indexAfter(ids);
+}
+
+/**
+ * One past the highest `repair/<index>` among workflow ids. An id whose index no entry can have
+ * (past MAX_INDEX, not a safe integer: planted by hand) is skipped, so it cannot make the new
+ * queue's indexes unsafe or use them up; the queue itself refuses an add past MAX_INDEX.
+ */
+export function indexAfter(workflowIds: Iterable<string>): number {
   let highest = 0;
-  for await (const w of client.workflow.list({ query: 'TendCapability="repair"' })) {
-    const m = /^repair\/(\d+)$/.exec(w.workflowId);
-    if (m) highest = Math.max(highest, Number(m[1]));
+  for (const id of workflowIds) {
+    const m = /^repair\/([1-9]\d*)$/.exec(id);
+    if (m && parse(indexSchema, m[1]).ok && Number(m[1]) <= MAX_INDEX) highest = Math.max(highest, Number(m[1]));
   }
   return highest + 1;
 }
@@ -342,7 +353,7 @@ export function registerRepairCommands(program: Command): void {
       },
     }));
 
-  verb('add-file', 'append every request of a file (OPERATION MACHINE_TYPE ADDRESS [SERIAL] per line), all or none')
+  verb('add-file', `append every request of a file (OPERATION MACHINE_TYPE ADDRESS [SERIAL] per line), all or none; at most ${MAX_REQUESTS_PER_ADD} requests`)
     .argument('<FILE>')
     .action(act<[string], RepairRequest[]>(async (client, config, requests) => {
       const added = await queueUpdate(client, config, addUpdate, { requests });
@@ -355,6 +366,11 @@ export function registerRepairCommands(program: Command): void {
         const requests = parseRepairFile(text, file);
         if (requests.length === 0) throw new UsageError(`${file}: no requests in it`);
         checkRequests(config, requests);
+        // One update, so all or none: a file past what one add takes is refused whole rather than queued in part.
+        if (requests.length > MAX_REQUESTS_PER_ADD) {
+          throw new UsageError(`${file}: ${requests.length} requests, and the repair queue takes at most ${MAX_REQUESTS_PER_ADD} per add: ` +
+            `nothing was added; split the file into files of at most ${MAX_REQUESTS_PER_ADD} requests and add each`);
+        }
         return requests.map((x) => x.r);
       },
     }));

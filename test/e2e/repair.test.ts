@@ -9,6 +9,7 @@ import { TendProcess } from '../harness/cli.ts';
 import { waitFor } from '../harness/wait.ts';
 import { add, entries, entry, repairWorld, resetRepairQueue, rq, temporalCli, type RepairWorld } from '../harness/repair.ts';
 import type { RepairQueueEntry } from '../../src/repair/entry.ts';
+import { MAX_REQUESTS_PER_ADD } from '../../src/repair/messages.ts';
 
 const finished = (e?: RepairQueueEntry) => e && (e.status === 'succeeded' || e.status === 'failed') && e;
 
@@ -203,6 +204,13 @@ describe('repair queue (e2e)', function () {
     const r1 = await rq(world, ['add-file', bad]);
     assert.equal(r1.code, 2);
     assert.match(r1.stderr, /bad\.txt:4: unknown machine type "nope"/);
+    assert.deepEqual(await entries(world), before);
+    // More requests than one add takes: refused whole, before anything is sent.
+    const big = join(world.dir, 'big.txt');
+    writeFileSync(big, Array.from({ length: MAX_REQUESTS_PER_ADD + 1 }, (_, i) => `heal sim 198.51.100.${i + 1}\n`).join(''));
+    const r3 = await rq(world, ['add-file', big]);
+    assert.equal(r3.code, 2, r3.stderr);
+    assert.match(r3.stderr, new RegExp(`big\\.txt: ${MAX_REQUESTS_PER_ADD + 1} requests, and the repair queue takes at most ${MAX_REQUESTS_PER_ADD} per add: nothing was added`));
     assert.deepEqual(await entries(world), before);
     const good = join(world.dir, 'good.txt');
     writeFileSync(good, '# a batch\nheal sim 192.0.2.60\n\nheal sim 192.0.2.61 SN-61\n');
