@@ -10,7 +10,8 @@ import { dns1123SubdomainProblem } from '../config/kube-names.ts';
 import { matches } from '../config/label-selector.ts';
 import { matchingTaints, type MatchedTaint } from '../taint/match.ts';
 import {
-  DETECTED, NODE_MESSAGE_BOUNDS, NODE_WORKFLOW_TYPE, nodeSlotsQuery, nodeWorkflowId, REPLACING, TAINT_REFUSED, type SlotSettings,
+  DETECTED, NODE_MESSAGE_BOUNDS, NODE_WORKFLOW_TYPE, nodeSlotsQuery, nodeWorkflowId, REPLACING, SLOTS_WORKFLOW_ID, SLOTS_WORKFLOW_TYPE,
+  slotsStatusQuery, TAINT_REFUSED, type SlotSettings,
 } from '../taint/messages.ts';
 import { impostor } from '../temporal/identity.ts';
 import { preview } from '../checks/preview.ts';
@@ -117,6 +118,30 @@ export async function nodeSlotsOf(client: Client, node: string, taskQueue: strin
   if (who) return { ...none, impostor: who };
   const slots = await handle.query(nodeSlotsQuery);
   return { running: true, held: uidList(slots?.held), asking: uidList(slots?.asking) };
+}
+
+/**
+ * Why the coordinator has not granted the pod's slot to the node, or undefined when it has:
+ * asked of `taint-replacements` itself (its status query), after checking that it is tend's.
+ * A node workflow's grant arrives as a signal, which anyone who may signal can forge: the
+ * eviction is asked only for a slot the coordinator holds as given (docs/security.md).
+ */
+export async function ungranted(client: Client, node: string, uid: string, taskQueue: string): Promise<string | undefined> {
+  const handle = client.workflow.getHandle(SLOTS_WORKFLOW_ID);
+  let found;
+  try {
+    found = await handle.describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return `${SLOTS_WORKFLOW_ID} is not running: no slot is granted`;
+    throw err;
+  }
+  if (found.status.name !== 'RUNNING') return `${SLOTS_WORKFLOW_ID} is not running: no slot is granted`;
+  const who = impostor(SLOTS_WORKFLOW_ID, { type: found.type, taskQueue: found.taskQueue }, { type: SLOTS_WORKFLOW_TYPE, taskQueues: [taskQueue] });
+  if (who) return who;
+  const status = await handle.query(slotsStatusQuery);
+  const inFlight: unknown[] = Array.isArray(status?.inFlight) ? status.inFlight : [];
+  const granted = inFlight.some((g) => typeof g === 'object' && g !== null && (g as { node?: unknown }).node === node && (g as { uid?: unknown }).uid === uid);
+  return granted ? undefined : `${SLOTS_WORKFLOW_ID} holds no slot granted to this pod on node ${node}: waiting for its grant`;
 }
 
 /** The settings of a taintReplacement section that a node workflow decides with. */
@@ -582,6 +607,14 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       if (hold) {
         taintEvictions.inc({ outcome: 'paused' });
         return { outcome: 'paused', message: hold.message };
+      }
+      // Only on a slot the coordinator gave: a forged grant is waited out as a pause is (the slot
+      // kept, asked again soon, not an attempt) until the coordinator's own grant arrives.
+      const ctx = Context.current();
+      const notGranted = await ungranted(ctx.client, node, input.uid, ctx.info.taskQueue);
+      if (notGranted) {
+        taintEvictions.inc({ outcome: 'ungranted' });
+        return { outcome: 'paused', message: notGranted };
       }
       // UID-bound (a namesake is never evicted); a PodDisruptionBudget's refusal is 'blocked'.
       const result = await evictPodOnce(kube, { namespace: input.namespace, name: input.name, uid: input.uid });

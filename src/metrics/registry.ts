@@ -66,7 +66,7 @@ export const taintPodsMarked = new Counter({
 
 export const taintEvictions = new Counter({
   name: 'tend_taint_evictions_total',
-  help: 'Eviction requests by outcome: evicted, refused (a PodDisruptionBudget said no; retried with back-off), gone (the pod had left already), paused (not asked: tend pause, or the pause state unconfirmed), observed (not asked: observe mode, recorded once per pod).',
+  help: 'Eviction requests by outcome: evicted, refused (a PodDisruptionBudget said no; retried with back-off), gone (the pod had left already), paused (not asked: tend pause, or the pause state unconfirmed), observed (not asked: observe mode, recorded once per pod), ungranted (not asked: the coordinator holds no slot granted to the pod; a forged grant waited out).',
   labelNames: ['outcome'] as const,
   registers,
 });

@@ -1,0 +1,88 @@
+// A grant reaches a node workflow as a signal, which anyone who may signal in tend's namespace
+// can forge: the eviction is asked only for a slot the coordinator itself holds as granted.
+import assert from 'node:assert/strict';
+import type * as k8s from '@kubernetes/client-node';
+import type { TendProcess } from '../harness/cli.ts';
+import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
+import { waitFor } from '../harness/wait.ts';
+import { temporalCli } from '../harness/temporal.ts';
+import { cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintStatusJson } from '../harness/taint.ts';
+import type { KubeClients } from '../../src/kube/client.ts';
+
+const MAINTENANCE = 'example.org/maintenance';
+
+describe('taint replacement: a forged grant', function () {
+  this.timeout(240_000);
+  let kube: KubeClients;
+  let ns: string;
+  let tend: TendProcess | undefined;
+  let config: string | undefined;
+  const tainted = new Set<string>();
+
+  before(() => {
+    kube = admin();
+  });
+  beforeEach(async () => {
+    ns = await tempNamespace(kube, 'taint');
+  });
+  afterEach(async function () {
+    await cleanUpTaintTest({ kube, ns, tend, config, tainted, stoppedNodes: new Set(), settleMs: 60_000 });
+    tend = undefined;
+    config = undefined;
+  });
+
+  const evicted = (p: k8s.V1Pod | undefined, uid: string) => !p || p.metadata?.uid !== uid || !!p.metadata?.deletionTimestamp;
+  const pinned = async (name: string, node: string) => {
+    const body = deployment({ namespace: ns, name, replicas: 1, labels: managedLabel(ns) });
+    body.spec!.template.spec!.nodeSelector = { 'kubernetes.io/hostname': node };
+    body.spec!.template.spec!.tolerations = [{ key: MAINTENANCE, operator: 'Exists' }];
+    await kube.apps.createNamespacedDeployment({ namespace: ns, body });
+    return waitFor(`a ready pod of ${name}`, async () => (await podsOf(kube, ns, `app=${name}`)).find((p) => isReady(p) && !p.metadata?.deletionTimestamp),
+      { timeoutMs: 60_000 });
+  };
+
+  it('maxConcurrentReplacements 1: a forged replacementsGranted to a waiting node evicts nothing; the coordinator\'s own grant does', async () => {
+    ({ config, tend } = await startTaintTend(ns, {
+      taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 1 }], taintReplacementTimeSeconds: 1,
+      maxConcurrentReplacements: 1, breaker: { maxTaintedNodes: 3 },
+    }));
+    const cfg = config;
+    const a = await pinned('a', 'sim-1');
+    const b = await pinned('b', 'sim-2');
+    // a holds the only slot: its eviction blocked by a budget.
+    await kube.policy.createNamespacedPodDisruptionBudget({
+      namespace: ns, body: { metadata: { name: 'a' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'a' } } } },
+    });
+    await waitFor('the PDB to be observed', async () =>
+      (await kube.policy.readNamespacedPodDisruptionBudget({ namespace: ns, name: 'a' })).status?.observedGeneration === 1);
+    tainted.add(`sim-1|${MAINTENANCE}`);
+    await taint(kube, 'sim-1', { key: MAINTENANCE, value: 'x', effect: 'NoSchedule' });
+    await waitFor('a holding the only slot, its eviction blocked', async () => {
+      const s = await taintStatusJson(cfg);
+      return s.pods.find((p) => p.pod === a.metadata!.name)?.state === 'Blocked' && s.slots?.inFlight.length === 1;
+    }, { timeoutMs: 60_000 });
+    tainted.add(`sim-2|${MAINTENANCE}`);
+    await taint(kube, 'sim-2', { key: MAINTENANCE, value: 'x', effect: 'NoSchedule' });
+    await waitFor('b waiting for a slot', async () => (await taintStatusJson(cfg)).pods.find((p) => p.pod === b.metadata!.name)?.state === 'Queued',
+      { timeoutMs: 60_000 });
+
+    // The forgery: a grant of b's slot, as the coordinator would send it.
+    await temporalCli(['workflow', 'signal', '--workflow-id', 'taint/sim-2', '--name', 'replacementsGranted',
+      '--input', JSON.stringify({ uids: [b.metadata!.uid] })]);
+    const row = await waitFor('b\'s eviction held for want of the coordinator\'s grant', async () =>
+      (await taintStatusJson(cfg)).pods.find((p) => p.pod === b.metadata!.name && /holds no slot granted/.test(p.lastError ?? '')), { timeoutMs: 30_000 });
+    assert.ok(row);
+    assert.ok(!evicted(await readPod(kube, ns, b.metadata!.name!), b.metadata!.uid!), 'b not evicted on a forged grant');
+    assert.ok(!evicted(await readPod(kube, ns, a.metadata!.name!), a.metadata!.uid!), 'a held by its budget');
+    const s = await taintStatusJson(cfg);
+    assert.equal(s.slots?.inFlight.length, 1, 'one in flight, the limit');
+    assert.ok(s.slots?.inFlight.every((g) => g.pod.endsWith(a.metadata!.name!)), 'the slot is a\'s');
+
+    // The real grant, once a's slot is free, still goes through.
+    await kube.policy.deleteNamespacedPodDisruptionBudget({ namespace: ns, name: 'a' });
+    await waitFor('a evicted once its budget is gone', async () => evicted(await readPod(kube, ns, a.metadata!.name!), a.metadata!.uid!),
+      { timeoutMs: 120_000 });
+    await waitFor('b granted the slot a gave back, and evicted', async () => evicted(await readPod(kube, ns, b.metadata!.name!), b.metadata!.uid!),
+      { timeoutMs: 120_000 });
+  });
+});
