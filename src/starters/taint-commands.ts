@@ -2,11 +2,14 @@
 // condition, since when, when it will be replaced, and its state; plus the
 // cluster-wide slots and breaker. Asked of the taint workflows (queries).
 import type { Command } from 'commander';
-import { configOrSandbox, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { configOrSandbox, OperatorError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
 import { columns, outputOption, printOutput, type OutputFormat } from './output.ts';
 import type { PodStatusRow } from '../taint/node.ts';
 import type { SlotsStatus } from '../taint/messages.ts';
 import type { TemporalSettings } from '../temporal/connection.ts';
+import type { Client } from '@temporalio/client';
+import { impostor } from '../temporal/identity.ts';
+import { preview } from '../checks/preview.ts';
 
 export interface TaintStatus {
   pods: PodStatusRow[];
@@ -53,27 +56,50 @@ export function formatTaintStatus(status: TaintStatus, wide = false): string {
 
 export async function taintStatus(temporal: TemporalSettings): Promise<TaintStatus> {
   const { connectClient } = await import('../temporal/connection.ts');
-  const { nodeStatusQuery, slotsStatusQuery, SLOTS_WORKFLOW_ID } = await import('../taint/messages.ts');
-  const { runningTaintWorkflows } = await import('../taint/running.ts');
   const client = await connectClient(temporal);
   try {
-    const status: TaintStatus = { pods: [], nodes: [] };
-    for (const id of await runningTaintWorkflows(client)) {
-      try {
-        if (id === SLOTS_WORKFLOW_ID) {
-          status.slots = await client.workflow.getHandle(id).query(slotsStatusQuery);
-        } else {
-          status.pods.push(...await client.workflow.getHandle(id).query(nodeStatusQuery));
-          status.nodes.push(id.replace(/^taint\//, ''));
-        }
-      } catch {
-        // Closed between the list and the query.
-      }
-    }
-    status.nodes.sort();
-    status.pods.sort((a, b) => a.node.localeCompare(b.node) || `${a.namespace}/${a.pod}`.localeCompare(`${b.namespace}/${b.pod}`));
-    return status;
+    return await taintStatusOf(client, temporal.taskQueue);
   } finally {
     await client.connection.close();
   }
+}
+
+/**
+ * The status, asked of the taint workflows tend runs on `taskQueue`. What runs under the
+ * coordinator's id is described first (an impostor need not carry tend's search attributes),
+ * and every listed taint workflow is checked for its type and task queue: an impostor is
+ * refused (exit 1), named with how to end it, and nothing it would answer is shown.
+ */
+export async function taintStatusOf(client: Client, taskQueue: string): Promise<TaintStatus> {
+  const { nodeStatusQuery, slotsStatusQuery, SLOTS_WORKFLOW_ID, SLOTS_WORKFLOW_TYPE, NODE_WORKFLOW_TYPE } = await import('../taint/messages.ts');
+  const { runningTaintExecutions } = await import('../taint/running.ts');
+  const { WorkflowNotFoundError } = await import('@temporalio/client');
+  const expected = (id: string) => ({ type: id === SLOTS_WORKFLOW_ID ? SLOTS_WORKFLOW_TYPE : NODE_WORKFLOW_TYPE, taskQueues: [taskQueue] });
+  const coordinator = await client.workflow.getHandle(SLOTS_WORKFLOW_ID).describe().catch((err: unknown) => {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  });
+  const runs = await runningTaintExecutions(client);
+  const found = [...(coordinator?.status.name === 'RUNNING' ? [{ id: SLOTS_WORKFLOW_ID, type: coordinator.type, taskQueue: coordinator.taskQueue }] : []), ...runs];
+  const impostors = [...new Set(found.flatMap((r) => {
+    const why = impostor(r.id, r, expected(r.id));
+    return why ? [`${why}; end it with: temporal workflow terminate --workflow-id ${preview(r.id, 300)}`] : [];
+  }))];
+  if (impostors.length > 0) throw new OperatorError(`taint status: not shown, as what runs under tend's ids is not all tend's:\n  ${impostors.join('\n  ')}`);
+  const status: TaintStatus = { pods: [], nodes: [] };
+  for (const { id } of runs) {
+    try {
+      if (id === SLOTS_WORKFLOW_ID) {
+        status.slots = await client.workflow.getHandle(id).query(slotsStatusQuery);
+      } else {
+        status.pods.push(...await client.workflow.getHandle(id).query(nodeStatusQuery));
+        status.nodes.push(id.replace(/^taint\//, ''));
+      }
+    } catch {
+      // Closed between the list and the query.
+    }
+  }
+  status.nodes.sort();
+  status.pods.sort((a, b) => a.node.localeCompare(b.node) || `${a.namespace}/${a.pod}`.localeCompare(`${b.namespace}/${b.pod}`));
+  return status;
 }

@@ -11,9 +11,130 @@
 //                                        due pods asked for, withdrawn ones given back,
 //                                        grants taken; the replacement steps to start
 //   slots()                           -> what it holds and asks for (the coordinator's check)
-import { applyMoves, decideNode, type NodeDecision, type NodeTaintData } from './node.ts';
-import { askFor, decideReplacements, giveBack, holders, takeGrants, type ReplaceDecision } from './replace.ts';
-import type { NodeSlots } from './messages.ts';
+//
+// NodeRun adds a run's turn state (what to read again, when a failed step or message is tried
+// again) and the messages to the coordinator; the workflow sends what it hands out and tells
+// it what landed, and keeps only Temporal's part (activities, signals, timers).
+import {
+  applyMoves, believedSeenAt, decideNode, firstMark, markWritten, observeTaints, reconcilePods, type ConditionWrite, type ListedPod, type NodeDecision, type OwnerRef,
+  type NodeTaintData, type TaintSettings,
+} from './node.ts';
+import {
+  askFor, awaitDone, decideReplacements, evictDone, giveBack, holders, noteGrants, outboxOf, STEP_RETRY_MS, takeGrants, type EvictOutcome, type ReplaceDecision,
+} from './replace.ts';
+import { fieldOf, grantedUids, NODE_MESSAGE_BOUNDS, nodeWorkflowId, taintHints, type NodeSlots } from './messages.ts';
+import { pastLimits, type ValueLimits } from '../checks/limits.ts';
+import { preview } from '../checks/preview.ts';
+import { taintId, type MatchedTaint } from './match.ts';
+import { nodeNameProblem, SLOT_BOUNDS, type SlotRequest } from './slots.ts';
+
+// The node workflow's patched behaviours (docs/upgrading.md): the workflow asks patched() for each
+// where it first takes that path, and hands the answer to the machine.
+
+/**
+ * The listing activity writes the first mark of the pods it finds new (one
+ * activity and one workflow task less per node, and no GET per pod); histories
+ * from before it list, then write. docs/upgrading.md.
+ */
+export const TAINT_LIST_MARKS_PATCH = 'taint-list-marks';
+
+/**
+ * A new run reads the node, lists its pods and writes their first mark in one
+ * activity (taintNodeStart): one activity, one workflow task and one Node read
+ * less per node; histories from before it read the node, then list.
+ * docs/upgrading.md.
+ */
+export const TAINT_START_LIST_PATCH = 'taint-start-list';
+
+/**
+ * A new run's first step (taintNodeStart) runs as a local activity: in the worker that runs
+ * the workflow task, its result recorded with the task's completion, rather than scheduled
+ * through the server as a task of its own. That is one workflow task, one activity task and
+ * three history events less per node, where a zone outage starts hundreds at once.
+ * docs/upgrading.md.
+ */
+export const TAINT_START_LOCAL_PATCH = 'taint-start-local';
+
+/**
+ * A node workflow that ends (cancelled, failed) clears the conditions it set until they are
+ * cleared, STEP_RETRY_MS after each write that ran out of attempts, the reason in its Current
+ * Details; before, one failed clear was logged and the conditions outlived the workflow. Only a
+ * refusal ends the tries. docs/upgrading.md.
+ */
+export const TAINT_CLEAR_UNTIL_DONE_PATCH = 'taint-clear-until-done';
+
+/**
+ * An ending node workflow gives its slots and requests back before it clears its pods'
+ * conditions, so that clears that keep failing (a 403, an API server away) never hold the
+ * cluster's slots; before, it gave them back after its last clear. docs/upgrading.md.
+ */
+export const TAINT_GIVE_BACK_FIRST_PATCH = 'taint-give-back-first';
+
+/**
+ * Bounds on a start input (carried state): a node's data (a few hundred pods) and the
+ * coordinator's (SLOT_BOUNDS) fit well within them; past them the input is ignored.
+ */
+export const CARRIED_LIMITS: ValueLimits = Object.freeze({ maxDepth: 8, maxNodes: 200_000, maxChars: 1536 * 1024 });
+
+/** What is wrong with a node workflow's start input, run as workflow `id` (the reason only, the values previewed). */
+export function nodeInputProblem(input: unknown, id: string): string | undefined {
+  const tooBig = pastLimits(input, CARRIED_LIMITS);
+  if (tooBig) return `the start input: ${tooBig}`;
+  const raw = fieldOf(input, 'node');
+  const node = typeof raw === 'string' ? raw : '';
+  const badName = nodeNameProblem(node);
+  if (badName) return `${badName} (${preview(raw, 80)})`;
+  if (id !== nodeWorkflowId(node)) return `the workflow of node ${node} runs as ${nodeWorkflowId(node)} only, not as ${preview(id, 80)}`;
+  return undefined;
+}
+
+/**
+ * What the node's messages tell, from the workflow's first task on: the watcher's first sight
+ * of each taint (a hint, for taints without timeAdded), and grants. Before the first read, a
+ * run continued as new answers and takes grants with its carried data; a new run keeps the
+ * grants for the run it starts.
+ */
+export class NodeInbox {
+  readonly hints = new Map<string, number>();
+  readonly early: string[] = [];
+  /** The run, once the first read made it. */
+  run: NodeRun | undefined;
+  /** A nodeTaints signal came: the node is to be read again. */
+  recheck = false;
+  private readonly carried: NodeTaintData | undefined;
+
+  constructor(carried: NodeTaintData | undefined) {
+    this.carried = carried;
+  }
+
+  /** The data the node's queries answer from and grants go to: the run's, else the carried. */
+  get data(): NodeTaintData | undefined {
+    return this.run?.data ?? this.carried;
+  }
+
+  /** replacementsGranted. */
+  granted(m: unknown): string | undefined {
+    const { uids, why } = grantedUids(m);
+    const d = this.data;
+    if (d) noteGrants(d, uids);
+    else if (this.early.length + uids.length <= NODE_MESSAGE_BOUNDS.uids) this.early.push(...uids);
+    return why;
+  }
+
+  /** nodeTaints: "look again", with the watcher's first sights. */
+  taints(m: unknown): string | undefined {
+    const { taints, why } = taintHints(m);
+    for (const t of taints) this.hints.set(taintId(t), t.seenAt);
+    this.recheck = true;
+    return why;
+  }
+
+  /** The run starts: the grants that came before are its own. */
+  started(run: NodeRun): void {
+    this.run = run;
+    noteGrants(run.data, this.early);
+  }
+}
 
 export class NodeMachine {
   /** The node's data: the machine's own (a copy of what it is given). */
@@ -57,4 +178,216 @@ export class NodeMachine {
 export function nodeSlots(d: Readonly<NodeTaintData>): NodeSlots {
   const queued = Object.values(d.pods).filter((p) => p.state === 'Queued').map((p) => p.uid);
   return { held: [...new Set([...holders(d), ...(d.granted ?? [])])], asking: [...new Set([...(d.outbox?.request ?? []), ...queued])] };
+}
+
+/** What a node's first read brings (taintNodeState, or taintNodeStart which also lists and marks). */
+export interface NodeFirstRead {
+  taints: MatchedTaint[];
+  settings: TaintSettings;
+  listedAt?: number;
+  mark?: Pick<ConditionWrite, 'detected' | 'replacing'>;
+  pods?: ListedPod[];
+  written?: string[];
+  marked?: Record<string, number>;
+}
+
+/** What listTaintPods answers: the pods, or (asked to mark) the pods and those it marked. */
+export type NodeListing = ListedPod[] | { pods: ListedPod[]; written: string[]; marked: Record<string, number> };
+
+/** A first mark the listing writes on the pods it finds new. */
+export type ListMark = Pick<ConditionWrite, 'detected' | 'replacing'> & { known: string[] };
+
+/** How long to wait before sending the coordinator a message again after it could not be delivered. */
+export const RESEND_MS = 10_000;
+
+/**
+ * The run's own turn state over the machine's data (not carried over continue-as-new, except
+ * `announce`): what is to be read again, and when a failed step or message is tried again.
+ */
+export class NodeRun extends NodeMachine {
+  /** The pods are to be listed (again). */
+  listNeeded = true;
+  /** A step failed: the node's own steps wait until then. */
+  stepRetryAt: number | undefined;
+  /** A message to the coordinator could not be delivered: sent again from then on. */
+  resendAt: number | undefined;
+  /** A fresh coordinator asked what the node holds (carried over as data.announce). */
+  announce: boolean;
+
+  constructor(data: NodeTaintData) {
+    super(data);
+    this.announce = data.announce === true;
+  }
+
+  /** Takes the first read; `listed`: the read listed and marked the pods too (taintNodeStart). */
+  first(read: NodeFirstRead, hints: ReadonlyMap<string, number>, listed: boolean, now: number): void {
+    if (!listed) return this.observe(read, hints, now);
+    // The taints carry the first sights the activity decided the mark with: taken as they are.
+    observeTaints(this.data, read.taints, read.settings, now);
+    if (!read.pods) return;
+    this.listNeeded = false;
+    reconcilePods(this.data, read.pods, read.listedAt!);
+    if (read.mark) for (const uid of read.written ?? []) markWritten(this.data, { uid, namespace: '', name: '', ...read.mark }, read.marked?.[uid]);
+  }
+
+  /** Takes a read of the node's taints, each dated by the watcher's first sight of it when told (`hints`). */
+  observe(read: { taints: MatchedTaint[]; settings: TaintSettings }, hints: ReadonlyMap<string, number>, now: number): void {
+    if (this.data.taints.length === 0 && read.taints.length > 0) this.listNeeded = true;
+    const taints = read.taints.map((t) => {
+      const hint = hints.get(taintId(t));
+      return hint === undefined ? t : { ...t, seenAt: believedSeenAt(hint, now) };
+    });
+    observeTaints(this.data, taints, read.settings, now);
+  }
+
+  /** Whether the node's own steps wait on a failed one (a wait that has passed is over). */
+  paused(now: number): boolean {
+    if (this.stepRetryAt !== undefined && now >= this.stepRetryAt) this.stepRetryAt = undefined;
+    return this.stepRetryAt !== undefined;
+  }
+
+  /** A step failed: tried again after STEP_RETRY_MS. */
+  stepFailed(now: number): void {
+    this.stepRetryAt = now + STEP_RETRY_MS;
+  }
+
+  /** Whether the pods are to be listed now (taken: listed once). */
+  takeListing(): boolean {
+    if (!this.listNeeded || this.data.taints.length === 0 || this.stepRetryAt !== undefined) return false;
+    this.listNeeded = false;
+    return true;
+  }
+
+  /** The first mark the listing is to write on the pods it finds new (`listMarks`: patched). */
+  listMark(listMarks: boolean, now: number): ListMark | undefined {
+    const first = listMarks ? firstMark(this.data, now) : undefined;
+    return first && { known: Object.keys(this.data.pods), ...first };
+  }
+
+  /** Takes a listing (`mark`: the mark asked of it, at `listedAt`); undefined: it failed, listed again. */
+  listed(listing: NodeListing | undefined, mark: ListMark | undefined, listedAt: number, now: number): void {
+    if (!listing) {
+      this.listNeeded = true;
+      return;
+    }
+    if (Array.isArray(listing)) return reconcilePods(this.data, listing, now);
+    reconcilePods(this.data, listing.pods, mark ? listedAt : now);
+    if (mark) for (const uid of listing.written) markWritten(this.data, { uid, namespace: '', name: '', detected: mark.detected, replacing: mark.replacing }, listing.marked[uid]);
+  }
+
+  /** The writes landed (`marked`: the times the writes set). */
+  wrote(writes: readonly ConditionWrite[], marked: Record<string, number> | undefined): void {
+    for (const w of writes) markWritten(this.data, w, marked?.[w.uid]);
+  }
+
+  evicted(uid: string, r: EvictOutcome, now: number): void {
+    evictDone(this.data, uid, r, now);
+  }
+
+  awaited(uid: string, r: 'replaced' | 'pending' | { failed: string }, now: number): void {
+    awaitDone(this.data, uid, r, now);
+  }
+
+  /** Whether a message to the coordinator waits on an undelivered one. */
+  private holding(now: number): boolean {
+    return this.resendAt !== undefined && now < this.resendAt;
+  }
+
+  /** Answering a fresh coordinator: the queued pods ask again, and the slots held to tell it (undefined: nothing to answer now). */
+  announcement(now: number): SlotRequest[] | undefined {
+    if (!this.announce || this.holding(now)) return undefined;
+    askFor(this.data, Object.values(this.data.pods).filter((p) => p.state === 'Queued').map((p) => p.uid));
+    return holders(this.data).map((uid) => this.request(uid, now));
+  }
+
+  /** The requests to send, SLOT_BOUNDS.requestsPerSignal a signal (undefined: nothing to send now). */
+  requests(now: number): { uids: string[]; batches: SlotRequest[][] } | undefined {
+    const out = outboxOf(this.data);
+    if ((out.request.length === 0 && out.release.length === 0) || this.holding(now)) return undefined;
+    const uids = [...out.request];
+    return { uids, batches: batches(uids.filter((uid) => this.data.pods[uid]).map((uid) => this.request(uid, now))) };
+  }
+
+  /** The give-backs to send, SLOT_BOUNDS.requestsPerSignal a signal. */
+  releases(): { uids: string[]; batches: string[][] } {
+    const uids = [...outboxOf(this.data).release];
+    return { uids, batches: batches(uids) };
+  }
+
+  /** Messages delivered: out of the outbox. */
+  sent(kind: 'request' | 'release', uids: readonly string[]): void {
+    const out = outboxOf(this.data);
+    const sent = new Set(uids);
+    out[kind] = out[kind].filter((u) => !sent.has(u));
+  }
+
+  /** Delivered (undefined) or not (now): an undelivered message is sent again RESEND_MS later. */
+  delivery(failedAt: number | undefined): void {
+    this.resendAt = failedAt === undefined ? undefined : failedAt + RESEND_MS;
+  }
+
+  /** Whether nothing is under way or owed to the coordinator. */
+  quiet(running: number): boolean {
+    const out = outboxOf(this.data);
+    return running === 0 && out.request.length === 0 && out.release.length === 0 && (this.data.granted ?? []).length === 0;
+  }
+
+  /** The next moment something is due. */
+  nextAt(decision: Readonly<NodeDecision>, replacements: Readonly<ReplaceDecision>): number | undefined {
+    const out = outboxOf(this.data);
+    const next = [decision.nextAt, replacements.nextAt, this.stepRetryAt, out.request.length + out.release.length > 0 || this.announce ? this.resendAt : undefined]
+      .filter((t): t is number => t !== undefined);
+    return next.length > 0 ? Math.min(...next) : undefined;
+  }
+
+  /** Readies the data to continue as new with: an unanswered announceSlots is carried. */
+  carry(): void {
+    if (this.announce) this.data.announce = true;
+    else delete this.data.announce;
+  }
+
+  /** The eviction activity's input for a pod. */
+  evictInput(uid: string): { node: string; namespace: string; name: string; uid: string; observed?: true } {
+    const pod = this.data.pods[uid]!;
+    return { node: this.data.node, namespace: pod.namespace, name: pod.name, uid: pod.uid, ...(pod.observed ? { observed: true as const } : {}) };
+  }
+
+  /** The wait-for-replacement activity's input for a pod. */
+  awaitInput(uid: string, waitMs: number): { namespace: string; name: string; uid: string; controllerUid: string; controller?: OwnerRef; createdAt?: number; waitMs: number } {
+    const pod = this.data.pods[uid]!;
+    return {
+      namespace: pod.namespace, name: pod.name, uid: pod.uid, controllerUid: pod.controllerUid!, ...(pod.controller ? { controller: pod.controller } : {}),
+      ...(pod.createdAt !== undefined ? { createdAt: pod.createdAt } : {}), waitMs,
+    };
+  }
+
+  private request(uid: string, now: number): SlotRequest {
+    const pod = this.data.pods[uid]!;
+    return { node: this.data.node, uid, pod: `${pod.namespace}/${pod.name}`, requestedAt: now };
+  }
+}
+
+function batches<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += SLOT_BOUNDS.requestsPerSignal) out.push(items.slice(i, i + SLOT_BOUNDS.requestsPerSignal));
+  return out;
+}
+
+/** The writes that clear every condition the node's workflow set (as it ends). */
+export function clears(d: Readonly<NodeTaintData>): ConditionWrite[] {
+  return Object.values(d.pods)
+    .filter((p) => p.written.detected !== undefined || p.written.replacing !== undefined)
+    .map((p) => ({ uid: p.uid, namespace: p.namespace, name: p.name, detected: null, replacing: null }));
+}
+
+/** The Current Details of an ending whose clears failed (tried again every STEP_RETRY_MS). */
+export function clearingDetails(node: string, pods: number, error: string, givenBack: boolean): string {
+  return `ending: clearing the taint conditions of ${pods} pod(s) on node ${node} failed (${error}); ` +
+    `tried again every ${STEP_RETRY_MS / 1000} s until they are cleared.${givenBack ? ' Its replacement slots are given back already.' : ''} ` +
+    'Terminating the workflow ends the tries and leaves the conditions on the pods';
+}
+
+/** The pods the node's workflow replaced (its result). */
+export function replacedPods(d: Readonly<NodeTaintData>): string[] {
+  return Object.values(d.pods).filter((p) => p.state === 'Replaced').map((p) => `${p.namespace}/${p.name}`);
 }

@@ -10,27 +10,24 @@ import {
   log, patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, sleep, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+import { carriedData, newNodeTaintData, nodeDetails, statusRows, type NodeTaintData, markWritten } from '../taint/node.ts';
 import {
-  carriedData, firstMark, markWritten, newNodeTaintData, nodeDetails, observeTaints, reconcilePods, believedSeenAt, statusRows, type ConditionWrite,
-  type NodeTaintData, type TaintSettings,
-} from '../taint/node.ts';
-import {
-  fieldOf, grantedUids, NODE_MESSAGE_BOUNDS, nodeCountsSignal, sameNode, takeEach, taintHints, nodeSlotsQuery, nodeStatusQuery, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, releaseReplacementSignal,
-  replacementGrantedSignal, requestReplacementSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal, slotsStatusQuery, TAINT_REFUSED,
+  nodeCountsSignal, nodeSlotsQuery, nodeStatusQuery, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal,
+  releaseReplacementSignal, replacementGrantedSignal, requestReplacementSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal, slotsStatusQuery, TAINT_REFUSED,
   withdrawNodeSignal, announceSlotsSignal, slotsHeldSignal, type SlotSettings,
 } from '../taint/messages.ts';
-import { pastLimits, type ValueLimits } from '../checks/limits.ts';
+import { pastLimits } from '../checks/limits.ts';
 import { preview } from '../checks/preview.ts';
 import { failureMessage, refusalOf } from './failures.ts';
-import { taintId, type MatchedTaint } from '../taint/match.ts';
 import { carriedFromOwnRun } from './carried.ts';
-import type { TaintNodeStartResult } from '../activities/taint.ts';
+import { STEP_RETRY_MS, type EvictOutcome, type ReplaceOp } from '../taint/replace.ts';
 import {
-  askFor, awaitDone, evictDone, holders, noteGrants, outboxOf, STEP_RETRY_MS, type EvictOutcome,
-  type ReplaceOp,
-} from '../taint/replace.ts';
-import { NodeMachine, nodeSlots } from '../taint/node-machine.ts';
-import { byNode, nodeNameProblem, SLOT_BOUNDS, Slots, slotsDetails, type Grant, type SlotData } from '../taint/slots.ts';
+  CARRIED_LIMITS, clearingDetails, clears, NodeInbox, nodeInputProblem, NodeRun, nodeSlots, replacedPods, TAINT_CLEAR_UNTIL_DONE_PATCH, TAINT_GIVE_BACK_FIRST_PATCH, TAINT_LIST_MARKS_PATCH, TAINT_START_LIST_PATCH, TAINT_START_LOCAL_PATCH, type NodeFirstRead,
+} from '../taint/node-machine.ts';
+import { Coordinator, TAINT_VERIFY_GIVE_BACK_PATCH } from '../taint/coordinator.ts';
+import { byNode, Slots, slotsDetails, type Grant, type SlotData } from '../taint/slots.ts';
+
+type ExternalHandle = ReturnType<typeof getExternalWorkflowHandle>;
 
 /** What the workflows show in the Web UI's Current Details (re-exported for their tests). */
 export { nodeDetails, slotsDetails };
@@ -57,49 +54,10 @@ export interface TaintNodeInput {
   data?: NodeTaintData;
 }
 
-/**
- * The listing activity writes the first mark of the pods it finds new (one
- * activity and one workflow task less per node, and no GET per pod); histories
- * from before it list, then write. docs/upgrading.md.
- */
-export const TAINT_LIST_MARKS_PATCH = 'taint-list-marks';
-
-/**
- * A new run reads the node, lists its pods and writes their first mark in one
- * activity (taintNodeStart): one activity, one workflow task and one Node read
- * less per node; histories from before it read the node, then list.
- * docs/upgrading.md.
- */
-export const TAINT_START_LIST_PATCH = 'taint-start-list';
-
-/**
- * Bounds on a start input (carried state): a node's data (a few hundred pods) and the
- * coordinator's (SLOT_BOUNDS) fit well within them; past them the input is ignored.
- */
-const CARRIED_LIMITS: ValueLimits = Object.freeze({ maxDepth: 8, maxNodes: 200_000, maxChars: 1536 * 1024 });
-
-/** How long to wait before sending the coordinator a message again after it could not be delivered. */
-const RESEND_MS = 10_000;
-
 const { taintNodeState, taintSlotSettings, taintNodeCounts } = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry });
 // Reads the node and lists and marks its pods: the listing's minute.
 const { taintNodeStart } = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry });
 
-/**
- * A new run's first step (taintNodeStart) runs as a local activity: in the worker that runs
- * the workflow task, its result recorded with the task's completion, rather than scheduled
- * through the server as a task of its own. That is one workflow task, one activity task and
- * three history events less per node, where a zone outage starts hundreds at once.
- * docs/upgrading.md.
- */
-export const TAINT_START_LOCAL_PATCH = 'taint-start-local';
-/**
- * A node workflow that ends (cancelled, failed) clears the conditions it set until they are
- * cleared, STEP_RETRY_MS after each write that ran out of attempts, the reason in its Current
- * Details; before, one failed clear was logged and the conditions outlived the workflow. Only a
- * refusal ends the tries. docs/upgrading.md.
- */
-export const TAINT_CLEAR_UNTIL_DONE_PATCH = 'taint-clear-until-done';
 // The same minute and retries; they back off inside the worker (none waits as long as the SDK's one-minute
 // threshold past which a local activity's retry waits on a timer), the workflow task kept alive meanwhile.
 const { taintNodeStart: taintNodeStartHere } = proxyLocalActivities<Activities>({ startToCloseTimeout: '1m', retry });
@@ -110,22 +68,18 @@ export interface TaintNodeResult {
 }
 
 export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNodeResult> {
-  const tooBig = pastLimits(input, CARRIED_LIMITS);
-  if (tooBig) throw refused(`the start input: ${tooBig}`);
-  const node = typeof input?.node === 'string' ? input.node : '';
-  const id = workflowInfo().workflowId;
-  const badName = nodeNameProblem(node);
-  if (badName) throw refused(`${badName} (${preview(input?.node, 80)})`);
-  if (id !== nodeWorkflowId(node)) throw refused(`the workflow of node ${node} runs as ${nodeWorkflowId(node)} only, not as ${preview(id, 80)}`);
+  const why = nodeInputProblem(input, workflowInfo().workflowId);
+  if (why) throw refused(why);
+  const node = input.node;
   const carried = carriedData(node, carriedFromOwnRun(input?.data));
   // The data this run acts on (undefined until the first read, for a new run).
   let d: NodeTaintData | undefined = carried;
-  const slots = getExternalWorkflowHandle(SLOTS_WORKFLOW_ID);
+  const slots: ExternalHandle = getExternalWorkflowHandle(SLOTS_WORKFLOW_ID);
   // Set as the workflow starts to end: from then on it holds and asks for no slot.
   const ending = { now: false };
   let continuing = false;
   try {
-    continuing = await runNode(node, carried, (data) => (d = data), slots, ending);
+    continuing = await runNode(node, carried, (run) => (d = run.data), slots, ending);
   } catch (err) {
     // Cancelled (from the Web UI, or the feature was disabled), or failed
     // (refused, or a bug): clear every condition this workflow set and give
@@ -140,18 +94,11 @@ export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNod
     await condition(allHandlersFinished);
     return await continueAsNew<typeof taintNodeWorkflow>({ node: d.node, data: d });
   }
-  return { node, replaced: d ? Object.values(d.pods).filter((p) => p.state === 'Replaced').map((p) => `${p.namespace}/${p.name}`) : [] };
+  return { node, replaced: d ? replacedPods(d) : [] };
 }
 
-/**
- * An ending node workflow gives its slots and requests back before it clears its pods'
- * conditions, so that clears that keep failing (a 403, an API server away) never hold the
- * cluster's slots; before, it gave them back after its last clear. docs/upgrading.md.
- */
-export const TAINT_GIVE_BACK_FIRST_PATCH = 'taint-give-back-first';
-
 /** Gives the node's slots and requests back, and clears the conditions set, in a non-cancellable scope; errors are logged. */
-async function cleanUp(d: NodeTaintData, slots: ReturnType<typeof getExternalWorkflowHandle>): Promise<void> {
+async function cleanUp(d: NodeTaintData, slots: ExternalHandle): Promise<void> {
   await CancellationScope.nonCancellable(async () => {
     const first = patched(TAINT_GIVE_BACK_FIRST_PATCH);
     if (first) await withdraw(d.node, slots);
@@ -161,7 +108,7 @@ async function cleanUp(d: NodeTaintData, slots: ReturnType<typeof getExternalWor
 }
 
 /** Tells the coordinator the node is ending (it asks the workflow itself what it still holds: nothing). */
-async function withdraw(node: string, slots: ReturnType<typeof getExternalWorkflowHandle>): Promise<void> {
+async function withdraw(node: string, slots: ExternalHandle): Promise<void> {
   try {
     await slots.signal(withdrawNodeSignal, { node });
   } catch (err) {
@@ -175,9 +122,7 @@ async function withdraw(node: string, slots: ReturnType<typeof getExternalWorkfl
  * the reason in the Web UI's Current Details. Terminating the workflow ends the tries.
  */
 async function clearAll(d: NodeTaintData, givenBack: boolean): Promise<void> {
-  const writes: ConditionWrite[] = Object.values(d.pods)
-    .filter((p) => p.written.detected !== undefined || p.written.replacing !== undefined)
-    .map((p) => ({ uid: p.uid, namespace: p.namespace, name: p.name, detected: null, replacing: null }));
+  const writes = clears(d);
   if (writes.length === 0) return;
   const untilDone = patched(TAINT_CLEAR_UNTIL_DONE_PATCH);
   for (;;) {
@@ -188,9 +133,7 @@ async function clearAll(d: NodeTaintData, givenBack: boolean): Promise<void> {
     } catch (err) {
       log.warn('clearing the taint conditions failed', { node: d.node, error: failureMessage(err), ...(untilDone ? { retryInMs: STEP_RETRY_MS } : {}) });
       if (!untilDone || refusalOf(err, [TAINT_REFUSED])) return;
-      setCurrentDetails(`ending: clearing the taint conditions of ${writes.length} pod(s) on node ${d.node} failed (${failureMessage(err)}); ` +
-        `tried again every ${STEP_RETRY_MS / 1000} s until they are cleared.${givenBack ? ' Its replacement slots are given back already.' : ''} ` +
-        'Terminating the workflow ends the tries and leaves the conditions on the pods');
+      setCurrentDetails(clearingDetails(d.node, writes.length, failureMessage(err), givenBack));
       await sleep(STEP_RETRY_MS);
     }
   }
@@ -198,146 +141,54 @@ async function clearAll(d: NodeTaintData, givenBack: boolean): Promise<void> {
 
 /** Runs the node until it is done (false) or should continue as new (true). */
 async function runNode(
-  node: string, carried: NodeTaintData | undefined, publish: (d: NodeTaintData) => void, slots: ReturnType<typeof getExternalWorkflowHandle>,
-  ending: { now: boolean },
+  node: string, carried: NodeTaintData | undefined, publish: (m: NodeRun) => void, slots: ExternalHandle, ending: { now: boolean },
 ): Promise<boolean> {
-  let d: NodeTaintData | undefined = carried;
+  const inbox = new NodeInbox(carried);
   let dirty = true;
-  // Grants that land before the first read are kept (for a resumed run, in its carried data).
-  const early: string[] = [];
-  setHandler(replacementGrantedSignal, (m) => {
-    const { uids, why } = grantedUids(m);
-    noted('replacementsGranted', why);
-    if (d) noteGrants(d, uids);
-    else if (early.length + uids.length <= NODE_MESSAGE_BOUNDS.uids) early.push(...uids);
-    dirty = true;
-  });
-  // What the coordinator believes before it frees a slot this node gave back: nothing once ending.
-  setHandler(nodeSlotsQuery, () => (d && !ending.now ? nodeSlots(d) : { held: [], asking: [] }));
-  // Answered from the first workflow task on (a run continued as new is queried while it reads the node).
-  setHandler(nodeStatusQuery, () => (d ? statusRows(d) : []));
-  // The watcher's first sight of each taint (a hint, for taints without timeAdded).
-  const seenHints = new Map<string, number>();
-  let recheck = false;
-  const onTaints = (m: unknown) => {
-    const { taints, why } = taintHints(m);
-    noted('nodeTaints', why);
-    for (const t of taints) seenHints.set(taintId(t), t.seenAt);
-    recheck = true;
+  const changed = (what: string, why: string | undefined) => {
+    noted(what, why);
     dirty = true;
   };
+  setHandler(replacementGrantedSignal, (msg) => changed('replacementsGranted', inbox.granted(msg)));
+  // What the coordinator believes before it frees a slot this node gave back: nothing once ending.
+  setHandler(nodeSlotsQuery, () => (inbox.data && !ending.now ? nodeSlots(inbox.data) : { held: [], asking: [] }));
+  // Answered from the first workflow task on (a run continued as new is queried while it reads the node).
+  setHandler(nodeStatusQuery, () => (inbox.data ? statusRows(inbox.data) : []));
+  const onTaints = (msg: unknown) => changed('nodeTaints', inbox.taints(msg));
   // A new run reads, lists and marks in one activity, with the hints of the signals it was started with
   // (their handler set first, so that they are taken in before the activity is asked).
   const startsListing = !carried && patched(TAINT_START_LIST_PATCH);
   if (startsListing) {
     setHandler(nodeTaintsSignal, onTaints);
     // Those signals are read with the node; one that comes while the activity runs has the node read again.
-    recheck = false;
+    inbox.recheck = false;
   }
-  // Refuses (non-retryably) when the worker has no taint replacement configured, or the name is no node's.
-  const first: TaintNodeStartResult = startsListing
-    ? await (patched(TAINT_START_LOCAL_PATCH)
-      // Dated with this task's time: the local activity's answer comes back within this task.
-      ? taintNodeStartHere({ node, hints: Object.fromEntries(seenHints), at: Date.now() })
-      : taintNodeStart({ node, hints: Object.fromEntries(seenHints) }))
-    : await taintNodeState({ node });
+  const first = await firstRead(node, startsListing, inbox.hints);
   if (!carried && first.taints.length === 0) {
     // A new workflow for a node without a configured taint: nothing it could do (a run carried
     // over by continue-as-new goes on, to clear its pods' conditions once the taint has gone).
     throw refused(`node ${node} carries none of the configured taints (${first.settings.taintReplacementOptions.map((o) => o.key).join(', ')})`);
   }
-  const machine = new NodeMachine(carried ? { ...carried, settings: first.settings } : newNodeTaintData(node, first.settings));
-  const data = machine.data;
-  d = data;
-  publish(data);
-  noteGrants(data, early);
-  let listNeeded = true;
-  let stepRetryAt: number | undefined;
-  let resendAt: number | undefined;
-  /** Replacement activities under way, by pod. */
-  const running = new Map<string, Promise<void>>();
-  let taskFailure: unknown;
-
-  const observe = (state: { taints: MatchedTaint[]; settings: TaintSettings }) => {
-    if (data.taints.length === 0 && state.taints.length > 0) listNeeded = true;
-    const now = Date.now();
-    const taints = state.taints.map((t) => {
-      const hint = seenHints.get(taintId(t));
-      return hint === undefined ? t : { ...t, seenAt: believedSeenAt(hint, now) };
-    });
-    observeTaints(data, taints, state.settings, now);
-  };
-  if (startsListing) {
-    // The taints carry the first sights the activity decided the mark with: taken as they are.
-    observeTaints(data, first.taints, first.settings, Date.now());
-    if (first.pods) {
-      listNeeded = false;
-      reconcilePods(data, first.pods, first.listedAt!);
-      if (first.mark) for (const uid of first.written ?? []) markWritten(data, { uid, namespace: '', name: '', ...first.mark }, first.marked?.[uid]);
-    }
-  } else {
-    setHandler(nodeTaintsSignal, onTaints);
-    // The signals delivered with the start were sent before `first` was read.
-    observe(first);
-    recheck = false;
-  }
+  const run = new NodeRun(carried ? { ...carried, settings: first.settings } : newNodeTaintData(node, first.settings));
+  inbox.started(run);
+  publish(run);
+  if (!startsListing) setHandler(nodeTaintsSignal, onTaints);
+  run.first(first, inbox.hints, startsListing, Date.now());
+  // The signals delivered with the start were sent before `first` was read.
+  if (!startsListing) inbox.recheck = false;
   setHandler(podsChangedSignal, () => {
-    listNeeded = true;
-    dirty = true;
+    run.listNeeded = dirty = true;
   });
   // A fresh coordinator asks: the slots held are told to it, the pods queued ask again. An ask
   // not answered before continue-as-new is carried over (data.announce), never lost.
-  let announce = carried?.announce === true;
   setHandler(announceSlotsSignal, () => {
-    announce = true;
-    dirty = true;
+    run.announce = dirty = true;
   });
-
-  /**
-   * Runs one activity of the node's own steps. A refusal (or a cancellation)
-   * ends the workflow; any other failure (its retries exhausted) is logged and
-   * the step is tried again after STEP_RETRY_MS.
-   */
-  const step = async <T>(what: string, call: () => Promise<T>): Promise<T | undefined> => {
-    try {
-      return await call();
-    } catch (err) {
-      if (isCancellation(err) || refusalOf(err, [TAINT_REFUSED])) throw err;
-      log.warn(`${what} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { node, error: failureMessage(err) });
-      stepRetryAt = Date.now() + STEP_RETRY_MS;
-      return undefined;
-    }
-  };
-
+  /** Replacement activities under way, by pod. */
+  const running = new Map<string, Promise<void>>();
+  let taskFailure: unknown;
   const launch = (op: ReplaceOp) => {
-    const pod = data.pods[op.uid]!;
-    const target = { namespace: pod.namespace, name: pod.name, uid: pod.uid };
-    const task = (async () => {
-      if (op.kind === 'evict') {
-        // Its own activity: the eviction is in the history the moment it is done.
-        let r: EvictOutcome;
-        try {
-          r = await kube.evictPod({ node, ...target, ...(pod.observed ? { observed: true } : {}) });
-        } catch (err) {
-          if (isCancellation(err)) throw err;
-          const refusal = refusalOf(err, [TAINT_REFUSED]);
-          r = refusal ? { outcome: 'refused', message: refusal.message } : { outcome: 'failed', message: failureMessage(err) };
-        }
-        evictDone(data, op.uid, r, Date.now());
-      } else {
-        let r: 'replaced' | 'pending' | { failed: string };
-        try {
-          r = await waiting.awaitReplacement({
-            ...target, controllerUid: pod.controllerUid!, ...(pod.controller ? { controller: pod.controller } : {}),
-            ...(pod.createdAt !== undefined ? { createdAt: pod.createdAt } : {}), waitMs: op.waitMs,
-          });
-        } catch (err) {
-          if (isCancellation(err)) throw err;
-          r = { failed: failureMessage(err) };
-        }
-        awaitDone(data, op.uid, r, Date.now());
-      }
-    })()
+    const task = replace(run, op)
       .catch((err: unknown) => {
         if (!isCancellation(err)) taskFailure ??= err;
       })
@@ -347,134 +198,133 @@ async function runNode(
       });
     running.set(op.uid, task);
   };
-
-  /** Answers a fresh coordinator's announceSlots: what this node holds, and its queued pods asked for again. */
-  const announceHeld = async () => {
-    if (!announce || (resendAt !== undefined && Date.now() < resendAt)) return;
-    askFor(data, Object.values(data.pods).filter((p) => p.state === 'Queued').map((p) => p.uid));
-    const held = holders(data).map((uid) => {
-      const pod = data.pods[uid]!;
-      return { node, uid, pod: `${pod.namespace}/${pod.name}`, requestedAt: Date.now() };
-    });
-    try {
-      if (held.length > 0) await slots.signal(slotsHeldSignal, { node, held });
-      announce = false;
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      // The coordinator is not there (yet): the outbox's resend timer brings us back.
-      resendAt = Date.now() + RESEND_MS;
-    }
-  };
-
-  /** Delivers the outbox to the coordinator: one signal each way, however many pods (signals are billed). */
-  const flush = async () => {
-    const out = outboxOf(data);
-    if (out.request.length === 0 && out.release.length === 0) return;
-    if (resendAt !== undefined && Date.now() < resendAt) return;
-    try {
-      if (out.request.length > 0) {
-        const uids = [...out.request];
-        const requests = uids.filter((uid) => data.pods[uid]).map((uid) => {
-          const pod = data.pods[uid]!;
-          return { node, uid, pod: `${pod.namespace}/${pod.name}`, requestedAt: Date.now() };
-        });
-        // At most SLOT_BOUNDS.requestsPerSignal a signal (one, for any node a kubelet runs).
-        for (let i = 0; i < requests.length; i += SLOT_BOUNDS.requestsPerSignal) {
-          await slots.signal(requestReplacementSignal, { node, requests: requests.slice(i, i + SLOT_BOUNDS.requestsPerSignal) });
-        }
-        const sent = new Set(uids);
-        out.request = out.request.filter((u) => !sent.has(u));
-      }
-      if (out.release.length > 0) {
-        const uids = [...out.release];
-        for (let i = 0; i < uids.length; i += SLOT_BOUNDS.requestsPerSignal) {
-          await slots.signal(releaseReplacementSignal, { node, uids: uids.slice(i, i + SLOT_BOUNDS.requestsPerSignal) });
-        }
-        const sent = new Set(uids);
-        out.release = out.release.filter((u) => !sent.has(u));
-      }
-      resendAt = undefined;
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      // The coordinator is started by the watcher before any node workflow; if
-      // it is not there (yet), the messages stay in the outbox for later.
-      resendAt = Date.now() + RESEND_MS;
-    }
-  };
-
   for (;;) {
     dirty = false;
     if (taskFailure) throw taskFailure;
-    if (stepRetryAt !== undefined && Date.now() >= stepRetryAt) stepRetryAt = undefined;
-    const stepsPaused = stepRetryAt !== undefined;
-    if (recheck && !stepsPaused) {
-      recheck = false;
-      const state = await step('reading the node', () => taintNodeState({ node }));
-      if (state) observe(state);
-      else recheck = true;
+    const paused = run.paused(Date.now());
+    if (inbox.recheck && !paused) {
+      inbox.recheck = false;
+      const state = await step(run, 'reading the node', () => taintNodeState({ node }));
+      if (state) run.observe(state, inbox.hints, Date.now());
+      else inbox.recheck = true;
     }
-    if (listNeeded && data.taints.length > 0 && stepRetryAt === undefined) {
-      listNeeded = false;
+    if (run.takeListing()) {
       // The pods the list finds new get their first mark from the listing activity itself:
       // its list is their re-read, and their mark needs no activity (nor workflow task) of its own.
       const listedAt = Date.now();
-      const first = patched(TAINT_LIST_MARKS_PATCH) ? firstMark(data, listedAt) : undefined;
-      const mark = first && { known: Object.keys(data.pods), ...first };
-      const listed = await step('listing the pods', () => kube.listTaintPods({ node, ...(mark ? { mark } : {}) }));
-      if (listed && Array.isArray(listed)) reconcilePods(data, listed, Date.now());
-      else if (listed) {
-        reconcilePods(data, listed.pods, mark ? listedAt : Date.now());
-        if (mark) for (const uid of listed.written) markWritten(data, { uid, namespace: '', name: '', ...first! }, listed.marked[uid]);
-      } else listNeeded = true;
+      const mark = run.listMark(patched(TAINT_LIST_MARKS_PATCH), listedAt);
+      run.listed(await step(run, 'listing the pods', () => kube.listTaintPods({ node, ...(mark ? { mark } : {}) })), mark, listedAt, Date.now());
     }
-    const decision = machine.decide(Date.now());
+    const decision = run.decide(Date.now());
     const writes = decision.writes;
     let written = true;
     if (writes.length > 0) {
-      const done = stepRetryAt === undefined ? await step('writing the conditions', () => kube.writeTaintConditions({ node, writes })) : undefined;
+      const done = run.stepRetryAt === undefined ? await step(run, 'writing the conditions', () => kube.writeTaintConditions({ node, writes })) : undefined;
       if (done) {
-        for (const w of writes) markWritten(data, w, done.marked?.[w.uid]);
+        run.wrote(writes, done.marked);
         // A mark just became visible: its deadline counts from now on.
         dirty = true;
       } else {
         written = false;
       }
     }
-    const replacements = machine.settle(decision, written, new Set(running.keys()), Date.now());
+    const replacements = run.settle(decision, written, new Set(running.keys()), Date.now());
     // Continuing as new: no new activity; those under way finish first (each is bounded).
     const continuing = workflowInfo().continueAsNewSuggested;
     if (!continuing) for (const op of replacements.ops) launch(op);
-    await announceHeld();
-    await flush();
-    const out = outboxOf(data);
-    const quiet = running.size === 0 && out.request.length === 0 && out.release.length === 0 && (data.granted ?? []).length === 0;
-    if (decision.done && quiet && !dirty) return false;
+    await deliver(run, slots);
+    if (decision.done && run.quiet(running.size) && !dirty) return false;
     if (continuing && running.size === 0) {
-      if (announce) data.announce = true;
-      else delete data.announce;
+      run.carry();
       return true;
     }
     if (dirty) continue;
-    const next = [decision.nextAt, replacements.nextAt, stepRetryAt, out.request.length + out.release.length > 0 || announce ? resendAt : undefined]
-      .filter((t): t is number => t !== undefined);
+    const next = run.nextAt(decision, replacements);
     // The Web UI's Current Details (records no command).
-    setCurrentDetails(nodeDetails(data, running.size, next.length > 0 ? Math.min(...next) : undefined, stepRetryAt !== undefined));
-    if (next.length === 0) await condition(() => dirty);
-    else await condition(() => dirty, Math.max(1, Math.min(...next) - Date.now()));
+    setCurrentDetails(nodeDetails(run.data, running.size, next, run.stepRetryAt !== undefined));
+    if (next === undefined) await condition(() => dirty);
+    else await condition(() => dirty, Math.max(1, next - Date.now()));
+  }
+}
+
+/** The first read: the node's taints and settings, and for a new run (`listing`) its pods listed and marked. */
+async function firstRead(node: string, listing: boolean, hints: ReadonlyMap<string, number>): Promise<NodeFirstRead> {
+  // Refuses (non-retryably) when the worker has no taint replacement configured, or the name is no node's.
+  if (!listing) return await taintNodeState({ node });
+  return await (patched(TAINT_START_LOCAL_PATCH)
+    // Dated with this task's time: the local activity's answer comes back within this task.
+    ? taintNodeStartHere({ node, hints: Object.fromEntries(hints), at: Date.now() })
+    : taintNodeStart({ node, hints: Object.fromEntries(hints) }));
+}
+
+/**
+ * Runs one activity of the node's own steps. A refusal (or a cancellation) ends the workflow;
+ * any other failure (its retries exhausted) is logged and the step is tried again after STEP_RETRY_MS.
+ */
+async function step<T>(run: NodeRun, what: string, call: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await call();
+  } catch (err) {
+    if (isCancellation(err) || refusalOf(err, [TAINT_REFUSED])) throw err;
+    log.warn(`${what} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { node: run.data.node, error: failureMessage(err) });
+    run.stepFailed(Date.now());
+    return undefined;
+  }
+}
+
+/** One replacement step of a pod holding a slot (its eviction, or the wait for its replacement), its outcome handed to the machine. */
+async function replace(run: NodeRun, op: ReplaceOp): Promise<void> {
+  if (op.kind === 'evict') {
+    // Its own activity: the eviction is in the history the moment it is done.
+    const r = await kube.evictPod(run.evictInput(op.uid)).catch((err: unknown): EvictOutcome => {
+      if (isCancellation(err)) throw err;
+      const refusal = refusalOf(err, [TAINT_REFUSED]);
+      return refusal ? { outcome: 'refused', message: refusal.message } : { outcome: 'failed', message: failureMessage(err) };
+    });
+    return run.evicted(op.uid, r, Date.now());
+  }
+  const r = await waiting.awaitReplacement(run.awaitInput(op.uid, op.waitMs)).catch((err: unknown) => {
+    if (isCancellation(err)) throw err;
+    return { failed: failureMessage(err) };
+  });
+  run.awaited(op.uid, r, Date.now());
+}
+
+/**
+ * Tells the coordinator what the node owes it: the slots held, when a fresh coordinator asked
+ * (announceSlots), then the outbox, one signal each way however many pods (signals are billed).
+ */
+async function deliver(run: NodeRun, slots: ExternalHandle): Promise<void> {
+  const node = run.data.node;
+  try {
+    const held = run.announcement(Date.now());
+    if (held) {
+      if (held.length > 0) await slots.signal(slotsHeldSignal, { node, held });
+      run.announce = false;
+    }
+    const requests = run.requests(Date.now());
+    if (!requests) return;
+    if (requests.uids.length > 0) {
+      for (const batch of requests.batches) await slots.signal(requestReplacementSignal, { node, requests: batch });
+      run.sent('request', requests.uids);
+    }
+    const releases = run.releases();
+    if (releases.uids.length > 0) {
+      for (const uids of releases.batches) await slots.signal(releaseReplacementSignal, { node, uids });
+      run.sent('release', releases.uids);
+    }
+    run.delivery(undefined);
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    // The coordinator is started by the watcher before any node workflow; if it is not
+    // there (yet), what is owed stays for later, sent again after the resend wait.
+    run.delivery(Date.now());
   }
 }
 
 export interface TaintReplacementsInput {
   data?: SlotData;
 }
-
-/**
- * A give-back (releaseReplacements, withdrawNode) frees a slot only once the node's workflow
- * itself, asked by an activity (taintNodeSlots: its slots query, or a describe when it has
- * ended), no longer holds it: anyone can send the message. Before, the message freed it.
- * docs/upgrading.md.
- */
-export const TAINT_VERIFY_GIVE_BACK_PATCH = 'taint-verify-give-back';
 
 /** Nodes whose workflow is asked what it holds at once. */
 const VERIFY_AT_ONCE = 16;
@@ -491,15 +341,16 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
   const tooBig = pastLimits(input, CARRIED_LIMITS);
   if (tooBig) log.warn(`the start input is ignored: ${tooBig}`);
   const s = Slots.carried(tooBig ? undefined : carriedFromOwnRun(input?.data), Date.now());
-  const verifies = patched(TAINT_VERIFY_GIVE_BACK_PATCH);
+  const c = new Coordinator(s, patched(TAINT_VERIFY_GIVE_BACK_PATCH));
   let dirty = true;
   let settingsStale = true;
   let countsStale = true;
   let retryAt: number | undefined;
-  const changed = () => {
+  /** What a handler could not take is logged; the loop runs again. */
+  const changed = (what?: string, why?: string) => {
+    if (what) noted(what, why);
     dirty = true;
   };
-
   setHandler(slotSettingsSignal, () => {
     settingsStale = true;
     changed();
@@ -508,38 +359,16 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
     countsStale = true;
     changed();
   });
-  setHandler(requestReplacementSignal, (m) => {
-    noted('requestReplacements', takeEach(m, 'requests', SLOT_BOUNDS.requestsPerSignal, (r, node) => sameNode(r, node) ?? s.request(r, Date.now())));
-    changed();
-  });
-  setHandler(releaseReplacementSignal, (m) => {
-    if (verifies) noted('releaseReplacements', pastLimits(m) ?? s.giveBackHint(fieldOf(m, 'node')));
-    else {
-      noted('releaseReplacements', takeEach(m, 'uids', SLOT_BOUNDS.requestsPerSignal, (uid) => {
-        if (typeof uid === 'string') s.release(uid);
-        return undefined;
-      }));
-    }
-    changed();
-  });
-  setHandler(withdrawNodeSignal, (m) => {
-    const why = pastLimits(m);
-    if (verifies || why) noted('withdrawNode', why ?? s.giveBackHint(fieldOf(m, 'node')));
-    else if (!nodeNameProblem(fieldOf(m, 'node'))) s.withdraw(fieldOf(m, 'node') as string);
-    changed();
-  });
-  setHandler(slotsHeldSignal, (m) => {
-    noted('slotsHeld', takeEach(m, 'held', SLOT_BOUNDS.requestsPerSignal, (h, node) => sameNode(h, node) ?? s.adopt(h, Date.now())));
-    changed();
-  });
+  setHandler(requestReplacementSignal, (m) => changed('requestReplacements', c.requests(m, Date.now())));
+  setHandler(releaseReplacementSignal, (m) => changed('releaseReplacements', c.releases(m)));
+  setHandler(withdrawNodeSignal, (m) => changed('withdrawNode', c.withdrawal(m)));
+  setHandler(slotsHeldSignal, (m) => changed('slotsHeld', c.held(m, Date.now())));
   setHandler(slotsStatusQuery, () => ({ ...s.toData(), breakerOpen: s.breakerOpen() }));
 
   /** Reads settings or counts; refusals end the workflow, other failures are retried later. */
   const read = async (what: string, call: () => Promise<SlotSettings | { taintedNodes: number; totalNodes: number }>): Promise<boolean> => {
     try {
-      const v = await call();
-      if ('taintedNodes' in v) s.setCounts(v);
-      else s.setSettings(v);
+      c.read(await call());
       return true;
     } catch (err) {
       if (isCancellation(err) || refusalOf(err, [TAINT_REFUSED])) throw err;
@@ -556,8 +385,7 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
         await getExternalWorkflowHandle(nodeWorkflowId(node)).signal(replacementGrantedSignal, { uids });
       } catch (err) {
         if (isCancellation(err)) throw err;
-        // The node's workflow has ended (the server says so): nobody will use or release these slots.
-        for (const uid of uids) s.release(uid, node);
+        c.undelivered(node, uids);
         changed();
       }
     }));
@@ -570,8 +398,7 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
         s.holderFound(node, await kube.taintNodeSlots({ node }));
       } catch (err) {
         if (isCancellation(err)) throw err;
-        if (refusalOf(err, [TAINT_REFUSED])) s.verify.delete(node);
-        else retryAt = Date.now() + STEP_RETRY_MS;
+        if (c.unanswered(node, refusalOf(err, [TAINT_REFUSED]) !== undefined)) retryAt = Date.now() + STEP_RETRY_MS;
         log.warn('asking a node workflow for the slots it holds failed', { node, error: failureMessage(err) });
       }
       changed();

@@ -3,7 +3,8 @@
 // taint (its age), one pod's state, what landed; then the writes, the slot messages, the steps
 // and the pod's state after.
 import assert from 'node:assert/strict';
-import { NodeMachine } from '../../src/taint/node-machine.ts';
+import { NodeInbox, NodeMachine, NodeRun, RESEND_MS } from '../../src/taint/node-machine.ts';
+import { STEP_RETRY_MS } from '../../src/taint/replace.ts';
 import { decideNode, newNodeTaintData, type NodeTaintData, type PodEntry, type PodState, type TaintSettings } from '../../src/taint/node.ts';
 
 const s = (sec: number) => 1_000_000 + sec * 1000;
@@ -101,5 +102,117 @@ describe('taint: the node machine (decide, forget, ask, give back)', () => {
     d.pods.b = { ...d.pods.a!, uid: 'b', state: 'Queued' };
     d.granted = ['c'];
     assert.deepEqual(new NodeMachine(d).slots(), { held: ['a', 'c'], asking: ['b'] });
+  });
+});
+
+// What a run owes the coordinator at a turn: the slots held when a fresh coordinator asked
+// (announceSlots), the outbox's requests and give-backs; nothing while an undelivered message
+// waits out RESEND_MS.
+interface Owing {
+  name: string;
+  pod: PodState;
+  outbox?: { request: string[]; release: string[] };
+  announce?: boolean;
+  /** An undelivered message at this time. */
+  failedAt?: number;
+  now: number;
+}
+
+interface Owed {
+  /** The slots told to a fresh coordinator, or 'nothing' when no answer is due now. */
+  held: string[] | 'nothing';
+  requests: string[] | 'nothing';
+  releases: string[];
+}
+
+const owing: [Owing, Owed][] = [
+  [{ name: 'nothing owed: nothing sent', pod: 'Queued', now: s(15) }, { held: 'nothing', requests: 'nothing', releases: [] }],
+  [{ name: 'a request in the outbox: sent, the pod named', pod: 'Queued', outbox: { request: ['a'], release: [] }, now: s(15) },
+    { held: 'nothing', requests: ['ns/db-a'], releases: [] }],
+  [{ name: 'a give-back in the outbox: sent', pod: 'Replacing', outbox: { request: [], release: ['x'] }, now: s(15) },
+    { held: 'nothing', requests: [], releases: ['x'] }],
+  [{ name: 'undelivered a moment ago: nothing sent before the resend wait', pod: 'Queued', outbox: { request: ['a'], release: [] }, failedAt: s(14), now: s(15) },
+    { held: 'nothing', requests: 'nothing', releases: [] }],
+  [{ name: 'undelivered, the resend wait over: sent again', pod: 'Queued', outbox: { request: ['a'], release: [] }, failedAt: s(14), now: s(14) + RESEND_MS },
+    { held: 'nothing', requests: ['ns/db-a'], releases: [] }],
+  [{ name: 'a fresh coordinator asked, the pod evicting: its slot told', pod: 'Evicting', announce: true, now: s(15) },
+    { held: ['ns/db-a'], requests: 'nothing', releases: [] }],
+  [{ name: 'a fresh coordinator asked, the pod queued: nothing held, the pod asks again', pod: 'Queued', announce: true, now: s(15) },
+    { held: [], requests: ['ns/db-a'], releases: [] }],
+];
+
+describe('taint: a node run\'s messages to the coordinator (NodeRun)', () => {
+  for (const [c, want] of owing) {
+    it(c.name, () => {
+      const d = node({ name: c.name, tainted: true, pod: { state: c.pod, ...marked }, now: c.now });
+      if (c.outbox) d.outbox = c.outbox;
+      if (c.announce) d.announce = true;
+      const run = new NodeRun(d);
+      if (c.failedAt !== undefined) run.delivery(c.failedAt);
+      const held = run.announcement(c.now);
+      const requests = run.requests(c.now);
+      assert.deepEqual({
+        held: held ? held.map((r) => r.pod) : 'nothing',
+        requests: requests ? requests.batches.flat().map((r) => r.pod) : 'nothing',
+        releases: requests ? run.releases().uids : [],
+      }, want);
+    });
+  }
+
+  it('sent: out of the outbox; carry: an unanswered ask goes with the data', () => {
+    const d = node({ name: '', tainted: true, pod: { state: 'Queued', ...marked }, now: s(15) });
+    d.outbox = { request: ['a'], release: ['x'] };
+    const run = new NodeRun(d);
+    run.sent('request', ['a']);
+    assert.deepEqual(run.data.outbox, { request: [], release: ['x'] });
+    run.announce = true;
+    run.carry();
+    assert.equal(run.data.announce, true);
+    assert.equal(d.announce, undefined, 'what the run was given is left as it was');
+  });
+
+  it('a failed step pauses the listing for STEP_RETRY_MS; a failed listing lists again', () => {
+    const run = new NodeRun(node({ name: '', tainted: true, pod: { state: 'Detected' }, now: s(1) }));
+    run.stepFailed(s(1));
+    assert.equal(run.paused(s(1) + STEP_RETRY_MS - 1), true);
+    assert.equal(run.takeListing(), false, 'paused: no listing');
+    assert.equal(run.paused(s(1) + STEP_RETRY_MS), false);
+    assert.equal(run.takeListing(), true);
+    assert.equal(run.takeListing(), false, 'listed once');
+    run.listed(undefined, undefined, s(40), s(40));
+    assert.equal(run.takeListing(), true, 'a failed listing is tried again');
+  });
+
+  it('no taint: nothing listed', () => {
+    const run = new NodeRun(node({ name: '', tainted: false, pod: { state: 'Detected' }, now: s(1) }));
+    assert.equal(run.takeListing(), false);
+  });
+});
+
+describe('taint: what a node\'s signals tell before its first read (NodeInbox)', () => {
+  it('a new run keeps the grants for the run it starts, at most NODE_MESSAGE_BOUNDS.uids', () => {
+    const inbox = new NodeInbox(undefined);
+    assert.equal(inbox.granted({ uids: ['a'] }), undefined);
+    inbox.granted({ uids: Array.from({ length: 1000 }, (_, i) => `u${i}`) });
+    assert.deepEqual(inbox.early, ['a'], 'past the bound: not kept');
+    const run = new NodeRun(node({ name: '', tainted: true, pod: { state: 'Queued', ...marked }, now: s(15) }));
+    inbox.started(run);
+    assert.deepEqual(run.data.granted, ['a']);
+  });
+
+  it('a run continued as new answers and takes grants with its carried data', () => {
+    const carried = node({ name: '', tainted: true, pod: { state: 'Queued', ...marked }, now: s(15) });
+    const inbox = new NodeInbox(carried);
+    assert.equal(inbox.data, carried);
+    inbox.granted({ uids: ['a'] });
+    assert.deepEqual(carried.granted, ['a']);
+  });
+
+  it('nodeTaints: the node read again, the watcher\'s first sight kept; a bad message refused with a reason', () => {
+    const inbox = new NodeInbox(undefined);
+    assert.equal(inbox.taints({ taints: [{ key: KEY, effect: 'NoSchedule', durationInSeconds: 10, matchedBy: KEY, seenAt: s(3) }] }), undefined);
+    assert.equal(inbox.recheck, true);
+    assert.deepEqual([...inbox.hints], [[`${KEY}:NoSchedule`, s(3)]]);
+    assert.match(inbox.taints({ taints: 'not a list' }) ?? '', /not a list/);
   });
 });

@@ -7,7 +7,7 @@
 // learns that the taint is gone, it must clear them before it completes.
 import assert from 'node:assert/strict';
 import { replaysWithPatches, taskQueue, withWorker } from '../harness/workflow-env.ts';
-import { TAINT_GIVE_BACK_FIRST_PATCH } from '../../src/workflows/taint.ts';
+import { TAINT_GIVE_BACK_FIRST_PATCH } from '../../src/taint/node-machine.ts';
 import { nodeStatus, startNode, startSlots, stubPod, taintWorkflowEnv } from '../harness/taint-workflows.ts';
 import { TaintStubs } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';

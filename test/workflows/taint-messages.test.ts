@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { replaysWithPatches, taskQueue, withWorker } from '../harness/workflow-env.ts';
-import { TAINT_VERIFY_GIVE_BACK_PATCH } from '../../src/workflows/taint.ts';
+import { TAINT_VERIFY_GIVE_BACK_PATCH } from '../../src/taint/coordinator.ts';
 import { nodeStatus, SLOTS, slotsStatus, startNode, startSlots, stubPod, taintWorkflowEnv, untaintNode as untaint } from '../harness/taint-workflows.ts';
 import { TaintStubs } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { TAINT_CLEAR_UNTIL_DONE_PATCH } from '../../src/workflows/taint.ts';
+import { TAINT_CLEAR_UNTIL_DONE_PATCH } from '../../src/taint/node-machine.ts';
 import { replaysWithPatches, startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { TaintStubs, type StubPod } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';

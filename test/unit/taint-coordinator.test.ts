@@ -1,0 +1,88 @@
+// The coordinator's messages (src/taint/coordinator.ts): a table of situations and what each
+// message does to the slots, with the give-back patch on (verifies: the holder is asked) and off
+// (before it: the message frees what it names). Each row: the message, whether give-backs are
+// verified; then the reason refused (or none), the queue, the slots in flight and the nodes to ask.
+import assert from 'node:assert/strict';
+import { Coordinator } from '../../src/taint/coordinator.ts';
+import { Slots } from '../../src/taint/slots.ts';
+
+const NOW = 1_000_000;
+
+interface Situation {
+  name: string;
+  message: 'requestReplacements' | 'releaseReplacements' | 'withdrawNode' | 'slotsHeld';
+  body: unknown;
+  verifies: boolean;
+}
+
+interface Expected {
+  /** The reason a message (or part of it) was refused, matched; absent: none. */
+  refused?: RegExp;
+  queue: string[];
+  inFlight: string[];
+  verify: string[];
+}
+
+/** A coordinator with one slot free, n1's pod g in flight and n1's pod q queued. */
+function coordinator(verifies: boolean): Coordinator {
+  const s = Slots.carried(undefined, NOW);
+  s.setSettings({ maxConcurrentReplacements: 1, maxTaintedNodes: '100%' });
+  s.setCounts({ taintedNodes: 1, totalNodes: 10 });
+  const c = new Coordinator(s, verifies);
+  assert.equal(c.requests({ node: 'n1', requests: [{ node: 'n1', uid: 'g', pod: 'ns/g', requestedAt: NOW }] }, NOW), undefined);
+  s.decideGrants(NOW);
+  assert.equal(c.requests({ node: 'n1', requests: [{ node: 'n1', uid: 'q', pod: 'ns/q', requestedAt: NOW }] }, NOW), undefined);
+  return c;
+}
+
+const table: [Situation, Expected][] = [
+  [{ name: 'a request: queued', message: 'requestReplacements', verifies: true, body: { node: 'n2', requests: [{ node: 'n2', uid: 'r', pod: 'ns/r', requestedAt: NOW }] } },
+    { queue: ['q', 'r'], inFlight: ['g'], verify: [] }],
+  [{ name: 'a request naming another node than its message: refused', message: 'requestReplacements', verifies: true,
+    body: { node: 'n2', requests: [{ node: 'n1', uid: 'r', pod: 'ns/r', requestedAt: NOW }] } },
+  { refused: /another node/, queue: ['q'], inFlight: ['g'], verify: [] }],
+  [{ name: 'a give-back, verified: nothing freed, the holder to be asked', message: 'releaseReplacements', verifies: true, body: { node: 'n1', uids: ['g', 'q'] } },
+    { queue: ['q'], inFlight: ['g'], verify: ['n1'] }],
+  [{ name: 'a give-back, before the patch: what it names freed', message: 'releaseReplacements', verifies: false, body: { node: 'n1', uids: ['g'] } },
+    { queue: ['q'], inFlight: [], verify: [] }],
+  [{ name: 'a withdrawal, verified: nothing freed, the holder to be asked', message: 'withdrawNode', verifies: true, body: { node: 'n1' } },
+    { queue: ['q'], inFlight: ['g'], verify: ['n1'] }],
+  [{ name: 'a withdrawal, before the patch: all the node\'s slots freed', message: 'withdrawNode', verifies: false, body: { node: 'n1' } },
+    { queue: [], inFlight: [], verify: [] }],
+  [{ name: 'a withdrawal naming no node: refused, nothing freed', message: 'withdrawNode', verifies: true, body: { node: 'Not A Node!' } },
+    { refused: /./, queue: ['q'], inFlight: ['g'], verify: [] }],
+  [{ name: 'a withdrawal too deep: refused whole, even before the patch', message: 'withdrawNode', verifies: false, body: { node: 'n1', x: [[[[[[[[[[['deep']]]]]]]]]]] } },
+    { refused: /deep|levels/, queue: ['q'], inFlight: ['g'], verify: [] }],
+  [{ name: 'slots held told to a fresh coordinator: adopted', message: 'slotsHeld', verifies: true,
+    body: { node: 'n2', held: [{ node: 'n2', uid: 'h', pod: 'ns/h', requestedAt: NOW }] } },
+  { queue: ['q'], inFlight: ['g', 'h'], verify: [] }],
+];
+
+describe('taint: the coordinator\'s messages (Coordinator)', () => {
+  for (const [c, want] of table) {
+    it(c.name, () => {
+      const co = coordinator(c.verifies);
+      const body = structuredClone(c.body);
+      const why = c.message === 'requestReplacements' ? co.requests(body, NOW)
+        : c.message === 'releaseReplacements' ? co.releases(body)
+          : c.message === 'withdrawNode' ? co.withdrawal(body) : co.held(body, NOW);
+      if (want.refused) assert.match(why ?? '', want.refused);
+      else assert.equal(why, undefined);
+      assert.deepEqual(body, c.body, 'the message is left as it was');
+      const d = co.slots.toData();
+      assert.deepEqual({ queue: d.queue.map((r) => r.uid), inFlight: d.inFlight.map((g) => g.uid).sort(), verify: d.verify ?? [] },
+        { queue: want.queue, inFlight: want.inFlight, verify: want.verify });
+    });
+  }
+
+  it('a grant that cannot be delivered frees its slot; a holder that refuses to answer is not asked again', () => {
+    const co = coordinator(true);
+    co.undelivered('n1', ['g']);
+    assert.deepEqual(co.slots.toData().inFlight, []);
+    co.releases({ node: 'n1', uids: ['q'] });
+    assert.equal(co.unanswered('n1', false), true, 'a failure: asked again later');
+    assert.deepEqual(co.slots.toData().verify, ['n1']);
+    assert.equal(co.unanswered('n1', true), false, 'a refusal: not asked again');
+    assert.equal(co.slots.toData().verify, undefined);
+  });
+});
