@@ -33,7 +33,7 @@ export function entryLogFiles(dir: string, index: string): { current: string; pr
 /** The files of one run while it runs: its stdout, stderr and exit code. */
 export function runFiles(logs: string, index: string, token: string): RunFiles {
   const base = join(logs, `entry-${index}.${token}`);
-  return { stdout: `${base}.out`, stderr: `${base}.err`, status: `${base}.status` };
+  return { stdout: `${base}.out`, stderr: `${base}.err`, status: `${base}.status`, pid: `${base}.pid` };
 }
 
 /**

@@ -227,6 +227,71 @@ function takeRecord(dir: string, index: string, pgid: number): boolean {
   return true;
 }
 
+/**
+ * A run about to start: written before the launch, so that a worker killed between the launch and
+ * its record (the group's id reaches it a moment after the command starts) still leaves the run
+ * named; its group's id is in the run's pid file, written by the group's leader before the command.
+ */
+type PendingRecord = Omit<GroupRecord, 'pgid' | 'starttime'> & { token: string };
+const pendingFile = (dir: string, index: string) => join(dir, `entry-${index}.pending.json`);
+/** How long a pending run's group may take to name itself before the run counts as never started. */
+const PENDING_GRACE_MS = 5000;
+
+function writePending(dir: string, index: string, rec: PendingRecord): void {
+  const file = pendingFile(dir, index);
+  writeFileSync(`${file}.tmp`, JSON.stringify(rec), { mode: 0o600 });
+  renameSync(`${file}.tmp`, file);
+}
+
+function readPending(dir: string, index: string): PendingRecord | undefined {
+  try {
+    const r = JSON.parse(readFileSync(pendingFile(dir, index), 'utf8')) as PendingRecord;
+    return typeof r.token === 'string' && /^[\w-]+$/.test(r.token) && typeof r.deadline === 'number' ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const dropPending = (dir: string, index: string) => rmSync(pendingFile(dir, index), { force: true });
+
+function readPid(file: string): number | undefined {
+  try {
+    const n = Number(readFileSync(file, 'utf8').trim());
+    return Number.isInteger(n) && n > 1 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The record of a run whose worker died before it wrote one: its group, named by the run's pid
+ * file (waited for a moment: a launch in flight), or undefined when it never started.
+ */
+async function recordOfPending(e: RunEntry, signal?: AbortSignal): Promise<GroupRecord | undefined> {
+  const p = readPending(e.dir, e.index);
+  if (!p) return undefined;
+  const files = runFiles(join(e.dir, 'logs'), e.index, p.token);
+  const until = Date.now() + PENDING_GRACE_MS;
+  for (;;) {
+    // Its own worker, alive after all, wrote the record meanwhile.
+    const written = readRecord(e.dir, e.index);
+    if (written) return written;
+    const pgid = readPid(files.pid);
+    if (pgid) {
+      // The leader gone already (the command ended): no live process can match a start time of 0's group but its own.
+      const rec: GroupRecord = { ...p, pgid, starttime: procStat(pgid)?.starttime ?? '0' };
+      writeRecord(e.dir, e.index, rec);
+      dropPending(e.dir, e.index);
+      return rec;
+    }
+    if (Date.now() >= until) {
+      dropPending(e.dir, e.index);
+      return undefined;
+    }
+    await sleep(100, undefined, { signal });
+  }
+}
+
 /** The folder of the entries' log files: logs/ under the host state folder, 0700. */
 export function logDir(dir: string): string {
   const logs = join(dir, 'logs');
@@ -320,7 +385,7 @@ function ended(files: RunFiles, m: RunMeta & { token: string }, why: string | un
       index: m.index, step: m.step, kind: m.kind, run: m.run, command: m.what, ...(exitCode !== undefined ? { exitCode } : {}),
       ...(error ? { error, stdout: tail(out.stdout), stderr: tail(out.stderr) } : {}),
     }, error ? 'repair: command failed' : 'repair: command ended');
-    for (const f of [files.stdout, files.stderr, files.status]) rmSync(f, { force: true });
+    for (const f of [files.stdout, files.stderr, files.status, files.pid]) rmSync(f, { force: true });
   }
   return { ...(exitCode !== undefined ? { exitCode } : {}), stdout: out.stdout, ...(error ? { error } : {}) };
 }
@@ -334,7 +399,7 @@ function ended(files: RunFiles, m: RunMeta & { token: string }, why: string | un
  * started again.
  */
 export async function previousRun(e: RunEntry, signal?: AbortSignal, onWait?: () => void): Promise<RunResult | undefined> {
-  const rec = readRecord(e.dir, e.index);
+  const rec = readRecord(e.dir, e.index) ?? await recordOfPending(e, signal);
   if (!rec) return undefined;
   const files = rec.token ? runFiles(join(e.dir, 'logs'), e.index, rec.token) : undefined;
   let why: string | undefined;
@@ -457,6 +522,8 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
   }
   const logs = e ? logDir(e.dir) : mkdtempSync(join(tmpdir(), 'tend-run-'));
   const files = runFiles(logs, e?.index ?? 'run', token);
+  const deadline = o.timeoutSeconds > 0 ? Date.now() + o.timeoutSeconds * 1000 : NO_DEADLINE;
+  if (e) writePending(e.dir, e.index, { deadline, what: m.what, pid: process.pid, token, step: e.step, kind: e.kind, run: e.run, startedAt: m.startedAt! });
   // Forked by the launcher (src/repair/launcher.ts): the worker's threads never wait in fork().
   const child = launch(program, [...args, o.address], env, files);
   let why: string | undefined;
@@ -476,10 +543,13 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
     live.add(pgid);
     if (e && st) {
       writeRecord(e.dir, e.index, {
-        pgid, starttime: st.starttime, deadline: o.timeoutSeconds > 0 ? Date.now() + o.timeoutSeconds * 1000 : NO_DEADLINE, what: m.what, pid: process.pid,
+        pgid, starttime: st.starttime, deadline, what: m.what, pid: process.pid,
         token, step: e.step, kind: e.kind, run: e.run, startedAt: m.startedAt!,
       });
     }
+  }
+  if (e) dropPending(e.dir, e.index);
+  if (pgid) {
     // Timed out or cancelled before the group was known: it goes now.
     if (why) killGroup(pgid);
   }

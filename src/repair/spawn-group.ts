@@ -9,11 +9,13 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 
-/** Where a run's stdout and stderr go (appended, created 0600) and where its exit code is written. */
+/** Where a run's stdout and stderr go (appended, created 0600), where its exit code is written, and its group's id. */
 export interface RunFiles {
   stdout: string;
   stderr: string;
   status: string;
+  /** Written by the group's leader before the command starts: a worker killed before it learnt the group still leaves it named. */
+  pid: string;
 }
 
 /** How the wrapper ended (or never started: `error`). The command's own exit code is in RunFiles.status. */
@@ -37,7 +39,7 @@ export function killGroup(pgid: number): void {
  * whatever the command left behind goes with it. Killed before that (timeout,
  * cancellation), it writes nothing: the run has no exit code.
  */
-const WRAPPER = 's=$1; shift; "$@"; c=$?; printf "%s\\n" "$c" > "$s"; kill -9 0';
+const WRAPPER = 's=$1; p=$2; shift 2; echo $$ > "$p"; "$@"; c=$?; printf "%s\\n" "$c" > "$s"; kill -9 0';
 
 const errorOf = (e: NodeJS.ErrnoException) => ({ ...(e.code ? { code: e.code } : {}), message: e.message });
 
@@ -51,7 +53,7 @@ export function spawnGroup(file: string, args: string[], env: NodeJS.ProcessEnv,
   let child;
   try {
     fds.push(openSync(files.stdout, 'a', 0o600), openSync(files.stderr, 'a', 0o600));
-    child = spawn('/bin/sh', ['-c', WRAPPER, 'tend-repair-run', files.status, file, ...args],
+    child = spawn('/bin/sh', ['-c', WRAPPER, 'tend-repair-run', files.status, files.pid, file, ...args],
       { detached: true, stdio: ['ignore', fds[0], fds[1]], env, windowsHide: true });
   } catch (err) {
     for (const fd of fds) closeSync(fd);

@@ -5,7 +5,7 @@
 // entry's log file, never into what a run answers.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,6 +13,8 @@ import {
   commandEnv, entryLogFiles, groupAlive, NO_DEADLINE, procStat, readRecord, RUN_OUTPUT_CAP, runOnce, stateDir, withholdFromCommands,
   type RunEntry,
 } from '../../src/repair/process.ts';
+import { runFiles } from '../../src/repair/logs.ts';
+import { spawnGroup } from '../../src/repair/spawn-group.ts';
 
 const entryOf = (dir: string, index: string, more: Partial<RunEntry> = {}): RunEntry => ({ dir: stateDir(dir), index, step: 0, kind: 'repair_command', run: 1, ...more });
 
@@ -185,6 +187,38 @@ describe('repair commands: process groups', () => {
     assert.equal(r.exitCode, 5);
     assert.ok(r.adopted);
     assert.match(readFileSync(entryLogFiles(lock.dir, '44').current, 'utf8'), /--- stdout\nbefore\nafter\n/);
+  });
+
+  it('a worker killed after the launch, before it learnt the group: the run it left is named by its pid file, waited for and adopted', async function () {
+    this.timeout(30_000);
+    const lock = entryOf(join(dir, 'state-gap'), '45');
+    const marks = join(dir, 'gap.marks');
+    const script = `echo started >> ${marks}; sleep 1.5; echo ended >> ${marks}; exit 6`;
+    // What a worker killed in that gap leaves: the pending run, and the group its leader named; no record.
+    const token = 'gap-1';
+    writeFileSync(join(lock.dir, 'entry-45.pending.json'), JSON.stringify({
+      deadline: Date.now() + 30_000, what: 'sh -c …', pid: 1, token, step: 0, kind: 'repair_command', run: 1, startedAt: new Date().toISOString(),
+    }));
+    const files = runFiles(join(lock.dir, 'logs'), '45', token);
+    mkdirSync(join(lock.dir, 'logs'), { recursive: true, mode: 0o700 });
+    spawnGroup('/bin/sh', ['-c', script, 'x'], process.env, files, () => {}, () => {});
+    while (!existsSync(marks)) await sleep(10);
+    assert.equal(readRecord(lock.dir, lock.index), undefined, 'no record: the worker never wrote one');
+    const r = await runOnce({ argv: ['sh', '-c', script], address: 'a', timeoutSeconds: 30, entry: { ...lock, run: 2 } });
+    assert.equal(r.exitCode, 6);
+    assert.equal(r.adopted?.run, 1);
+    assert.deepEqual(readFileSync(marks, 'utf8').trim().split('\n'), ['started', 'ended'], 'run once');
+  });
+
+  it('a pending run that never started (its worker killed before the launch) is run after a short wait', async () => {
+    const lock = entryOf(join(dir, 'state-never'), '46');
+    writeFileSync(join(lock.dir, 'entry-46.pending.json'), JSON.stringify({
+      deadline: Date.now() + 30_000, what: 'x', pid: 1, token: 'never-1', step: 0, kind: 'repair_command', run: 1, startedAt: new Date().toISOString(),
+    }));
+    const r = await runOnce({ argv: ['true'], address: 'a', timeoutSeconds: 5, entry: { ...lock, run: 2 } });
+    assert.equal(r.ok, true, r.error);
+    assert.equal(r.adopted, undefined);
+    assert.equal(existsSync(join(lock.dir, 'entry-46.pending.json')), false);
   });
 
   it('a record whose pid now belongs to another process (another start time) is not waited for', async () => {
