@@ -23,7 +23,7 @@ import { kubeClients, loadKubeConfig } from '../src/kube/client.ts';
 import { strategicMergePatch } from '../src/kube/api.ts';
 import { down, up } from '../src/sandbox/sandbox.ts';
 import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
-import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
+import { DETECTED, REPLACING, SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
 import { editTaints, memOf, pool, rssSampler, say, sleep, waitFor } from './lib/taint-support.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -103,7 +103,7 @@ await bootstrap.connection.close();
   await pool(stale, 25, async (x) => {
     await kube.core.patchNamespacedPodStatus({
       namespace: NS, name: x.metadata!.name!,
-      body: { status: { conditions: [{ type: 'NodeTaintDetected', $patch: 'delete' }, { type: 'NodeTaintReplacing', $patch: 'delete' }] } },
+      body: { status: { conditions: [{ type: DETECTED, $patch: 'delete' }, { type: REPLACING, $patch: 'delete' }] } },
     }, strategicMergePatch).catch(() => undefined);
   });
   if (stale.length) say(`cleared conditions left on ${stale.length} pods by an earlier run`);
@@ -171,8 +171,8 @@ let samples = 0;
 const sample = async () => {
   const pods = await listPods();
   const onStorm = pods.filter((x) => affectedUids.has(x.metadata!.uid!));
-  const detected = onStorm.filter((x) => has(x, 'NodeTaintDetected')).length;
-  const replacing = onStorm.filter((x) => has(x, 'NodeTaintReplacing')).length;
+  const detected = onStorm.filter((x) => has(x, DETECTED)).length;
+  const replacing = onStorm.filter((x) => has(x, REPLACING)).length;
   const gone = affected.length - onStorm.filter((x) => !x.metadata?.deletionTimestamp).length;
   const fresh = pods.filter((x) => !affectedUids.has(x.metadata!.uid!) && ready(x) && !x.metadata?.deletionTimestamp).length - (PODS - affected.length);
   // A query needs a worker task; under load it may time out: skip that sample, the pods still count.
@@ -209,7 +209,7 @@ while (Date.now() < windowEnd) {
 const t1 = Date.now();
 await pool(stormNodes, 25, (n) => editTaints(kube, n, (ts) => ts.filter((x) => x.key !== KEY)));
 await waitFor('every condition cleared', async () => {
-  const left = (await listPods()).filter((x) => has(x, 'NodeTaintDetected') && !x.metadata?.deletionTimestamp).length;
+  const left = (await listPods()).filter((x) => has(x, DETECTED) && !x.metadata?.deletionTimestamp).length;
   say(`${left} pods still marked`);
   return left === 0;
 }, 10 * 60_000, 1000);

@@ -16,7 +16,7 @@ import type { QueryDefinition } from '@temporalio/common';
 import type { Config } from '../config/load.ts';
 import { isEnabledQuery, listQuery, REPAIR_QUEUE_WORKFLOW_ID } from '../repair/messages.ts';
 import { repairStatuses, type RepairQueueEntry } from '../repair/entry.ts';
-import { nodeStatusQuery, SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../taint/messages.ts';
+import { DETECTED, nodeStatusQuery, REPLACING, SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../taint/messages.ts';
 import { queryEach } from '../temporal/query-each.ts';
 import { windowQuery } from '../weeder/messages.ts';
 import type { WindowSnapshot } from '../weeder/window.ts';
@@ -51,7 +51,7 @@ export function itemsByStatus(entries: readonly RepairQueueEntry[]): Record<stri
 
 /** Taint pod rows by the condition they carry now. */
 export function podsByCondition(rows: readonly PodStatusRow[]): Record<string, number> {
-  const counts: Record<string, number> = { NodeTaintDetected: 0, NodeTaintReplacing: 0 };
+  const counts: Record<string, number> = { [DETECTED]: 0, [REPLACING]: 0 };
   for (const r of rows) if (r.condition) counts[r.condition] = (counts[r.condition] ?? 0) + 1;
   return counts;
 }
