@@ -129,20 +129,21 @@ describe('security: forged requests to the weeder, taint, App and check workflow
 
   it('weederWorkflow for a Service or a namespace outside the configuration: refused, nothing deleted', async () => {
     const before = await uids(outside, 'role in (victim,api)');
-    await start('weederWorkflow', `forged-weeder-svc-${run}`, { namespace: ns, service: 'victim-svc' });
-    assert.match(await failureOf(`forged-weeder-svc-${run}`),
+    // Under the id the watcher would use (any other id is refused before anything else: its own id is checked first).
+    await start('weederWorkflow', `weeder/${ns}/victim-svc`, { namespace: ns, service: 'victim-svc' });
+    assert.match(await failureOf(`weeder/${ns}/victim-svc`),
       new RegExp(`refused: Service ${ns}/victim-svc is not configured: the worker's weeder.servicesAndDependantSelectors lists only db`));
     // A Service whose name is configured, in a namespace that is not: signal-with-start, as the watcher does.
-    await cli(['workflow', 'signal-with-start', '--type', 'weederWorkflow', '--task-queue', TASK_QUEUE, '--workflow-id', `forged-weeder-ns-${run}`,
+    await cli(['workflow', 'signal-with-start', '--type', 'weederWorkflow', '--task-queue', TASK_QUEUE, '--workflow-id', `weeder/${outside}/db`,
       '--input', JSON.stringify({ namespace: outside, service: 'db', podSelectors: [{ matchLabels: { role: 'api' } }] }),
       '--signal-name', 'extend', '--signal-input', JSON.stringify({ seconds: 60 })]);
-    assert.match(await failureOf(`forged-weeder-ns-${run}`),
+    assert.match(await failureOf(`weeder/${outside}/db`),
       new RegExp(`refused: Service ${outside}/db is not configured: namespace ${outside} is outside the worker's weeder.namespaces \\(${ns}\\)`));
     assert.deepEqual(await uids(outside, 'role in (victim,api)'), before);
   });
 
   it('weederWorkflow with forged podSelectors and junk signals: only the configured selectors weed, junk is ignored', async () => {
-    const id = `forged-weeder-selectors-${run}`;
+    const id = `weeder/${ns}/db`;
     const before = await uids(ns, 'role=victim');
     // The forged selector matches the crash-looping victim; the configured one (role=api) does not.
     await cli(['workflow', 'signal-with-start', '--type', 'weederWorkflow', '--task-queue', TASK_QUEUE, '--workflow-id', id,
@@ -163,10 +164,10 @@ describe('security: forged requests to the weeder, taint, App and check workflow
     }
     await waitFor('the worker to log the ignored signals', () =>
       /extend signal ignored: its payload must be an object/.test(tend.logs) &&
-      /extend signal ignored: seconds must be a number above 0 \(got "forever"\)/.test(tend.logs) &&
-      /extend signal ignored: seconds must be a number above 0 \(got -5\)/.test(tend.logs) &&
+      /extend signal ignored: seconds: must be a number above 0/.test(tend.logs) &&
+      /extend signal ignored: seconds: Too small: expected number to be >0/.test(tend.logs) &&
       /arm signal ignored: its payload must be an object/.test(tend.logs) &&
-      /stop signal ignored: reason must be a string/.test(tend.logs));
+      /stop signal ignored: reason: must be a string/.test(tend.logs));
     const after = await handle.query<WindowSnapshot>('window');
     assert.equal(after.deadline, opened.deadline, 'junk extended the window');
     assert.equal(after.transitions, opened.transitions);
@@ -193,15 +194,18 @@ describe('security: forged requests to the weeder, taint, App and check workflow
       podSelector: { matchLabels: { role: 'unmanaged' } },
     };
     const claimed = [{ key: TAINT_KEY, effect: 'NoSchedule', durationInSeconds: 0, matchedBy: TAINT_KEY, timeAdded: '2020-01-01T00:00:00Z', seenAt: 0 }];
+    // Under another id: refused for that before anything is read.
     await start('taintNodeWorkflow', `forged-taint-${run}`, { node, settings: forgedSettings });
-    assert.match(await failureOf(`forged-taint-${run}`), new RegExp(`refused: node ${node} carries none of the configured taints \\(${TAINT_KEY}\\)`));
+    assert.match(await failureOf(`forged-taint-${run}`), new RegExp(`refused: the workflow of node ${node} runs as taint/${node} only`));
+    await start('taintNodeWorkflow', `taint/${node}`, { node, settings: forgedSettings });
+    assert.match(await failureOf(`taint/${node}`), new RegExp(`refused: node ${node} carries none of the configured taints \\(${TAINT_KEY}\\)`));
     await cli(['workflow', 'signal-with-start', '--type', 'taintNodeWorkflow', '--task-queue', TASK_QUEUE, '--workflow-id', `taint/${node}`,
       '--input', JSON.stringify({ node, settings: forgedSettings }),
       '--signal-name', 'nodeTaints', '--signal-input', JSON.stringify({ taints: claimed, settings: forgedSettings })]);
     assert.match(await failureOf(`taint/${node}`), new RegExp(`refused: node ${node} carries none of the configured taints`));
     // Junk input: refused too, naming what is wrong.
     await start('taintNodeWorkflow', `forged-taint-junk-${run}`, 'sim-1; rm -rf /');
-    assert.match(await failureOf(`forged-taint-junk-${run}`), /refused: "" is not a node name/);
+    assert.match(await failureOf(`forged-taint-junk-${run}`), /refused: the node's name is not 1 to 253 characters/);
     for (const p of [...await podsOf(kube(), ns, 'role=unmanaged'), ...await podsOf(kube(), ns, 'managed=by-tend')]) {
       assert.deepEqual(taintConditions(p), [], `${p.metadata!.name} got a condition`);
     }
@@ -209,8 +213,14 @@ describe('security: forged requests to the weeder, taint, App and check workflow
   });
 
   it('taintReplacementsWorkflow: forged settings in its input and signals do not change its limits', async () => {
-    const id = `forged-slots-${run}`;
-    await start('taintReplacementsWorkflow', id, { data: { maxConcurrentReplacements: 1000, maxTaintedNodes: 1000, taintedNodes: 0, totalNodes: 1000, queue: [], inFlight: [], granted: 0, peakInFlight: 0 } });
+    const forged = { data: { maxConcurrentReplacements: 1000, maxTaintedNodes: 1000, taintedNodes: 0, totalNodes: 1000, queue: [], inFlight: [], granted: 0, peakInFlight: 0 } };
+    // Under another id: refused at once.
+    await start('taintReplacementsWorkflow', `forged-slots-${run}`, forged);
+    assert.match(await failureOf(`forged-slots-${run}`), /refused: the coordinator runs as taint-replacements only/);
+    // Under its own id, with forged carried data (a hand start: the data is not its own run's, so it is not taken).
+    const id = 'taint-replacements';
+    await temporal.workflow.getHandle(id).terminate('test: a hand start in its place').catch(() => undefined);
+    await start('taintReplacementsWorkflow', id, forged);
     const handle = temporal.workflow.getHandle(id);
     cleanups.push(() => handle.terminate('test done'));
     const nodes = (await kube().core.listNode()).items.length;
@@ -245,10 +255,10 @@ describe('security: forged requests to the weeder, taint, App and check workflow
     const why = new RegExp(`refused: App ${outside}/web: namespace ${outside} is outside apps.namespaces \\(${ns}\\)`);
     assert.match(await failureOf(id), why);
     const update = await cliFails(['workflow', 'execute-update-with-start', '--type', 'appWorkflow', '--task-queue', TASK_QUEUE,
-      '--workflow-id', `forged-app-${run}`, '--id-conflict-policy', 'UseExisting', '--input', JSON.stringify({ namespace: outside, name: 'web' }),
+      '--workflow-id', id, '--id-conflict-policy', 'UseExisting', '--input', JSON.stringify({ namespace: outside, name: 'web' }),
       '--update-name', 'restart', '--update-input', JSON.stringify({ strategy: 'stop-start' })]);
     assert.match(update, why);
-    assert.match(await failureOf(`forged-app-${run}`), why);
+    assert.match(await failureOf(id), why);
     const cliRefusal = await runTend(['app', 'restart', `${outside}/web`, '--config', config]);
     assert.equal(cliRefusal.code, 2, cliRefusal.stderr);
     assert.match(cliRefusal.stderr, why);
