@@ -1,4 +1,4 @@
-// The message fuzzer, short, through the real `npm run fuzz` entry point on the
+// `npm run fuzz:short`: the message fuzzer, short, through the real `npm run fuzz` entry point on the
 // test sandbox (which it reuses, turning on kube-apiserver's audit log): 300
 // generated messages to every handler and start input of every workflow type,
 // beside each capability's normal operation. No invariant may be violated, and
@@ -9,11 +9,11 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { repoRoot } from '../harness/env.ts';
-import { connectClient } from '../../src/temporal/connection.ts';
-import { sandbox } from '../harness/hooks.ts';
-import { waitFor } from '../harness/wait.ts';
-import type { FuzzReport } from '../../fuzz/run.ts';
+import { repoRoot } from '../test/harness/env.ts';
+import { connectClient } from '../src/temporal/connection.ts';
+import { sandbox } from '../test/harness/hooks.ts';
+import { waitFor } from '../test/harness/wait.ts';
+import type { FuzzReport } from './run.ts';
 
 /** `npm run fuzz` as CI runs it: its exit code and output (exit 1, violations, is an answer too). */
 async function run(args: string[], timeoutMs: number): Promise<{ code: number; stdout: string; stderr: string }> {
