@@ -75,7 +75,7 @@ function scalar(v: unknown): string | undefined {
   if (Array.isArray(v)) return '[';
   switch (typeof v) {
     case 'string': return quote(v, DEFAULT_MAX * 4);
-    case 'number': return Number.isFinite(v) ? String(v) : String(v);
+    case 'number': return String(v);
     case 'boolean': return String(v);
     case 'undefined': return 'undefined';
     case 'bigint': return `${v}n`;
