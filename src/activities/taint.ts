@@ -4,7 +4,7 @@
 // a newer pod of the same name.
 import { taintReplacementActive, type TaintReplacementConfig } from '../config/taint-replacement.ts';
 import { Context } from '@temporalio/activity';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { dns1123SubdomainProblem } from '../config/kube-names.ts';
 import { matches } from '../config/label-selector.ts';
@@ -84,6 +84,23 @@ export interface TaintNodeStartResult {
   marked?: Record<string, number>;
 }
 
+/**
+ * The handle of tend's own workflow running under `id` (of `type`, on `taskQueue`), 'not running'
+ * when none runs there, or why what runs there is not tend's (src/temporal/identity.ts).
+ */
+async function runningTends(client: Client, id: string, type: string, taskQueue: string): Promise<WorkflowHandle | 'not running' | string> {
+  const handle = client.workflow.getHandle(id);
+  let found;
+  try {
+    found = await handle.describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return 'not running';
+    throw err;
+  }
+  if (found.status.name !== 'RUNNING') return 'not running';
+  return impostor(id, { type: found.type, taskQueue: found.taskQueue }, { type, taskQueues: [taskQueue] }) ?? handle;
+}
+
 /** What taintNodeSlots finds of a node's workflow: whether it runs, and the slots it holds and asks for. */
 export interface NodeSlotsFound {
   running: boolean;
@@ -103,20 +120,11 @@ const uidList = (v: unknown): string[] => (Array.isArray(v) ? v.slice(0, NODE_ME
  * before it frees a slot (docs/taint.md).
  */
 export async function nodeSlotsOf(client: Client, node: string, taskQueue: string): Promise<NodeSlotsFound> {
-  const id = nodeWorkflowId(node);
   const none = { running: false, held: [], asking: [] };
-  const handle = client.workflow.getHandle(id);
-  let found;
-  try {
-    found = await handle.describe();
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return none;
-    throw err;
-  }
-  if (found.status.name !== 'RUNNING') return none;
-  const who = impostor(id, { type: found.type, taskQueue: found.taskQueue }, { type: NODE_WORKFLOW_TYPE, taskQueues: [taskQueue] });
-  if (who) return { ...none, impostor: who };
-  const slots = await handle.query(nodeSlotsQuery);
+  const found = await runningTends(client, nodeWorkflowId(node), NODE_WORKFLOW_TYPE, taskQueue);
+  if (found === 'not running') return none;
+  if (typeof found === 'string') return { ...none, impostor: found };
+  const slots = await found.query(nodeSlotsQuery);
   return { running: true, held: uidList(slots?.held), asking: uidList(slots?.asking) };
 }
 
@@ -127,18 +135,10 @@ export async function nodeSlotsOf(client: Client, node: string, taskQueue: strin
  * eviction is asked only for a slot the coordinator holds as given (docs/security.md).
  */
 export async function ungranted(client: Client, node: string, uid: string, taskQueue: string): Promise<string | undefined> {
-  const handle = client.workflow.getHandle(SLOTS_WORKFLOW_ID);
-  let found;
-  try {
-    found = await handle.describe();
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return `${SLOTS_WORKFLOW_ID} is not running: no slot is granted`;
-    throw err;
-  }
-  if (found.status.name !== 'RUNNING') return `${SLOTS_WORKFLOW_ID} is not running: no slot is granted`;
-  const who = impostor(SLOTS_WORKFLOW_ID, { type: found.type, taskQueue: found.taskQueue }, { type: SLOTS_WORKFLOW_TYPE, taskQueues: [taskQueue] });
-  if (who) return who;
-  const status = await handle.query(slotsStatusQuery);
+  const found = await runningTends(client, SLOTS_WORKFLOW_ID, SLOTS_WORKFLOW_TYPE, taskQueue);
+  if (found === 'not running') return `${SLOTS_WORKFLOW_ID} is not running: no slot is granted`;
+  if (typeof found === 'string') return found;
+  const status = await found.query(slotsStatusQuery);
   const inFlight: unknown[] = Array.isArray(status?.inFlight) ? status.inFlight : [];
   const granted = inFlight.some((g) => typeof g === 'object' && g !== null && (g as { node?: unknown }).node === node && (g as { uid?: unknown }).uid === uid);
   return granted ? undefined : `${SLOTS_WORKFLOW_ID} holds no slot granted to this pod on node ${node}: waiting for its grant`;
