@@ -290,7 +290,8 @@ describe('taint workflows (stub activities)', function () {
     await withWorker(env, queue, stubs.activities(), async (client) => {
       await startSlots(client, queue);
       const h = await startNode(client, queue, node);
-      await waitFor('Detected', async () => (await nodeStatus(h)).some((p) => p.state === 'Detected'), { timeoutMs: 30_000 });
+      // Cancelled once NodeTaintDetected is written (before that, the ending has nothing to clear).
+      await waitFor('NodeTaintDetected written', async () => (await nodeStatus(h)).some((p) => p.state === 'Detected' && p.condition === 'NodeTaintDetected'), { timeoutMs: 30_000 });
       await h.cancel();
       await waitFor('the failed clear shown', async () => {
         const d = (await h.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
@@ -331,7 +332,8 @@ describe('taint workflows (stub activities)', function () {
         const h = await startNode(client, queue, node);
         await waitFor(`${at}`, async () => {
           if (at === 'Evicting') return stubs.callsOf('evictPod:start').length === 1;
-          return (await nodeStatus(h)).some((p) => p.state === at);
+          // Detected once its condition is written: before that, the ending has nothing to clear.
+          return (await nodeStatus(h)).some((p) => p.state === at && (at !== 'Detected' || p.condition === 'NodeTaintDetected'));
         }, { timeoutMs: 30_000 });
         await h.cancel();
         open();
