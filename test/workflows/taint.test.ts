@@ -35,7 +35,7 @@ describe('taint workflows (stub activities)', function () {
     client.workflow.start('taintReplacementsWorkflow', { taskQueue: queue, workflowId: SLOTS, args: [{}] });
   const startNode = (client: Client, queue: string, node: string, data?: NodeTaintData): Promise<WorkflowHandle> =>
     client.workflow.start('taintNodeWorkflow', { taskQueue: queue, workflowId: `taint/${node}`, args: [{ node, ...(data ? { data } : {}) }] });
-  const nodeStatus = (h: WorkflowHandle) => h.query<{ pod: string; state: string; attempts: number; lastError?: string }[]>('status');
+  const nodeStatus = (h: WorkflowHandle) => h.query<{ pod: string; state: string; attempts: number; lastError?: string; condition?: string }[]>('status');
   const runIdOf = async (h: WorkflowHandle) => (await h.describe()).runId;
   const fresh = () => `n${++n}-${Date.now() % 100000}`;
   const untaint = untaintNode;
