@@ -15,7 +15,7 @@ import {
 } from '../taint/messages.ts';
 import { impostor } from '../temporal/identity.ts';
 import { preview } from '../checks/preview.ts';
-import { GRANT_CHECK_SECONDS } from '../taint/slots.ts';
+import { GRANT_CHECK_SECONDS, SLOT_BOUNDS } from '../taint/slots.ts';
 import type * as k8s from '@kubernetes/client-node';
 import { statusOf, type KubeClients } from '../kube/client.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -106,12 +106,20 @@ export interface NodeSlotsFound {
   running: boolean;
   held: string[];
   asking: string[];
+  /** Of those held, the ones whose eviction found them granted at the coordinator (what it may adopt). */
+  confirmed: { uid: string; pod: string }[];
   /** Why what runs under the node's workflow id is not tend's (then it counts as not running). */
   impostor?: string;
 }
 
 const uidList = (v: unknown): string[] => (Array.isArray(v) ? v.slice(0, NODE_MESSAGE_BOUNDS.uids) : [])
   .filter((u): u is string => typeof u === 'string' && u.length <= NODE_MESSAGE_BOUNDS.uidChars);
+const holdList = (v: unknown, held: ReadonlySet<string>): { uid: string; pod: string }[] => (Array.isArray(v) ? v.slice(0, NODE_MESSAGE_BOUNDS.uids) : [])
+  .flatMap((h: unknown) => {
+    const uid = typeof h === 'object' && h !== null ? (h as { uid?: unknown }).uid : undefined;
+    const pod = typeof h === 'object' && h !== null ? (h as { pod?: unknown }).pod : undefined;
+    return typeof uid === 'string' && held.has(uid) ? [{ uid, pod: typeof pod === 'string' ? pod.slice(0, SLOT_BOUNDS.podChars) : '' }] : [];
+  });
 
 /**
  * The slots the node's workflow holds and asks for, asked of the workflow itself (its slots
@@ -120,12 +128,13 @@ const uidList = (v: unknown): string[] => (Array.isArray(v) ? v.slice(0, NODE_ME
  * before it frees a slot (docs/taint.md).
  */
 export async function nodeSlotsOf(client: Client, node: string, taskQueue: string): Promise<NodeSlotsFound> {
-  const none = { running: false, held: [], asking: [] };
+  const none = { running: false, held: [], asking: [], confirmed: [] };
   const found = await runningTends(client, nodeWorkflowId(node), NODE_WORKFLOW_TYPE, taskQueue);
   if (found === 'not running') return none;
   if (typeof found === 'string') return { ...none, impostor: found };
   const slots = await found.query(nodeSlotsQuery);
-  return { running: true, held: uidList(slots?.held), asking: uidList(slots?.asking) };
+  const held = uidList(slots?.held);
+  return { running: true, held, asking: uidList(slots?.asking), confirmed: holdList(slots?.confirmed, new Set(held)) };
 }
 
 /**
@@ -159,8 +168,11 @@ const refuse = (what: string): never => {
   throw ApplicationFailure.nonRetryable(`refused: ${what}; nothing was changed`, TAINT_REFUSED);
 };
 
-/** An eviction's outcome; 'paused': not asked, evictions are paused (`tend pause`); 'observed': not asked, recorded (observe mode). */
-export type EvictResult = EvictOutcome | { outcome: 'paused'; message: string } | { outcome: 'observed'; message: string };
+/**
+ * An eviction's outcome; 'paused': not asked, evictions are paused (`tend pause`); 'observed': not
+ * asked, recorded (observe mode); 'ungranted': not asked, the coordinator holds no such grant.
+ */
+export type EvictResult = EvictOutcome | { outcome: 'paused' | 'observed' | 'ungranted'; message: string };
 
 export interface AwaitReplacementInput {
   namespace: string;
@@ -608,13 +620,13 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
         taintEvictions.inc({ outcome: 'paused' });
         return { outcome: 'paused', message: hold.message };
       }
-      // Only on a slot the coordinator gave: a forged grant is waited out as a pause is (the slot
-      // kept, asked again soon, not an attempt) until the coordinator's own grant arrives.
+      // Only on a slot the coordinator gave: a forged grant asks nothing, and its pod waits for a
+      // slot again (replace.ts); a grant found here is what makes the pod's hold confirmed.
       const ctx = Context.current();
       const notGranted = await ungranted(ctx.client, node, input.uid, ctx.info.taskQueue);
       if (notGranted) {
         taintEvictions.inc({ outcome: 'ungranted' });
-        return { outcome: 'paused', message: notGranted };
+        return { outcome: 'ungranted', message: notGranted };
       }
       // UID-bound (a namesake is never evicted); a PodDisruptionBudget's refusal is 'blocked'.
       const result = await evictPodOnce(kube, { namespace: input.namespace, name: input.name, uid: input.uid });

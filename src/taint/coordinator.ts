@@ -15,13 +15,23 @@ import { pastLimits } from '../checks/limits.ts';
  */
 export const TAINT_VERIFY_GIVE_BACK_PATCH = 'taint-verify-give-back';
 
+/**
+ * A slotsHeld message adopts nothing itself: the node's workflow is asked (taintNodeSlots) and
+ * only the holds it confirms (their eviction found them granted) are adopted. Before, every
+ * slot the message named was adopted, even past the limit: a forged message (or a node led by a
+ * forged grant) put pods in flight the coordinator never granted. docs/upgrading.md.
+ */
+export const TAINT_ADOPT_CONFIRMED_PATCH = 'taint-adopt-confirmed';
+
 export class Coordinator {
   readonly slots: Slots;
   readonly verifies: boolean;
+  readonly adoptsConfirmed: boolean;
 
-  constructor(slots: Slots, verifies: boolean) {
+  constructor(slots: Slots, verifies: boolean, adoptsConfirmed = false) {
     this.slots = slots;
     this.verifies = verifies;
+    this.adoptsConfirmed = adoptsConfirmed;
   }
 
   /** requestReplacements: each request queued (its node the message's). */
@@ -46,8 +56,9 @@ export class Coordinator {
     return undefined;
   }
 
-  /** slotsHeld: a fresh coordinator told the slots a node holds. */
+  /** slotsHeld: a fresh coordinator told the slots a node holds: a hint that the node is asked; before, each adopted. */
   held(m: unknown, now: number): string | undefined {
+    if (this.adoptsConfirmed) return pastLimits(m) ?? this.slots.holdsHint(fieldOf(m, 'node'));
     return takeEach(m, 'held', SLOT_BOUNDS.requestsPerSignal, (h, node) => sameNode(h, node) ?? this.slots.adopt(h, now));
   }
 

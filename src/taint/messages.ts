@@ -56,6 +56,11 @@ export const nodeStatusQuery = defineQuery<PodStatusRow[]>('status');
 export interface NodeSlots {
   held: string[];
   asking: string[];
+  /**
+   * Of those held, the slots the pod's eviction found granted at the coordinator itself: only
+   * these may a coordinator adopt (a grant is a signal anyone may forge). Absent from older workers.
+   */
+  confirmed?: { uid: string; pod: string }[];
 }
 export const nodeSlotsQuery = defineQuery<NodeSlots>('slots');
 

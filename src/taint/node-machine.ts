@@ -20,7 +20,7 @@ import {
   type NodeTaintData, type TaintSettings,
 } from './node.ts';
 import {
-  askFor, awaitDone, decideReplacements, evictDone, giveBack, holders, noteGrants, outboxOf, STEP_RETRY_MS, takeGrants, type EvictOutcome, type ReplaceDecision,
+  askFor, awaitDone, confirmedHolds, decideReplacements, evictDone, giveBack, holders, noteGrants, outboxOf, STEP_RETRY_MS, takeGrants, type EvictOutcome, type ReplaceDecision,
 } from './replace.ts';
 import { fieldOf, grantedUids, NODE_MESSAGE_BOUNDS, nodeWorkflowId, taintHints, type NodeSlots } from './messages.ts';
 import { pastLimits, type ValueLimits } from '../checks/limits.ts';
@@ -174,10 +174,12 @@ export class NodeMachine {
   }
 }
 
-/** The slots a node's data holds (granted, not yet taken, or in use) and asks for. */
+/** The slots a node's data holds (granted, not yet taken, or in use), asks for, and holds confirmed. */
 export function nodeSlots(d: Readonly<NodeTaintData>): NodeSlots {
   const queued = Object.values(d.pods).filter((p) => p.state === 'Queued').map((p) => p.uid);
-  return { held: [...new Set([...holders(d), ...(d.granted ?? [])])], asking: [...new Set([...(d.outbox?.request ?? []), ...queued])] };
+  return {
+    held: [...new Set([...holders(d), ...(d.granted ?? [])])], asking: [...new Set([...(d.outbox?.request ?? []), ...queued])], confirmed: confirmedHolds(d),
+  };
 }
 
 /** What a node's first read brings (taintNodeState, or taintNodeStart which also lists and marks). */

@@ -79,6 +79,8 @@ export interface PodEntry {
   lastError?: string;
   /** Its eviction was recorded in observe mode (a WouldEvict Event): not recorded again. */
   observed?: boolean;
+  /** Its slot was found granted at the coordinator by its eviction (replace.ts confirmedHolds). */
+  confirmed?: boolean;
 }
 
 export interface NodeTaintData {

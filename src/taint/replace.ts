@@ -17,6 +17,12 @@
 //   Evicting/Blocked, taint gone or not due any more -> Replacing (slot given back)
 //   Evicting, refused (the pod is not what the configuration manages) -> Replaced (lastError, slot given back)
 //   Evicting, the activity gave up (its retries exhausted) -> Replacing with retryAt (slot given back; asks again later)
+//   Evicting, the coordinator holds no such grant (a forged one, or one a fresh coordinator does not know) -> Queued (asks again)
+//
+// A grant arrives as a signal, which anyone who may signal can forge: a pod holds its slot as
+// *confirmed* only once its eviction activity found the grant at the coordinator itself
+// (evicted, gone or blocked). Only confirmed holds are adopted by a coordinator that asks what
+// a node holds (slots.ts holderFound), so a forged grant never becomes a slot in flight.
 import { evictionBackoffMs, IN_FLIGHT_TIMEOUT_MS, stillWanted, type NodeTaintData, type PodEntry, type PodState } from './node.ts';
 
 /** States in which a pod holds a granted slot. */
@@ -64,6 +70,8 @@ const addOnce = (list: string[], uid: string) => {
 
 /** Gives a pod's slot (or its request) back: the coordinator is told through the outbox. */
 export function giveBack(d: NodeTaintData & ReplacementData, uid: string): void {
+  const pod = d.pods[uid];
+  if (pod) delete pod.confirmed;
   const out = outboxOf(d);
   out.request = out.request.filter((u) => u !== uid);
   addOnce(out.release, uid);
@@ -166,7 +174,9 @@ export type EvictOutcome =
   /** Not asked: evictions are paused (`tend pause`), or the pause state could not be confirmed. */
   | { outcome: 'paused'; message: string }
   /** Not asked: taint replacement is in observe mode; the eviction was recorded (a WouldEvict Event). */
-  | { outcome: 'observed'; message: string };
+  | { outcome: 'observed'; message: string }
+  /** Not asked: the coordinator holds no slot granted to the pod (a forged grant, or one from a coordinator since lost). */
+  | { outcome: 'ungranted'; message: string };
 
 /** How soon a paused eviction is tried again: what fell due while paused is evicted this soon after the resume. */
 export const PAUSED_RETRY_MS = 5_000;
@@ -186,6 +196,7 @@ export function evictDone(d: NodeTaintData & ReplacementData, uid: string, r: Ev
   switch (r.outcome) {
     case 'evicted':
     case 'gone':
+      pod.confirmed = true;
       pod.state = 'Evicted';
       pod.evictedAt = now;
       delete pod.retryAt;
@@ -213,6 +224,7 @@ export function evictDone(d: NodeTaintData & ReplacementData, uid: string, r: Ev
       return;
     case 'blocked':
       // A PodDisruptionBudget says not now: the slot is kept while it is retried.
+      pod.confirmed = true;
       pod.state = 'Blocked';
       pod.lastError = r.message;
       pod.retryAt = now + evictionBackoffMs(pod.attempts);
@@ -220,6 +232,15 @@ export function evictDone(d: NodeTaintData & ReplacementData, uid: string, r: Ev
     case 'refused':
       pod.lastError = r.message;
       replaced(d, pod);
+      return;
+    case 'ungranted':
+      // Nothing was asked and no slot is held: the pod waits for a slot again, not an attempt.
+      pod.attempts--;
+      pod.state = 'Queued';
+      pod.lastError = r.message;
+      delete pod.retryAt;
+      delete pod.confirmed;
+      askFor(d, [uid]);
       return;
     case 'failed':
       // Not known to be evicted: give the slot back and ask again after a back-off,
@@ -249,6 +270,16 @@ export function awaitDone(d: NodeTaintData & ReplacementData, uid: string, r: 'r
 /** Every pod holding a slot (for cleanup). */
 export function holders(d: NodeTaintData): string[] {
   return Object.values(d.pods).filter((p) => HOLDING.includes(p.state)).map((p) => p.uid);
+}
+
+/**
+ * The pods holding a slot their eviction found granted at the coordinator (an Evicted pod
+ * always: it was evicted on one), as `namespace/name` by uid: what a coordinator may adopt.
+ */
+export function confirmedHolds(d: NodeTaintData): { uid: string; pod: string }[] {
+  return Object.values(d.pods)
+    .filter((p) => p.state === 'Evicted' || (p.confirmed === true && HOLDING.includes(p.state)))
+    .map((p) => ({ uid: p.uid, pod: `${p.namespace}/${p.name}` }));
 }
 
 /** One pod of the evicted pod's controller, as it is now. */

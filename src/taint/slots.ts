@@ -62,6 +62,15 @@ export const SLOT_BOUNDS = Object.freeze({
   podChars: 63 + 1 + 253,
 });
 
+/** What a node's workflow says it holds (its slots query, asked by an activity), or that it is not running. */
+export interface HolderFound {
+  running: boolean;
+  held: readonly string[];
+  asking: readonly string[];
+  /** Of those held, the ones it may be credited with (absent from older workers: none). */
+  confirmed?: readonly { uid: string; pod: string }[];
+}
+
 /** The coordinator's state as it is carried over continue-as-new and shown by its status query. */
 export interface SlotData {
   maxConcurrentReplacements: number;
@@ -260,22 +269,41 @@ export class Slots {
   giveBackHint(node: unknown): string | undefined {
     const why = nodeNameProblem(node);
     if (why) return why;
-    if (!this.nodes.has(node as string) || this.verify.has(node as string)) return undefined;
+    if (!this.nodes.has(node as string)) return undefined;
+    return this.toVerify(node as string);
+  }
+
+  /**
+   * A message says `node` holds slots (slotsHeld, to a coordinator that asked). Anyone can say
+   * so: nothing is adopted on it. The node's workflow is asked (holderFound), which adopts only
+   * the holds it confirms. Undefined when noted, else why not.
+   */
+  holdsHint(node: unknown): string | undefined {
+    return nodeNameProblem(node) ?? this.toVerify(node as string);
+  }
+
+  private toVerify(node: string): string | undefined {
+    if (this.verify.has(node)) return undefined;
     if (this.verify.size >= SLOT_BOUNDS.overflow) return `${SLOT_BOUNDS.overflow} nodes are waiting to be checked already`;
-    this.verify.add(node as string);
+    this.verify.add(node);
     return undefined;
   }
 
   /**
    * What the node's workflow itself says it holds and asks for (or that it is not running):
-   * its requests it no longer asks for and its grants it no longer holds are freed, nothing else.
+   * its requests it no longer asks for and its grants it no longer holds are freed; the holds it
+   * confirms (their eviction found them granted: replace.ts confirmedHolds) are adopted, as a
+   * fresh coordinator learns what the one before it granted. Nothing else.
    */
-  holderFound(node: string, found: { running: boolean; held: readonly string[]; asking: readonly string[] }): string[] {
+  holderFound(node: string, found: HolderFound, now: number): string[] {
     this.verify.delete(node);
     const held = new Set(found.running ? found.held : []);
     const asking = new Set(found.running ? found.asking : []);
     const freed = this.uidsOf(node).filter((uid) => !held.has(uid) && (this.inFlight.has(uid) || !asking.has(uid)));
     for (const uid of freed) this.release(uid, node);
+    for (const h of found.running ? found.confirmed ?? [] : []) {
+      if (held.has(h.uid)) this.adopt({ node, uid: h.uid, pod: h.pod, requestedAt: now }, now);
+    }
     return freed;
   }
 

@@ -24,7 +24,7 @@ import { STEP_RETRY_MS, type EvictOutcome, type ReplaceOp } from '../taint/repla
 import {
   CARRIED_LIMITS, clearingDetails, clears, NodeInbox, nodeInputProblem, NodeRun, nodeSlots, replacedPods, TAINT_CLEAR_UNTIL_DONE_PATCH, TAINT_GIVE_BACK_FIRST_PATCH, TAINT_LIST_MARKS_PATCH, TAINT_START_LIST_PATCH, TAINT_START_LOCAL_PATCH, type NodeFirstRead,
 } from '../taint/node-machine.ts';
-import { Coordinator, TAINT_VERIFY_GIVE_BACK_PATCH } from '../taint/coordinator.ts';
+import { Coordinator, TAINT_ADOPT_CONFIRMED_PATCH, TAINT_VERIFY_GIVE_BACK_PATCH } from '../taint/coordinator.ts';
 import { byNode, Slots, slotsDetails, type Grant, type SlotData } from '../taint/slots.ts';
 
 type ExternalHandle = ReturnType<typeof getExternalWorkflowHandle>;
@@ -341,7 +341,7 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
   const tooBig = pastLimits(input, CARRIED_LIMITS);
   if (tooBig) log.warn(`the start input is ignored: ${tooBig}`);
   const s = Slots.carried(tooBig ? undefined : carriedFromOwnRun(input?.data), Date.now());
-  const c = new Coordinator(s, patched(TAINT_VERIFY_GIVE_BACK_PATCH));
+  const c = new Coordinator(s, patched(TAINT_VERIFY_GIVE_BACK_PATCH), patched(TAINT_ADOPT_CONFIRMED_PATCH));
   let dirty = true;
   let settingsStale = true;
   let countsStale = true;
@@ -395,7 +395,7 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
   const checkHolders = async () => {
     await Promise.all([...s.verify].slice(0, VERIFY_AT_ONCE).map(async (node) => {
       try {
-        s.holderFound(node, await kube.taintNodeSlots({ node }));
+        s.holderFound(node, await kube.taintNodeSlots({ node }), Date.now());
       } catch (err) {
         if (isCancellation(err)) throw err;
         if (c.unanswered(node, refusalOf(err, [TAINT_REFUSED]) !== undefined)) retryAt = Date.now() + STEP_RETRY_MS;

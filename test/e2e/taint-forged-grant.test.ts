@@ -1,5 +1,6 @@
 // A grant reaches a node workflow as a signal, which anyone who may signal in tend's namespace
-// can forge: the eviction is asked only for a slot the coordinator itself holds as granted.
+// can forge: the eviction is asked only for a slot the coordinator itself holds as granted, and a
+// coordinator adopts only holds a node's eviction found granted (never what a message names).
 import assert from 'node:assert/strict';
 import type * as k8s from '@kubernetes/client-node';
 import type { TendProcess } from '../harness/cli.ts';
@@ -10,6 +11,13 @@ import { cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintSt
 import type { KubeClients } from '../../src/kube/client.ts';
 
 const MAINTENANCE = 'example.org/maintenance';
+
+/** The parts of `temporal workflow show --output json`'s events read here. */
+interface HistoryEvent {
+  eventId?: string | number;
+  activityTaskScheduledEventAttributes?: { activityType?: { name?: string } };
+  activityTaskCompletedEventAttributes?: { scheduledEventId?: string | number };
+}
 
 describe('taint replacement: a forged grant', function () {
   this.timeout(240_000);
@@ -41,7 +49,15 @@ describe('taint replacement: a forged grant', function () {
       { timeoutMs: 60_000 });
   };
 
-  it('maxConcurrentReplacements 1: a forged replacementsGranted to a waiting node evicts nothing; the coordinator\'s own grant does', async () => {
+  /** How many times the coordinator has asked a node's workflow what it holds (taintNodeSlots completed), in its current run. */
+  const holderChecks = async (): Promise<number> => {
+    const { stdout } = await temporalCli(['workflow', 'show', '--workflow-id', 'taint-replacements', '--output', 'json']);
+    const events = (JSON.parse(stdout) as { events: HistoryEvent[] }).events;
+    const asks = new Set(events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'taintNodeSlots').map((e) => String(e.eventId)));
+    return events.filter((e) => asks.has(String(e.activityTaskCompletedEventAttributes?.scheduledEventId))).length;
+  };
+
+  it('maxConcurrentReplacements 1: a forged replacementsGranted, announceSlots or slotsHeld evicts nothing and adopts nothing; the coordinator\'s own grant evicts', async () => {
     ({ config, tend } = await startTaintTend(ns, {
       taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 1 }], taintReplacementTimeSeconds: 1,
       maxConcurrentReplacements: 1, breaker: { maxTaintedNodes: 3 },
@@ -74,9 +90,27 @@ describe('taint replacement: a forged grant', function () {
     assert.ok(row);
     assert.ok(!evicted(await readPod(kube, ns, b.metadata!.name!), b.metadata!.uid!), 'b not evicted on a forged grant');
     assert.ok(!evicted(await readPod(kube, ns, a.metadata!.name!), a.metadata!.uid!), 'a held by its budget');
-    const s = await taintStatusJson(cfg);
-    assert.equal(s.slots?.inFlight.length, 1, 'one in flight, the limit');
-    assert.ok(s.slots?.inFlight.every((g) => g.pod.endsWith(a.metadata!.name!)), 'the slot is a\'s');
+    assert.equal(row.state, 'Queued', 'b waits for a slot again');
+    const only = async (what: string) => {
+      const s = await taintStatusJson(cfg);
+      assert.deepEqual(s.slots?.inFlight.map((g) => g.pod), [`${ns}/${a.metadata!.name!}`], `${what}: one in flight, a's, the limit`);
+      assert.ok(!evicted(await readPod(kube, ns, b.metadata!.name!), b.metadata!.uid!), `${what}: b not evicted`);
+    };
+    await only('after a forged grant');
+
+    // Then what a fresh coordinator would send: b's node asked what it holds (announceSlots; its
+    // answer names b only if the forged grant had made b hold a slot), and a slotsHeld naming b,
+    // as if from b's node. Each is a hint: the coordinator asks sim-2's workflow itself.
+    const asked = await holderChecks();
+    await temporalCli(['workflow', 'signal', '--workflow-id', 'taint/sim-2', '--name', 'replacementsGranted', '--input', JSON.stringify({ uids: [b.metadata!.uid] })]);
+    await temporalCli(['workflow', 'signal', '--workflow-id', 'taint/sim-2', '--name', 'announceSlots']);
+    await temporalCli(['workflow', 'signal', '--workflow-id', 'taint-replacements', '--name', 'slotsHeld', '--input', JSON.stringify({
+      node: 'sim-2', held: [{ node: 'sim-2', uid: b.metadata!.uid, pod: `${ns}/${b.metadata!.name!}`, requestedAt: Date.now() }],
+    })]);
+    await waitFor('the coordinator asked sim-2\'s workflow what it holds', async () => (await holderChecks()) > asked, { timeoutMs: 30_000 });
+    await waitFor('b waiting for a slot again', async () => (await taintStatusJson(cfg)).pods.find((p) => p.pod === b.metadata!.name)?.state === 'Queued',
+      { timeoutMs: 30_000 });
+    await only('after forged announceSlots and slotsHeld');
 
     // The real grant, once a's slot is free, still goes through.
     await kube.policy.deleteNamespacedPodDisruptionBudget({ namespace: ns, name: 'a' });

@@ -1,6 +1,7 @@
 // The coordinator's messages (src/taint/coordinator.ts): a table of situations and what each
 // message does to the slots, with the give-back patch on (verifies: the holder is asked) and off
-// (before it: the message frees what it names). Each row: the message, whether give-backs are
+// (before it: the message frees what it names), and the adoption patch on (adopts: a slotsHeld is
+// a hint, the holder is asked) and off. Each row: the message, whether give-backs are
 // verified; then the reason refused (or none), the queue, the slots in flight and the nodes to ask.
 import assert from 'node:assert/strict';
 import { Coordinator } from '../../src/taint/coordinator.ts';
@@ -13,6 +14,8 @@ interface Situation {
   message: 'requestReplacements' | 'releaseReplacements' | 'withdrawNode' | 'slotsHeld';
   body: unknown;
   verifies: boolean;
+  /** taint-adopt-confirmed (slots.ts holderFound adopts what the node confirms); off when absent. */
+  adopts?: boolean;
 }
 
 interface Expected {
@@ -24,11 +27,11 @@ interface Expected {
 }
 
 /** A coordinator with one slot free, n1's pod g in flight and n1's pod q queued. */
-function coordinator(verifies: boolean): Coordinator {
+function coordinator(verifies: boolean, adopts = false): Coordinator {
   const s = Slots.carried(undefined, NOW);
   s.setSettings({ maxConcurrentReplacements: 1, maxTaintedNodes: '100%' });
   s.setCounts({ taintedNodes: 1, totalNodes: 10 });
-  const c = new Coordinator(s, verifies);
+  const c = new Coordinator(s, verifies, adopts);
   assert.equal(c.requests({ node: 'n1', requests: [{ node: 'n1', uid: 'g', pod: 'ns/g', requestedAt: NOW }] }, NOW), undefined);
   s.decideGrants(NOW);
   assert.equal(c.requests({ node: 'n1', requests: [{ node: 'n1', uid: 'q', pod: 'ns/q', requestedAt: NOW }] }, NOW), undefined);
@@ -53,15 +56,23 @@ const table: [Situation, Expected][] = [
     { refused: /./, queue: ['q'], inFlight: ['g'], verify: [] }],
   [{ name: 'a withdrawal too deep: refused whole, even before the patch', message: 'withdrawNode', verifies: false, body: { node: 'n1', x: [[[[[[[[[[['deep']]]]]]]]]]] } },
     { refused: /deep|levels/, queue: ['q'], inFlight: ['g'], verify: [] }],
-  [{ name: 'slots held told to a fresh coordinator: adopted', message: 'slotsHeld', verifies: true,
+  [{ name: 'slots held told to a fresh coordinator, before taint-adopt-confirmed: adopted, even past the limit', message: 'slotsHeld', verifies: true,
     body: { node: 'n2', held: [{ node: 'n2', uid: 'h', pod: 'ns/h', requestedAt: NOW }] } },
   { queue: ['q'], inFlight: ['g', 'h'], verify: [] }],
+  [{ name: 'slots held told to a fresh coordinator: nothing adopted, the node to be asked', message: 'slotsHeld', verifies: true, adopts: true,
+    body: { node: 'n2', held: [{ node: 'n2', uid: 'h', pod: 'ns/h', requestedAt: NOW }] } },
+  { queue: ['q'], inFlight: ['g'], verify: ['n2'] }],
+  [{ name: 'slots held naming no node: refused, nothing adopted, nobody asked', message: 'slotsHeld', verifies: true, adopts: true,
+    body: { node: 'Not A Node!', held: [{ node: 'Not A Node!', uid: 'h', pod: 'ns/h', requestedAt: NOW }] } },
+  { refused: /node/, queue: ['q'], inFlight: ['g'], verify: [] }],
+  [{ name: 'slots held too deep: refused whole', message: 'slotsHeld', verifies: true, adopts: true, body: { node: 'n2', x: [[[[[[[[[[['deep']]]]]]]]]]] } },
+    { refused: /deep|levels/, queue: ['q'], inFlight: ['g'], verify: [] }],
 ];
 
 describe('taint: the coordinator\'s messages (Coordinator)', () => {
   for (const [c, want] of table) {
     it(c.name, () => {
-      const co = coordinator(c.verifies);
+      const co = coordinator(c.verifies, c.adopts);
       const body = structuredClone(c.body);
       const why = c.message === 'requestReplacements' ? co.requests(body, NOW)
         : c.message === 'releaseReplacements' ? co.releases(body)
@@ -74,6 +85,24 @@ describe('taint: the coordinator\'s messages (Coordinator)', () => {
         { queue: want.queue, inFlight: want.inFlight, verify: want.verify });
     });
   }
+
+  it('a node asked what it holds: its confirmed holds adopted (even past the limit), an unconfirmed hold or one not held never', () => {
+    const co = coordinator(true, true);
+    co.held({ node: 'n2', held: [] }, NOW);
+    const freed = co.slots.holderFound('n2', {
+      running: true, held: ['h', 'x'], asking: [],
+      // 'x' held but not confirmed (a grant no eviction found at the coordinator); 'y' confirmed but not held: a made-up answer.
+      confirmed: [{ uid: 'h', pod: 'ns/h' }, { uid: 'y', pod: 'ns/y' }],
+    }, NOW);
+    assert.deepEqual(freed, []);
+    const d = co.slots.toData();
+    assert.deepEqual(d.inFlight.map((g) => `${g.node}/${g.uid} ${g.pod}`).sort(), ['n1/g ns/g', 'n2/h ns/h']);
+    assert.equal(d.verify, undefined, 'asked: not to be asked again');
+    assert.deepEqual(co.slots.decideGrants(NOW), [], 'in flight past the limit: nothing more granted');
+    // A node that is not running confirms nothing, whatever its last answer said.
+    co.slots.holderFound('n3', { running: false, held: ['z'], asking: [], confirmed: [{ uid: 'z', pod: 'ns/z' }] }, NOW);
+    assert.deepEqual(co.slots.toData().inFlight.map((g) => g.uid).sort(), ['g', 'h']);
+  });
 
   it('a grant that cannot be delivered frees its slot; a holder that refuses to answer is not asked again', () => {
     const co = coordinator(true);

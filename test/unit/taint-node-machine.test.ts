@@ -97,11 +97,19 @@ describe('taint: the node machine (decide, forget, ask, give back)', () => {
     assert.deepEqual(decision.moves, [{ uid: 'a', state: 'Queued', replacingAt: s(10), clearRetry: true }]);
   });
 
-  it('slots: what it holds (in use, or granted not yet taken) and asks for', () => {
+  it('slots: what it holds (in use, or granted not yet taken), asks for, and holds confirmed (found granted by its eviction)', () => {
     const d = node({ name: '', tainted: true, pod: { state: 'Evicted', ...marked }, now: s(15) });
-    d.pods.b = { ...d.pods.a!, uid: 'b', state: 'Queued' };
+    d.pods.b = { ...d.pods.a!, uid: 'b', name: 'db-b', state: 'Queued' };
+    // Blocked by a PodDisruptionBudget after its eviction found the grant: confirmed.
+    d.pods.d = { ...d.pods.a!, uid: 'd', name: 'db-d', state: 'Blocked', confirmed: true };
+    // Taken from a grant no eviction has checked yet (perhaps forged): held, not confirmed.
+    d.pods.e = { ...d.pods.a!, uid: 'e', name: 'db-e', state: 'Evicting' };
+    // Given back: a confirmation left on a pod that holds nothing counts for nothing.
+    d.pods.f = { ...d.pods.a!, uid: 'f', name: 'db-f', state: 'Replacing', confirmed: true };
     d.granted = ['c'];
-    assert.deepEqual(new NodeMachine(d).slots(), { held: ['a', 'c'], asking: ['b'] });
+    assert.deepEqual(new NodeMachine(d).slots(), {
+      held: ['a', 'd', 'e', 'c'], asking: ['b'], confirmed: [{ uid: 'a', pod: 'ns/db-a' }, { uid: 'd', pod: 'ns/db-d' }],
+    });
   });
 });
 

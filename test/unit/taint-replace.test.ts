@@ -88,12 +88,16 @@ describe('taint: eviction transitions', () => {
     });
   }
 
-  const outcomes: { name: string; r: EvictOutcome; after: PodState; release: boolean; retryAt?: number; error?: RegExp }[] = [
-    { name: 'evicted: Evicted, keeps the slot', r: { outcome: 'evicted' }, after: 'Evicted', release: false },
-    { name: 'gone: Evicted, says so', r: { outcome: 'gone' }, after: 'Evicted', release: false, error: /gone/ },
-    { name: 'blocked: Blocked, keeps the slot, backs off 2 s', r: blocked, after: 'Blocked', release: false, retryAt: s(10), error: /PDB/ },
-    { name: 'refused: Replaced, slot back, never retried', r: { outcome: 'refused', message: 'refused: x' }, after: 'Replaced', release: true, error: /refused/ },
-    { name: 'the activity gave up: slot back, asks again after a back-off', r: { outcome: 'failed', message: '500' }, after: 'Replacing', release: true, retryAt: s(10), error: /eviction failed: 500/ },
+  // confirmed: the hold was found granted at the coordinator (what a coordinator may adopt).
+  const outcomes: { name: string; r: EvictOutcome; after: PodState; release: boolean; confirmed: boolean; retryAt?: number; error?: RegExp }[] = [
+    { name: 'evicted: Evicted, keeps the slot, confirmed', r: { outcome: 'evicted' }, after: 'Evicted', release: false, confirmed: true },
+    { name: 'gone: Evicted, says so, confirmed', r: { outcome: 'gone' }, after: 'Evicted', release: false, confirmed: true, error: /gone/ },
+    { name: 'blocked: Blocked, keeps the slot, backs off 2 s, confirmed', r: blocked, after: 'Blocked', release: false, confirmed: true, retryAt: s(10), error: /PDB/ },
+    { name: 'refused: Replaced, slot back, never retried', r: { outcome: 'refused', message: 'refused: x' }, after: 'Replaced', release: true, confirmed: false, error: /refused/ },
+    {
+      name: 'the activity gave up: slot back, asks again after a back-off', r: { outcome: 'failed', message: '500' }, after: 'Replacing', release: true, confirmed: false,
+      retryAt: s(10), error: /eviction failed: 500/,
+    },
   ];
   for (const c of outcomes) {
     it(`eviction outcome ${c.name}`, () => {
@@ -104,10 +108,38 @@ describe('taint: eviction transitions', () => {
       assert.equal(p.attempts, 1);
       assert.deepEqual(outboxOf(d).release, c.release ? ['a'] : []);
       assert.equal(p.retryAt, c.retryAt);
+      assert.equal(p.confirmed === true, c.confirmed);
       if (c.error) assert.match(p.lastError ?? '', c.error);
       if (c.after === 'Evicted') assert.equal(p.evictedAt, s(8));
     });
   }
+
+  it('ungranted (a grant the coordinator does not hold): nothing asked, no slot held, Queued and asking again, not an attempt', () => {
+    const d = node('Evicting');
+    evictDone(d, 'a', { outcome: 'ungranted', message: 'taint-replacements holds no slot granted to this pod on node sim-1' }, s(8));
+    const p = d.pods['a']!;
+    assert.equal(p.state, 'Queued');
+    assert.equal(p.attempts, 0);
+    assert.equal(p.confirmed, undefined);
+    assert.equal(p.retryAt, undefined);
+    assert.match(p.lastError ?? '', /holds no slot granted/);
+    assert.deepEqual(holders(d), [], 'it holds nothing');
+    assert.deepEqual(outboxOf(d), { request: ['a'], release: [] }, 'it asks for a slot again');
+    // The coordinator's own grant then starts its eviction as any grant does.
+    noteGrants(d, ['a']);
+    takeGrants(d);
+    assert.equal(d.pods['a']!.state, 'Evicting');
+  });
+
+  it('a confirmed hold given back is confirmed no more (a later grant is checked again)', () => {
+    const d = node('Evicting');
+    evictDone(d, 'a', blocked, s(8));
+    assert.equal(d.pods['a']!.confirmed, true);
+    observeTaints(d, [], settings, s(9));
+    decideReplacements(d, s(9), new Set());
+    assert.equal(d.pods['a']!.state, 'Replacing');
+    assert.equal(d.pods['a']!.confirmed, undefined);
+  });
 
   it('paused: nothing was asked; held (slot kept), tried again in 5 s, not counted as an attempt', () => {
     const d = node('Evicting');
