@@ -1,26 +1,30 @@
 // One node's decide / forget / ask / give-back sequence, as the workflow `taint/<node>` runs it
 // at every turn of its loop, over the node's data (plain, carried over continue-as-new). Pure:
 // it changes the machine's own data only, never what it is handed, and returns what the
-// workflow has to do (the condition writes, then the replacement steps); the workflow runs
-// them as activities and hands their outcomes back (node.ts markWritten, replace.ts
-// evictDone / awaitDone).
+// workflow has to do; the workflow runs it as activities, signals and timers and hands the
+// outcomes back.
 //
-//   decide(now)                       -> the writes to make now (moves of waiting pods applied)
-//   settle(decision, written, running, now)
-//                                     -> pods forgotten (only once their clears landed),
-//                                        due pods asked for, withdrawn ones given back,
-//                                        grants taken; the replacement steps to start
-//   slots()                           -> what it holds and asks for (the coordinator's check)
+//   NodeRun.next(now, turn) -> the next operation of the turn:
+//       read     the node's taints again (a nodeTaints signal came)
+//       list     the node's pods (again), with their first mark
+//       write    the pods' conditions (the decision's writes)
+//       replace  start these replacement steps (evictions, waits for a replacement) beside the turn
+//       tell     the coordinator what the node owes it (slots held, requests, give-backs)
+//       done | continue | again | wait (until)
+//   NodeRun.apply(outcome, now) -> takes what an operation brought (a read, a listing, a write;
+//       undefined: its activity gave up, tried again after STEP_RETRY_MS)
+//   evicted / awaited          -> a replacement step's outcome (replace.ts evictDone / awaitDone)
+//   slots()                    -> what it holds, asks for, and holds confirmed (the coordinator's check)
 //
-// NodeRun adds a run's turn state (what to read again, when a failed step or message is tried
-// again) and the messages to the coordinator; the workflow sends what it hands out and tells
-// it what landed, and keeps only Temporal's part (activities, signals, timers).
+// Inside a turn: decide(now) (the writes; moves of waiting pods applied), then settle (pods
+// forgotten only once their clears landed, due pods asked for, withdrawn ones given back, grants
+// taken; the replacement steps to start).
 import {
   applyMoves, believedSeenAt, decideNode, firstMark, markWritten, observeTaints, reconcilePods, type ConditionWrite, type ListedPod, type NodeDecision, type OwnerRef,
   type NodeTaintData, type TaintSettings,
 } from './node.ts';
 import {
-  askFor, awaitDone, confirmedHolds, decideReplacements, evictDone, giveBack, holders, noteGrants, outboxOf, STEP_RETRY_MS, takeGrants, type EvictOutcome, type ReplaceDecision,
+  askFor, awaitDone, confirmedHolds, decideReplacements, evictDone, giveBack, holders, noteGrants, outboxOf, STEP_RETRY_MS, takeGrants, type EvictOutcome, type ReplaceDecision, type ReplaceOp,
 } from './replace.ts';
 import { fieldOf, grantedUids, NODE_MESSAGE_BOUNDS, nodeWorkflowId, taintHints, type NodeSlots } from './messages.ts';
 import { pastLimits, type ValueLimits } from '../checks/limits.ts';
@@ -125,13 +129,14 @@ export class NodeInbox {
   taints(m: unknown): string | undefined {
     const { taints, why } = taintHints(m);
     for (const t of taints) this.hints.set(taintId(t), t.seenAt);
-    this.recheck = true;
+    (this.run ?? this).recheck = true;
     return why;
   }
 
-  /** The run starts: the grants that came before are its own. */
+  /** The run starts: the grants that came before are its own, and so is a "look again". */
   started(run: NodeRun): void {
     this.run = run;
+    run.recheck = this.recheck;
     noteGrants(run.data, this.early);
   }
 }
@@ -202,6 +207,37 @@ export type ListMark = Pick<ConditionWrite, 'detected' | 'replacing'> & { known:
 /** How long to wait before sending the coordinator a message again after it could not be delivered. */
 export const RESEND_MS = 10_000;
 
+/** What the workflow does next in a turn of its loop (NodeRun.next). */
+export type NodeOp =
+  | { kind: 'read' }
+  | { kind: 'list'; listedAt: number }
+  | { kind: 'write'; writes: readonly ConditionWrite[] }
+  | { kind: 'replace'; steps: readonly ReplaceOp[] }
+  | { kind: 'tell' }
+  /** Nothing left to do: the workflow ends. */
+  | { kind: 'done' }
+  /** Continue as new (the data readied: carry()). */
+  | { kind: 'continue' }
+  /** Something changed during the turn: the next turn at once. */
+  | { kind: 'again' }
+  /** Until something changes, or until `until` (undefined: no time). */
+  | { kind: 'wait'; until: number | undefined };
+
+/** What an operation brought (NodeRun.apply); undefined parts: its activity gave up. */
+export type NodeOutcome =
+  | { kind: 'read'; state: { taints: MatchedTaint[]; settings: TaintSettings } | undefined; hints: ReadonlyMap<string, number> }
+  | { kind: 'list'; listing: NodeListing | undefined; mark: ListMark | undefined; listedAt: number }
+  | { kind: 'write'; marked: Record<string, number> | undefined; ok: boolean };
+
+/** What the workflow knows at each operation: its replacement steps under way, whether anything woke it, whether it should continue as new. */
+export interface NodeTurn {
+  running: ReadonlySet<string>;
+  woken: boolean;
+  continueSuggested: boolean;
+}
+
+type Phase = 'read' | 'list' | 'write' | 'settle' | 'tell' | 'end';
+
 /**
  * The run's own turn state over the machine's data (not carried over continue-as-new, except
  * `announce`): what is to be read again, and when a failed step or message is tried again.
@@ -215,10 +251,101 @@ export class NodeRun extends NodeMachine {
   resendAt: number | undefined;
   /** A fresh coordinator asked what the node holds (carried over as data.announce). */
   announce: boolean;
+  /** A nodeTaints signal came: the node is to be read again. */
+  recheck = false;
+  /** Where the turn is, and what it decided so far. */
+  private phase: Phase = 'read';
+  private decision: NodeDecision | undefined;
+  private written = true;
+  private replacements: ReplaceDecision = { ops: [] };
+  /** The turn read continueSuggested as it settled (the same answer for its end). */
+  private continuing = false;
+  /** A mark became visible this turn: its deadline counts from now on, so another turn follows. */
+  private woke = false;
 
   constructor(data: NodeTaintData) {
     super(data);
     this.announce = data.announce === true;
+  }
+
+  /**
+   * The turn's next operation, in this order: read the node (when told to look again, unless a
+   * failed step waits), list its pods (when needed), write the decision's conditions, start the
+   * replacement steps (not when continuing as new: those under way finish first), tell the
+   * coordinator; then end the turn: done, continue as new, again, or wait.
+   */
+  next(now: number, turn: NodeTurn): NodeOp {
+    for (;;) {
+      switch (this.phase) {
+        case 'read':
+          this.woke = false;
+          this.phase = 'list';
+          // Asked every turn: a failed step's wait that has passed is over.
+          if (!this.paused(now) && this.recheck) {
+            this.recheck = false;
+            return { kind: 'read' };
+          }
+          break;
+        case 'list':
+          this.phase = 'write';
+          if (this.takeListing()) return { kind: 'list', listedAt: now };
+          break;
+        case 'write':
+          this.decision = this.decide(now);
+          this.written = true;
+          this.phase = 'settle';
+          if (this.decision.writes.length > 0) {
+            if (this.stepRetryAt === undefined) return { kind: 'write', writes: this.decision.writes };
+            this.written = false;
+          }
+          break;
+        case 'settle':
+          this.replacements = this.settle(this.decision!, this.written, turn.running, now);
+          this.continuing = turn.continueSuggested;
+          this.phase = 'tell';
+          if (!this.continuing && this.replacements.ops.length > 0) return { kind: 'replace', steps: this.replacements.ops };
+          break;
+        case 'tell':
+          this.phase = 'end';
+          return { kind: 'tell' };
+        case 'end':
+          this.phase = 'read';
+          return this.end(turn);
+      }
+    }
+  }
+
+  /** Takes what an operation brought. */
+  apply(o: NodeOutcome, now: number): void {
+    switch (o.kind) {
+      case 'read':
+        if (o.state) return this.observe(o.state, o.hints, now);
+        this.recheck = true;
+        return this.stepFailed(now);
+      case 'list':
+        this.listed(o.listing, o.mark, o.listedAt, now);
+        if (!o.listing) this.stepFailed(now);
+        return;
+      case 'write':
+        if (!o.ok) {
+          this.written = false;
+          return this.stepFailed(now);
+        }
+        this.wrote(this.decision?.writes ?? [], o.marked);
+        this.woke = true;
+        return;
+    }
+  }
+
+  private end(turn: NodeTurn): NodeOp {
+    const woken = turn.woken || this.woke;
+    if (this.decision!.done && this.quiet(turn.running.size) && !woken) return { kind: 'done' };
+    if (this.continuing && turn.running.size === 0) {
+      this.carry();
+      return { kind: 'continue' };
+    }
+    if (woken) return { kind: 'again' };
+    return { kind: 'wait', until: this.nextAt(this.decision!, this.replacements) };
   }
 
   /** Takes the first read; `listed`: the read listed and marked the pods too (taintNodeStart). */

@@ -175,7 +175,7 @@ async function runNode(
   if (!startsListing) setHandler(nodeTaintsSignal, onTaints);
   run.first(first, inbox.hints, startsListing, Date.now());
   // The signals delivered with the start were sent before `first` was read.
-  if (!startsListing) inbox.recheck = false;
+  if (!startsListing) run.recheck = false;
   setHandler(podsChangedSignal, () => {
     run.listNeeded = dirty = true;
   });
@@ -201,49 +201,36 @@ async function runNode(
   for (;;) {
     dirty = false;
     if (taskFailure) throw taskFailure;
-    const paused = run.paused(Date.now());
-    if (inbox.recheck && !paused) {
-      inbox.recheck = false;
-      const state = await step(run, 'reading the node', () => taintNodeState({ node }));
-      if (state) run.observe(state, inbox.hints, Date.now());
-      else inbox.recheck = true;
-    }
-    if (run.takeListing()) {
-      // The pods the list finds new get their first mark from the listing activity itself:
-      // its list is their re-read, and their mark needs no activity (nor workflow task) of its own.
-      const listedAt = Date.now();
-      const mark = run.listMark(patched(TAINT_LIST_MARKS_PATCH), listedAt);
-      run.listed(await step(run, 'listing the pods', () => kube.listTaintPods({ node, ...(mark ? { mark } : {}) })), mark, listedAt, Date.now());
-    }
-    const decision = run.decide(Date.now());
-    const writes = decision.writes;
-    let written = true;
-    if (writes.length > 0) {
-      const done = run.stepRetryAt === undefined ? await step(run, 'writing the conditions', () => kube.writeTaintConditions({ node, writes })) : undefined;
-      if (done) {
-        run.wrote(writes, done.marked);
-        // A mark just became visible: its deadline counts from now on.
-        dirty = true;
+    // One turn: the machine's operations, each run here and its outcome handed back.
+    for (;;) {
+      const op = run.next(Date.now(), { running: new Set(running.keys()), woken: dirty, continueSuggested: workflowInfo().continueAsNewSuggested });
+      if (op.kind === 'read') {
+        run.apply({ kind: 'read', state: await step(node, 'reading the node', () => taintNodeState({ node })), hints: inbox.hints }, Date.now());
+      } else if (op.kind === 'list') {
+        // The pods the list finds new get their first mark from the listing activity itself:
+        // its list is their re-read, and their mark needs no activity (nor workflow task) of its own.
+        const mark = run.listMark(patched(TAINT_LIST_MARKS_PATCH), op.listedAt);
+        const listing = await step(node, 'listing the pods', () => kube.listTaintPods({ node, ...(mark ? { mark } : {}) }));
+        run.apply({ kind: 'list', listing, mark, listedAt: op.listedAt }, Date.now());
+      } else if (op.kind === 'write') {
+        const done = await step(node, 'writing the conditions', () => kube.writeTaintConditions({ node, writes: [...op.writes] }));
+        run.apply({ kind: 'write', ok: done !== undefined, marked: done?.marked }, Date.now());
+      } else if (op.kind === 'replace') {
+        for (const r of op.steps) launch(r);
+      } else if (op.kind === 'tell') {
+        await deliver(run, slots);
+      } else if (op.kind === 'done' || op.kind === 'continue') {
+        return op.kind === 'continue';
+      } else if (op.kind === 'again') {
+        break;
       } else {
-        written = false;
+        // The Web UI's Current Details (records no command).
+        setCurrentDetails(nodeDetails(run.data, running.size, op.until, run.stepRetryAt !== undefined));
+        if (op.until === undefined) await condition(() => dirty);
+        else await condition(() => dirty, Math.max(1, op.until - Date.now()));
+        break;
       }
     }
-    const replacements = run.settle(decision, written, new Set(running.keys()), Date.now());
-    // Continuing as new: no new activity; those under way finish first (each is bounded).
-    const continuing = workflowInfo().continueAsNewSuggested;
-    if (!continuing) for (const op of replacements.ops) launch(op);
-    await deliver(run, slots);
-    if (decision.done && run.quiet(running.size) && !dirty) return false;
-    if (continuing && running.size === 0) {
-      run.carry();
-      return true;
-    }
-    if (dirty) continue;
-    const next = run.nextAt(decision, replacements);
-    // The Web UI's Current Details (records no command).
-    setCurrentDetails(nodeDetails(run.data, running.size, next, run.stepRetryAt !== undefined));
-    if (next === undefined) await condition(() => dirty);
-    else await condition(() => dirty, Math.max(1, next - Date.now()));
   }
 }
 
@@ -259,15 +246,15 @@ async function firstRead(node: string, listing: boolean, hints: ReadonlyMap<stri
 
 /**
  * Runs one activity of the node's own steps. A refusal (or a cancellation) ends the workflow;
- * any other failure (its retries exhausted) is logged and the step is tried again after STEP_RETRY_MS.
+ * any other failure (its retries exhausted) is logged and answered undefined: the machine tries
+ * the step again after STEP_RETRY_MS.
  */
-async function step<T>(run: NodeRun, what: string, call: () => Promise<T>): Promise<T | undefined> {
+async function step<T>(node: string, what: string, call: () => Promise<T>): Promise<T | undefined> {
   try {
     return await call();
   } catch (err) {
     if (isCancellation(err) || refusalOf(err, [TAINT_REFUSED])) throw err;
-    log.warn(`${what} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { node: run.data.node, error: failureMessage(err) });
-    run.stepFailed(Date.now());
+    log.warn(`${what} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { node, error: failureMessage(err) });
     return undefined;
   }
 }

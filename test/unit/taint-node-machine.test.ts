@@ -1,7 +1,7 @@
 // The node's decide / forget / ask / give-back sequence (src/taint/node-machine.ts): a table of
 // situations and what the machine does, with no cluster and no Temporal. Each row: the node's
 // taint (its age), one pod's state, what landed; then the writes, the slot messages, the steps
-// and the pod's state after.
+// and the pod's state after; then a node run's turns (next / apply) and its messages.
 import assert from 'node:assert/strict';
 import { NodeInbox, NodeMachine, NodeRun, RESEND_MS } from '../../src/taint/node-machine.ts';
 import { STEP_RETRY_MS } from '../../src/taint/replace.ts';
@@ -222,5 +222,91 @@ describe('taint: what a node\'s signals tell before its first read (NodeInbox)',
     assert.equal(inbox.recheck, true);
     assert.deepEqual([...inbox.hints], [[`${KEY}:NoSchedule`, s(3)]]);
     assert.match(inbox.taints({ taints: 'not a list' }) ?? '', /not a list/);
+  });
+});
+
+// One turn of the node's loop (NodeRun.next / apply): the operations the workflow runs, in
+// order, each outcome as scripted (ok, or its activity gave up), until the turn ends.
+interface Turn {
+  name: string;
+  tainted: boolean;
+  pod: Partial<PodEntry> & { state: PodState };
+  granted?: string[];
+  now: number;
+  recheck?: boolean;
+  listNeeded?: boolean;
+  /** Replacement steps under way (by pod) as the turn runs. */
+  running?: string[];
+  continueSuggested?: boolean;
+  /** Operations whose activity gave up. */
+  fails?: ('read' | 'list' | 'write')[];
+}
+
+interface TurnOps {
+  /** Each operation: its kind, with the replacement steps (`replace:evict:a`), or the wait's time (`wait@<s>`). */
+  ops: string[];
+  state: PodState | 'forgotten';
+}
+
+const turns: [Turn, TurnOps][] = [
+  [{ name: 'a new pod, its condition written: told, then another turn (the mark is visible from now)', tainted: true, pod: { state: 'Detected', written: {} }, now: s(1) },
+    { ops: ['write', 'tell', 'again'], state: 'Detected' }],
+  [{ name: 'told to look again: the node read, then a wait until the pod is due', tainted: true, pod: { state: 'Detected' }, now: s(1), recheck: true },
+    { ops: ['read', 'tell', 'wait@10'], state: 'Detected' }],
+  [{ name: 'its pods to list: listed (an empty list: the pod has gone, forgotten)', tainted: true, pod: { state: 'Detected' }, now: s(1), listNeeded: true },
+    { ops: ['list', 'tell', 'wait@none'], state: 'forgotten' }],
+  [{ name: 'the read gives up: no listing, no writes while the step waits', tainted: true, pod: { state: 'Detected', written: {} }, now: s(1), recheck: true, listNeeded: true, fails: ['read'] },
+    { ops: ['read', 'tell', 'wait@10'], state: 'Detected' }],
+  [{ name: 'the listing gives up: listed again later, the turn waits for what is due next', tainted: true, pod: { state: 'Replacing', ...marked }, now: s(11), listNeeded: true, fails: ['list'] },
+    { ops: ['list', 'tell', 'wait@15'], state: 'Replacing' }],
+  [{ name: 'the write gives up: the pod is forgotten only once its clear lands', tainted: false, pod: { state: 'Detected' }, now: s(1), fails: ['write'] },
+    { ops: ['write', 'tell', `wait@${1 + STEP_RETRY_MS / 1000}`], state: 'Detected' }],
+  [{ name: 'granted while queued: its eviction starts beside the turn', tainted: true, pod: { state: 'Queued', ...marked }, granted: ['a'], now: s(15) },
+    { ops: ['replace:evict:a', 'tell', 'wait@none'], state: 'Evicting' }],
+  [{ name: 'granted, continue-as-new suggested: no new step; with none under way, continue as new', tainted: true, pod: { state: 'Queued', ...marked }, granted: ['a'], now: s(15),
+    continueSuggested: true }, { ops: ['tell', 'continue'], state: 'Evicting' }],
+  [{ name: 'continue-as-new suggested with a step under way: it finishes first', tainted: true, pod: { state: 'Evicted', ...marked, evictedAt: s(15) }, now: s(16),
+    running: ['a'], continueSuggested: true }, { ops: ['tell', 'wait@none'], state: 'Evicted' }],
+  [{ name: 'the taint gone, the pod\'s clear landed: forgotten, the workflow done', tainted: false, pod: { state: 'Detected' }, now: s(1) },
+    { ops: ['write', 'tell', 'again'], state: 'forgotten' }],
+  [{ name: 'nothing left, nothing owed: done', tainted: false, pod: { state: 'Detected', written: {} }, now: s(1) },
+    { ops: ['tell', 'done'], state: 'forgotten' }],
+];
+
+describe('taint: a node run\'s turn (NodeRun.next / apply)', () => {
+  for (const [c, want] of turns) {
+    it(c.name, () => {
+      const run = new NodeRun(node({ name: c.name, tainted: c.tainted, pod: c.pod, granted: c.granted, now: c.now }));
+      run.recheck = c.recheck === true;
+      run.listNeeded = c.listNeeded === true;
+      const fails = new Set(c.fails ?? []);
+      const running = new Set(c.running ?? []);
+      const ops: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        const op = run.next(c.now, { running, woken: false, continueSuggested: c.continueSuggested === true });
+        if (op.kind === 'read') {
+          run.apply({ kind: 'read', state: fails.has('read') ? undefined : { taints: run.data.taints, settings }, hints: new Map() }, c.now);
+        } else if (op.kind === 'list') {
+          run.apply({ kind: 'list', listing: fails.has('list') ? undefined : [], mark: undefined, listedAt: op.listedAt }, c.now);
+        } else if (op.kind === 'write') {
+          run.apply(fails.has('write') ? { kind: 'write', ok: false, marked: undefined } : { kind: 'write', ok: true, marked: {} }, c.now);
+        }
+        if (op.kind === 'replace') ops.push(...op.steps.map((r) => `replace:${r.kind}:${r.uid}`));
+        else if (op.kind === 'wait') ops.push(`wait@${op.until === undefined ? 'none' : (op.until - 1_000_000) / 1000}`);
+        else ops.push(op.kind);
+        if (['done', 'continue', 'again', 'wait'].includes(op.kind)) break;
+      }
+      assert.deepEqual({ ops, state: run.data.pods.a?.state ?? 'forgotten' }, want);
+    });
+  }
+
+  it('the data it was given is left as it was', () => {
+    const d = node({ name: '', tainted: true, pod: { state: 'Queued', ...marked }, granted: ['a'], now: s(15) });
+    const before = structuredClone(d);
+    const run = new NodeRun(d);
+    run.listNeeded = false;
+    run.next(s(15), { running: new Set(), woken: false, continueSuggested: false });
+    assert.equal(run.data.pods.a!.state, 'Evicting');
+    assert.deepEqual(d, before);
   });
 });
