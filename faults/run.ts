@@ -9,12 +9,11 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { enableAuditLog, currentSandbox, status, up } from '../src/sandbox/sandbox.ts';
 import { pkiPaths } from '../src/sandbox/certs.ts';
 import { waitFor } from '../test/harness/wait.ts';
-import { AuditLog } from './audit.ts';
 import { ApiProxy } from './proxy.ts';
 import { CAPABILITIES, FAULT_KINDS, faultPlan, formatReport, rng, type Capability, type FaultKind, type RoundRecord } from './report.ts';
+import { auditedSandbox } from './sandbox.ts';
 import { endRun, scenarioFor } from './scenarios.ts';
 import { Fault, openWorld, Tend } from './world.ts';
 
@@ -69,22 +68,8 @@ const stateDir = resolve(opts['state-dir']);
 const say = (m: string) => console.error(`[faults ${new Date().toISOString().slice(11, 19)}] ${m}`);
 say(`seed ${seed} (repeat with --seed ${seed}); capabilities ${capabilities.join(', ')}; ${rounds} round(s) each`);
 
-// The sandbox: reused when it runs, else started with the audit log on.
-const p = (port: number) => port + offset;
-const components = await status(stateDir);
-let info = components.every((c) => c.running) ? await currentSandbox(stateDir) : undefined;
-if (!info) {
-  info = await up({
-    stateDir,
-    settings: {
-      nodes: 3, timeScale: 0.1, nodeMonitorGraceSeconds: 8, auditLog: true,
-      ports: { etcdClient: p(24790), etcdPeer: p(25800), apiserver: p(17443), controllerManager: p(11357), scheduler: p(11359), temporal: p(7333), temporalUi: p(8333) },
-    },
-    progress: (m) => say(`sandbox: ${m}`),
-  });
-}
-const audit = new AuditLog(await enableAuditLog(stateDir, (m) => say(`sandbox: ${m}`)));
-info = (await currentSandbox(stateDir))!;
+// The sandbox: reused when it runs, else started; its audit log on.
+const { info, audit } = await auditedSandbox(stateDir, offset, say);
 say(`sandbox ${stateDir}: kube-apiserver ${info.apiserver}, Temporal ${info.temporalAddress}; audit log ${audit.path}`);
 
 const proxy = new ApiProxy(pkiPaths(join(stateDir, 'pki')), info.settings.ports.apiserver);
@@ -104,7 +89,7 @@ for (const capability of capabilities) {
   let tend: Tend | undefined;
   try {
     const config = await scenario.setup(world);
-    tend = new Tend(config, dir, capability, scenario.watcher, p(19400));
+    tend = new Tend(config, dir, capability, scenario.watcher, 19400 + offset);
     tend.start();
     for (let i = 0; i < rounds; i++) {
       // Each round starts with tend up: a part killed by the last round's fault may still be starting (bundling its workflows).

@@ -1,4 +1,4 @@
-// `npm run fuzz -- [--messages N] [--seed S] [--time-limit SECONDS]`: the message fuzzer.
+// `npm run fuzz -- [--messages N] [--seed S] [--time-limit SECONDS] [--batch N] [--concurrency N]`: the message fuzzer.
 // On a sandbox of its own (or a running one it reuses, with kube-apiserver's
 // audit log turned on), with tend's worker and watcher running all four
 // capabilities at small limits, it sends generated messages to every handler
@@ -6,12 +6,15 @@
 // normal operation (a repair, a taint, an App restart, a Service recovery),
 // and after each batch checks the invariants (fuzz/invariants.ts). Prints a
 // table per workflow type and handler, and exits 1 on any violation. Leaves
-// nothing running. See docs/security.md.
-import { readFile, writeFile, mkdir, stat } from 'node:fs/promises';
+// nothing running. Bounded in time: no message is sent past --time-limit, and
+// the run ends (the batch in hand checked, everything it started ended) within
+// TAIL_MS after it, or stops itself saying so. See docs/security.md.
+import { open, readFile, writeFile, mkdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { enableAuditLog, currentSandbox, status, up, TEND_USER } from '../src/sandbox/sandbox.ts';
+import { TEND_USER } from '../src/sandbox/sandbox.ts';
 import { kubeClients, loadKubeConfig } from '../src/kube/client.ts';
 import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { REPAIR_QUEUE_WORKFLOW_ID, enableUpdate, listQuery } from '../src/repair/messages.ts';
@@ -19,21 +22,27 @@ import { SLOTS_WORKFLOW_ID, slotsStatusQuery } from '../src/taint/messages.ts';
 import { SAFETY_WORKFLOW_ID } from '../src/safety/messages.ts';
 import { getApp } from '../test/harness/apps.ts';
 import { waitFor } from '../test/harness/wait.ts';
-import { AuditLog } from '../faults/audit.ts';
+import { auditedSandbox } from '../faults/sandbox.ts';
 import { peakInFlight, replacingMarks, replicaSetStatuses } from '../faults/invariants.ts';
 import { Tend } from '../faults/world.ts';
 import { Draw } from './generate.ts';
 import { type Context, exportedBounds, type Message, nextMessage, targets } from './targets.ts';
 import { commandRuns, cordons, historySize, identity, outsideConfiguration, repairLimit, stuckTask, taskFailures, type Violation } from './invariants.ts';
-import { fuzzClient, send } from './send.ts';
+import { eachAtMost, fuzzClient, Lanes, send } from './send.ts';
 import { cordonedNodes, MAX_CONCURRENT_REPAIRS, MAX_CONCURRENT_REPLACEMENTS, probeApps, probeRepair, probeTaint, probeWeeder, setUp, startSafety, taintLater, TASK_QUEUE, uncordon, untaint, untaintLater, type ProbeResult, type Setup } from './world.ts';
 import { expectedId, formatReport, type Row, rowKey } from './report.ts';
 
 /** What --report writes: the table's rows and every violation (the e2e test reads it). */
 export interface FuzzReport {
   seed: number;
+  /** Messages asked for (--messages), and sent. */
+  total: number;
   sent: number;
   batches: number;
+  /** Sending stopped at --time-limit, before `total` were sent. */
+  timeLimited: boolean;
+  /** The run's time, from its start to its report. */
+  seconds: number;
   rows: Row[];
   violations: (Violation & { batch: number })[];
   /** The run itself failed (the sandbox, tend, a probe's setup): its stack. */
@@ -41,8 +50,18 @@ export interface FuzzReport {
 }
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
-const usage = `usage: npm run fuzz -- [--messages N] [--seed S] [--time-limit SECONDS] [--batch N]
-                     [--state-dir DIR] [--port-offset N] [--report FILE] [--down]`;
+/**
+ * After the time limit: the batch in hand's sends still in flight (20 s), its probes (each bounded
+ * by its usual time, the weeder's the longest at 4 min), its checks (a cordon waited out 30 s, the
+ * histories read) and the run's end (its workflows given a minute to end, tend 30 s to stop).
+ */
+const TAIL_MS = 8 * 60_000;
+const usage = `usage: npm run fuzz -- [--messages N] [--seed S] [--time-limit SECONDS] [--batch N] [--concurrency N]
+                     [--state-dir DIR] [--port-offset N] [--report FILE] [--down]
+  --time-limit  no message is sent past it (default 3600); the run then checks the batch in hand
+                and ends what it started, within ${TAIL_MS / 60_000} more minutes, or stops itself saying so
+  --batch       messages per batch, each beside one round of normal operation, then checked (default 1000)
+  --concurrency messages in flight at once, to different workflows (default 8)`;
 
 function fail(message: string): never {
   console.error(`fuzz: ${message}\n${usage}`);
@@ -56,7 +75,8 @@ try {
       messages: { type: 'string', default: '2000' },
       seed: { type: 'string' },
       'time-limit': { type: 'string', default: '3600' },
-      batch: { type: 'string', default: '200' },
+      batch: { type: 'string', default: '1000' },
+      concurrency: { type: 'string', default: '8' },
       'state-dir': { type: 'string', default: join(repo, '.tend', 'fuzz') },
       'port-offset': { type: 'string', default: '90' },
       report: { type: 'string' },
@@ -80,28 +100,18 @@ const total = whole('messages', opts.messages, 1);
 const seed = opts.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : whole('seed', opts.seed, 0);
 const timeLimitMs = whole('time-limit', opts['time-limit'], 1) * 1000;
 const batchSize = whole('batch', opts.batch, 1);
+const concurrency = whole('concurrency', opts.concurrency, 1);
 const offset = whole('port-offset', opts['port-offset'], 0);
 const stateDir = resolve(opts['state-dir']);
 const began = Date.now();
+const deadline = began + timeLimitMs;
 
 const say = (m: string) => console.error(`[fuzz ${new Date().toISOString().slice(11, 19)}] ${m}`);
-say(`seed ${seed} (repeat with --seed ${seed}); ${total} message(s) in batches of ${batchSize}; at most ${timeLimitMs / 1000} s`);
+say(`seed ${seed} (repeat with --seed ${seed}); ${total} message(s) in batches of ${batchSize}, ${concurrency} at once; `
+  + `sending for at most ${timeLimitMs / 1000} s, ending within ${(timeLimitMs + TAIL_MS) / 1000} s`);
 
-// The sandbox: reused when it runs, else started with the audit log on.
-const p = (port: number) => port + offset;
-let info = (await status(stateDir)).every((c) => c.running) ? await currentSandbox(stateDir) : undefined;
-if (!info) {
-  info = await up({
-    stateDir,
-    settings: {
-      nodes: 3, timeScale: 0.1, nodeMonitorGraceSeconds: 8, auditLog: true,
-      ports: { etcdClient: p(24790), etcdPeer: p(25800), apiserver: p(17443), controllerManager: p(11357), scheduler: p(11359), temporal: p(7333), temporalUi: p(8333) },
-    },
-    progress: (m) => say(`sandbox: ${m}`),
-  });
-}
-const audit = new AuditLog(await enableAuditLog(stateDir, (m) => say(`sandbox: ${m}`)));
-info = (await currentSandbox(stateDir))!;
+// The sandbox: reused when it runs, else started; its audit log on.
+const { info, audit } = await auditedSandbox(stateDir, offset, say);
 say(`sandbox ${stateDir}: kube-apiserver ${info.apiserver}, Temporal ${info.temporalAddress} (loopback); audit log ${audit.path}`);
 
 const kube = kubeClients(loadKubeConfig({ kubeconfig: info.kubeconfig }));
@@ -135,8 +145,8 @@ const d = new Draw(seed);
 
 let setup: Setup | undefined;
 let tend: Tend | undefined;
-/** Hand starts still to be looked at and ended. */
-let handStarts: { m: Message; runId: string }[] = [];
+/** Hand starts still to be looked at and ended, with when each was started. */
+let handStarts: { m: Message; runId: string; at: number }[] = [];
 /** Each run's last event looked at; runs closed and looked at are done. */
 const seenEvents = new Map<string, number>();
 const done = new Set<string>();
@@ -170,9 +180,23 @@ async function readContext(s: Setup): Promise<Context> {
   return c;
 }
 
+/** A file's text from byte `from` on (the worker's log grows to many MB over a long run: its start is not read again). */
+async function textFrom(file: string, from: number): Promise<string> {
+  const fh = await open(file, 'r').catch(() => undefined);
+  if (!fh) return '';
+  try {
+    const size = (await fh.stat()).size;
+    const buf = Buffer.alloc(Math.max(0, size - from));
+    await fh.read(buf, 0, buf.length, from);
+    return buf.toString('utf8');
+  } finally {
+    await fh.close();
+  }
+}
+
 /** Worker log lines since `from` that say a signal was ignored: per type and handler. */
 async function ignoredSince(logFile: string, from: number): Promise<Map<string, number>> {
-  const text = (await readFile(logFile, 'utf8').catch(() => '')).slice(from);
+  const text = await textFrom(logFile, from);
   const names = [...new Set(ts.flatMap((t) => t.handlers.filter((h) => h.kind === 'signal').map((h) => h.name)))].sort((a, b) => b.length - a.length);
   const out = new Map<string, number>();
   for (const line of text.split('\n')) {
@@ -192,47 +216,78 @@ async function ignoredSince(logFile: string, from: number): Promise<Map<string, 
   return out;
 }
 
-/** Every run on tend's task queue since the fuzzer began: its task failures, its size, a task stuck failing. */
+/** When the histories were last looked at: a run closed before it was looked at then. */
+let historiesAt = began;
+
+/**
+ * Every run on tend's task queue since the fuzzer began: its task failures, its size, a task stuck
+ * failing. A run's history is read again only when it grew; runs closed and looked at are done.
+ */
 async function checkHistories(): Promise<Violation[]> {
   const out: Violation[] = [];
   const since = new Date(began - 60_000).toISOString();
+  // Closed runs from a while before the last look on (visibility follows a close by a moment).
+  const closedSince = new Date(historiesAt - 5 * 60_000).toISOString();
+  historiesAt = Date.now();
   const runs: { workflowId: string; runId: string; type: string; status: string }[] = [];
-  for await (const wf of client.workflow.list({ query: `TaskQueue="${TASK_QUEUE}" AND StartTime > "${since}"` })) {
+  for await (const wf of client.workflow.list({ query: `TaskQueue="${TASK_QUEUE}" AND StartTime > "${since}" AND (ExecutionStatus="Running" OR CloseTime > "${closedSince}")` })) {
     if (!done.has(wf.runId)) runs.push({ workflowId: wf.workflowId, runId: wf.runId, type: wf.type, status: wf.status.name });
   }
-  for (const r of runs) {
+  await eachAtMost(4, runs, async (r) => {
     const type = typeOf.get(r.type) ?? r.type;
     const h = client.workflow.getHandle(r.workflowId, r.runId);
     try {
       const desc = await h.describe();
       const raw = desc.raw as { workflowExecutionInfo?: { historyLength?: unknown; historySizeBytes?: unknown }; pendingWorkflowTask?: { attempt?: number } | null };
+      const length = Number(raw.workflowExecutionInfo?.historyLength ?? 0);
       // Each run's size and stuck task once: they last.
       const lasting = [
-        ...historySize(type, r.workflowId, Number(raw.workflowExecutionInfo?.historyLength ?? 0), Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0)),
+        ...historySize(type, r.workflowId, length, Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0)),
         ...stuckTask(type, r.workflowId, raw.pendingWorkflowTask?.attempt),
       ];
       if (lasting.length && !reported.has(r.runId)) out.push(...lasting);
       if (lasting.length) reported.add(r.runId);
-      const history = await h.fetchHistory();
-      const events = history.events ?? [];
-      out.push(...taskFailures(type, r.workflowId, events, seenEvents.get(r.runId) ?? 0));
-      seenEvents.set(r.runId, Number(events.at(-1)?.eventId ?? 0));
+      const seen = seenEvents.get(r.runId) ?? 0;
+      if (length > seen) {
+        const events = (await h.fetchHistory()).events ?? [];
+        out.push(...taskFailures(type, r.workflowId, events, seen));
+        seenEvents.set(r.runId, Number(events.at(-1)?.eventId ?? 0));
+      }
       if (desc.status.name !== 'RUNNING') done.add(r.runId);
     } catch (err) {
       say(`  could not read ${r.workflowId}: ${(err as Error).message}`);
     }
-  }
+  });
   return out;
 }
 
-/** Each hand start's fate: refused (it failed or was never started), taken (it ran or runs); any still running is ended. */
-async function settleHandStarts(): Promise<Violation[]> {
+/** A hand start is looked at once this old (a refusal comes with its first workflow task)... */
+const HAND_START_LOOK_MS = 5_000;
+/** ...and judged by this age even if its first workflow task has not run yet. */
+const HAND_START_JUDGE_MS = 60_000;
+
+/**
+ * Each hand start's fate: refused (it failed or was never started), taken (it ran or runs); any still
+ * running is ended. While the batch runs (`all` false), those not yet HAND_START_LOOK_MS old are left for
+ * later, and so are those on tend's task queue whose first workflow task has not run: each is ended
+ * soon after it is started, so that one under a tend workflow's id does not keep that workflow out
+ * for long (tend fails closed on it: docs/security.md).
+ */
+async function settleHandStarts(all: boolean): Promise<Violation[]> {
   const out: Violation[] = [];
-  for (const { m, runId } of handStarts) {
-    const row = rows.get(rowKey(m.type, 'start', 'start'))!;
+  const starts = handStarts;
+  handStarts = [];
+  const later: typeof starts = [];
+  await eachAtMost(8, starts, async (start) => {
+    const { m, runId, at } = start;
+    const age = Date.now() - at;
+    if (!all && age < HAND_START_LOOK_MS) return void later.push(start);
     const h = client.workflow.getHandle(m.workflowId, runId);
     const desc = await h.describe().catch(() => undefined);
     const st = desc?.status.name ?? 'UNKNOWN';
+    const firstTaskRun = !(desc?.raw as { pendingWorkflowTask?: unknown } | undefined)?.pendingWorkflowTask;
+    if (!all && st === 'RUNNING' && m.start!.taskQueue === TASK_QUEUE && !firstTaskRun && age < HAND_START_JUDGE_MS) return void later.push(start);
+    const row = rows.get(rowKey(m.type, 'start', 'start'))!;
     if (st === 'FAILED' || st === 'TERMINATED' || st === 'TIMED_OUT' || st === 'CANCELLED') {
       row.refused++;
     } else {
@@ -240,8 +295,8 @@ async function settleHandStarts(): Promise<Violation[]> {
     }
     if (m.start!.taskQueue === TASK_QUEUE && expectedId(m) !== m.workflowId) out.push(...identity(m.type, m.workflowId, st, m.note));
     if (st === 'RUNNING') await h.terminate('fuzz: a hand start is ended once looked at').catch(() => undefined);
-  }
-  handStarts = [];
+  });
+  handStarts.push(...later);
   return out;
 }
 
@@ -260,7 +315,7 @@ async function deleteRunNamespaces() {
 
 /** The non-valid messages sent to these types in the 5 s before `at`, newest first. */
 function justBefore(sent: { m: Message; at: number }[], at: number, types: string[]): string {
-  const near = sent.filter((x) => types.includes(x.m.type) && x.at <= at && x.at >= at - 5000).reverse();
+  const near = sent.filter((x) => types.includes(x.m.type) && x.at <= at && x.at >= at - 5000).sort((a, b) => b.at - a.at);
   return near.slice(0, 6).map((x) => `${x.m.kind} ${x.m.handler} to ${x.m.workflowId} ${x.m.family} (${x.m.note}) at ${new Date(x.at).toISOString().slice(11, 23)}`).join('; ') || 'none';
 }
 
@@ -269,52 +324,99 @@ const capabilityTypes: Record<ProbeResult['capability'], string[]> = {
   repair: ['repair-queue', 'repair/<index>'], taint: ['taint-replacements', 'taint/<node>'], apps: ['app'], weeder: ['weeder'],
 };
 
+/** One round of normal operation: each capability's probe, side by side; each result with its time. */
+async function probeRound(s: Setup, k: number): Promise<(ProbeResult & { ms: number })[]> {
+  const timed = (capability: ProbeResult['capability'], probe: () => Promise<ProbeResult>) => {
+    const t = Date.now();
+    return probe().catch((err: Error) => ({ capability, ok: false, detail: `the probe failed: ${err.message}` })).then((r) => ({ ...r, ms: Date.now() - t }));
+  };
+  return Promise.all([
+    timed('repair', () => probeRepair(client, s, k)),
+    timed('taint', () => probeTaint(kube, s)),
+    timed('apps', () => probeApps(kube, s)),
+    timed('weeder', () => probeWeeder(kube, s)),
+  ]);
+}
+
+/** Probe rounds run so far (each picks the next Nodes to repair). */
+let roundsRun = 0;
+
 async function batch(s: Setup, n: number, logFile: string): Promise<void> {
+  const t0 = Date.now();
   const mark = await audit.mark();
   const runsFrom = (await readFile(s.runsFile, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
   const logFrom = await stat(logFile).then((x) => x.size, () => 0);
   // A Node's workflow that lives through the batch, for messages to reach.
   const held = s.nodes[(n + 2) % s.nodes.length]!.name;
   await taintLater(kube, held);
-  // Normal operation beside the messages: each capability's probe.
-  const probes = Promise.all([
-    probeRepair(client, s, n).catch((err: Error) => ({ capability: 'repair' as const, ok: false, detail: `the probe failed: ${err.message}` })),
-    probeTaint(kube, s).catch((err: Error) => ({ capability: 'taint' as const, ok: false, detail: `the probe failed: ${err.message}` })),
-    probeApps(kube, s).catch((err: Error) => ({ capability: 'apps' as const, ok: false, detail: `the probe failed: ${err.message}` })),
-    probeWeeder(kube, s).catch((err: Error) => ({ capability: 'weeder' as const, ok: false, detail: `the probe failed: ${err.message}` })),
-  ]);
+  // Normal operation beside the messages, all along: each capability's probe, round after round until the sending ends.
+  const results: (ProbeResult & { ms: number })[] = [];
+  let sending = true;
+  const operation = (async () => {
+    do results.push(...await probeRound(s, roundsRun++));
+    while (sending);
+  })();
   // Forged reports want a running entry to name: wait for one, briefly.
   await waitFor('a running repair entry', async () => (await readContext(s)).runningEntries.length > 0, { timeoutMs: 15_000 }).catch(() => undefined);
   let c = await readContext(s);
+  const t1 = Date.now();
   const delivered = new Map<string, number>();
   const sentTo = new Map<string, Message[]>();
   /** When each non-valid message was sent, to name the ones just before a limit was passed. */
   const sentAt: { m: Message; at: number }[] = [];
+  const lanes = new Lanes(concurrency);
+  // Hand starts looked at and ended while the batch runs.
+  const settled: Violation[] = [];
+  let sendingEnded!: () => void;
+  const sendingOver = new Promise<void>((resolve) => (sendingEnded = resolve));
+  const settling = (async () => {
+    while (sending) {
+      await Promise.race([sleep(HAND_START_LOOK_MS), sendingOver]);
+      if (sending) settled.push(...await settleHandStarts(false));
+    }
+  })();
+  /** The run's facts read again every 25 messages, beside the sending. */
+  let reading: Promise<void> | undefined;
+  const before = sent;
   const count = Math.min(batchSize, total - sent);
-  for (let i = 0; i < count && Date.now() - began < timeLimitMs; i++) {
-    if (i > 0 && i % 25 === 0) c = await readContext(s);
+  for (let i = 0; i < count && Date.now() < deadline; i++) {
+    if (i > 0 && i % 25 === 0 && !reading) {
+      reading = readContext(s).then((x) => {
+        c = x;
+      }, () => undefined).finally(() => (reading = undefined));
+    }
     const m = nextMessage(ts, c, d, bounds, 'tend-fuzz-elsewhere');
     if (!m) continue;
     const row = rows.get(rowKey(m.type, m.handler, m.kind))!;
     row.sent++;
     row.families[m.family] = (row.families[m.family] ?? 0) + 1;
     sent++;
-    sentTo.set(m.type, [...(sentTo.get(m.type) ?? []), m]);
-    if (m.family !== 'valid') sentAt.push({ m, at: Date.now() });
-    const o = await send(client, m);
-    // An operator's command taken from a broken message (a pause, a disable) is undone at once, as an operator would.
-    if (m.operator && o.outcome !== 'refused') {
-      operatorTaken.push(`${m.type} ${m.handler} ${m.family} (${m.note})`);
-      await undoOperator();
-    }
-    if (o.outcome === 'refused') {
-      row.refused++;
-      if (!refusals.has(rowKey(m.type, m.handler, m.kind))) refusals.set(rowKey(m.type, m.handler, m.kind), `${m.family} (${m.note}): ${o.reason}`);
-    } else if (o.outcome === 'accepted') row.accepted++;
-    else if (o.outcome === 'delivered') delivered.set(rowKey(m.type, m.handler, m.kind), (delivered.get(rowKey(m.type, m.handler, m.kind)) ?? 0) + 1);
-    else handStarts.push({ m, runId: o.runId });
+    if (!sentTo.has(m.type)) sentTo.set(m.type, []);
+    sentTo.get(m.type)!.push(m);
+    await lanes.add(m.workflowId, async () => {
+      if (m.family !== 'valid') sentAt.push({ m, at: Date.now() });
+      const o = await send(client, m);
+      // An operator's command taken from a broken message (a pause, a disable) is undone at once, as an operator would.
+      if (m.operator && o.outcome !== 'refused') {
+        operatorTaken.push(`${m.type} ${m.handler} ${m.family} (${m.note})`);
+        await undoOperator();
+      }
+      if (o.outcome === 'refused') {
+        row.refused++;
+        if (!refusals.has(rowKey(m.type, m.handler, m.kind))) refusals.set(rowKey(m.type, m.handler, m.kind), `${m.family} (${m.note}): ${o.reason}`);
+      } else if (o.outcome === 'accepted') row.accepted++;
+      else if (o.outcome === 'delivered') delivered.set(rowKey(m.type, m.handler, m.kind), (delivered.get(rowKey(m.type, m.handler, m.kind)) ?? 0) + 1);
+      else handStarts.push({ m, runId: o.runId, at: Date.now() });
+    });
   }
-  const results = await probes;
+  await lanes.drain();
+  await reading;
+  const t2 = Date.now();
+  sending = false;
+  sendingEnded();
+  await settling;
+  await operation;
+  const t3 = Date.now();
   await untaintLater(kube, held);
   const found: Violation[] = [];
   for (const r of results) {
@@ -325,7 +427,7 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
       detail: `${r.detail}; this batch sent its workflows ${suspects.length} non-valid message(s), e.g. ${suspects.slice(0, 6).map((m) => `${m.handler} ${m.family} (${m.note})`).join('; ') || 'none'}`,
     });
   }
-  found.push(...await settleHandStarts());
+  found.push(...settled, ...await settleHandStarts(true));
   // Signals: taken or ignored, as the worker logged it.
   const ignored = await ignoredSince(logFile, logFrom);
   for (const [key, n] of delivered) {
@@ -367,11 +469,40 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
     const row = v.kind ? rows.get(rowKey(v.type, v.handler, v.kind)) : [...rows.values()].find((r) => r.type === v.type && r.handler === v.handler);
     if (row) row.violations++;
   }
-  say(`batch ${n + 1}: ${count} message(s) (${sent}/${total}); probes ${results.map((r) => `${r.capability} ${r.ok ? 'ok' : 'FAILED'}`).join(', ')}; ${found.length} violation(s)`);
+  const secs = (ms: number) => `${(ms / 1000).toFixed(0)} s`;
+  const slowest = (['repair', 'taint', 'apps', 'weeder'] as const).map((cap) => {
+    const mine = results.filter((r) => r.capability === cap);
+    return `${cap} ${mine.every((r) => r.ok) ? 'ok' : `FAILED ${mine.filter((r) => !r.ok).length}×`} (≤ ${secs(Math.max(...mine.map((r) => r.ms)))})`;
+  });
+  say(`batch ${n + 1}: ${sent - before} message(s) (${sent}/${total}) in ${secs(t2 - t1)}; ${results.length / 4} probe round(s): ${slowest.join(', ')}; `
+    + `${found.length} violation(s); ${secs(Date.now() - t0)} in all (prepared ${secs(t1 - t0)}, probes after sending ${secs(t3 - t2)}, checked ${secs(Date.now() - t3)})`);
   for (const v of found) say(`  VIOLATION ${v.type} ${v.handler}: ${v.invariant}: ${v.detail}`);
 }
 
 let error: string | undefined;
+let timeLimited = false;
+
+/** The table, the report file, the exit code: at the end, or when the run outlasts its bound. */
+async function finish(): Promise<never> {
+  const report = formatReport([...rows.values()], violations, seed, sent, batches, refusals);
+  console.log(`\n${report}`);
+  if (timeLimited) console.log(`\ntime limit: ${sent} of ${total} message(s) sent in ${timeLimitMs / 1000} s`);
+  if (operatorTaken.length) console.log(`\nOPERATOR'S COMMANDS TAKEN FROM A BROKEN MESSAGE (undone at once; not violations)\n${operatorTaken.map((x) => `- ${x}`).join('\n')}`);
+  if (error) console.log(`\nTHE RUN FAILED: ${error}`);
+  console.log(`\nrepeat: npm run fuzz -- --messages ${total} --seed ${seed} --batch ${batchSize} --concurrency ${concurrency} --state-dir ${stateDir}`);
+  const seconds = Math.round((Date.now() - began) / 1000);
+  if (opts.report) await writeFile(opts.report, JSON.stringify({ seed, total, sent, batches, timeLimited, seconds, rows: [...rows.values()], violations, error } satisfies FuzzReport, null, 2));
+  return process.exit(error ? 2 : violations.length ? 1 : 0);
+}
+
+// The run's bound, held: past it, tend is killed and the run reports what it has, as failed (what it started is left to the next run's fresh start).
+setTimeout(() => {
+  error = `the run outlasted its bound: ${(timeLimitMs + TAIL_MS) / 1000} s (--time-limit ${timeLimitMs / 1000} s and ${TAIL_MS / 1000} s to end); stopped`;
+  say(error);
+  for (const part of tend?.parts ?? []) part.child?.kill('SIGKILL');
+  void finish();
+}, timeLimitMs + TAIL_MS).unref();
+
 try {
   setup = await setUp(kube, info, dir);
   say(`namespace ${setup.namespace}; tend's configuration ${setup.config}; its logs in ${dir}`);
@@ -380,7 +511,7 @@ try {
   tend.start();
   await waitFor('tend\'s worker and watcher to serve', () => tend!.ready(), { timeoutMs: 300_000 });
   await startSafety(client);
-  while (sent < total && Date.now() - began < timeLimitMs) {
+  while (sent < total && Date.now() < deadline) {
     await batch(setup, batches, tend.worker.log);
     batches++;
     for (const part of tend.parts) {
@@ -391,17 +522,24 @@ try {
       }
     }
   }
-  if (sent < total) say(`time limit reached after ${sent} message(s)`);
+  timeLimited = sent < total;
+  if (timeLimited) say(`time limit reached: ${sent} of ${total} message(s) sent`);
 } catch (err) {
   error = (err as Error).stack ?? String(err);
   say(`the run failed: ${error}`);
 } finally {
   // Nothing left running: hand starts, every workflow on tend-fuzz's queue (cancelled first, so that cordons are lifted), tend itself.
-  await settleHandStarts().catch(() => undefined);
-  for (const wf of await running().catch(() => [])) {
-    if (wf.workflowId !== SAFETY_WORKFLOW_ID) await client.workflow.getHandle(wf.workflowId, wf.runId).cancel().catch(() => undefined);
-  }
-  await waitFor('the run\'s workflows to end', async () => (await running()).every((wf) => wf.workflowId === SAFETY_WORKFLOW_ID), { timeoutMs: 60_000 }).catch(() => undefined);
+  // The watcher first, so that it starts none again; the queue goes on after a cancel (it is terminated with the rest).
+  const t = Date.now();
+  await tend?.watcher.stop('SIGTERM');
+  await settleHandStarts(true).catch(() => undefined);
+  const goOn = (wf: { workflowId: string }) => wf.workflowId === SAFETY_WORKFLOW_ID || wf.workflowId === REPAIR_QUEUE_WORKFLOW_ID;
+  await eachAtMost(8, (await running().catch(() => [])).filter((wf) => wf.workflowId !== SAFETY_WORKFLOW_ID), async (wf) => {
+    await client.workflow.getHandle(wf.workflowId, wf.runId).cancel().catch(() => undefined);
+  });
+  await waitFor('the run\'s workflows to end', async () => (await running()).every(goOn), { timeoutMs: 60_000 }).catch(async () => {
+    say(`still running a minute after they were cancelled, terminated: ${(await running().catch(() => [])).filter((wf) => !goOn(wf)).map((wf) => wf.workflowId).join(', ')}`);
+  });
   await terminateAll('fuzz: the run is over');
   await tend?.stop();
   if (setup) {
@@ -411,17 +549,12 @@ try {
     }
   }
   await deleteRunNamespaces();
+  say(`ended what the run started in ${Math.round((Date.now() - t) / 1000)} s`);
 }
 
-const report = formatReport([...rows.values()], violations, seed, sent, batches, refusals);
-console.log(`\n${report}`);
-if (operatorTaken.length) console.log(`\nOPERATOR'S COMMANDS TAKEN FROM A BROKEN MESSAGE (undone at once; not violations)\n${operatorTaken.map((x) => `- ${x}`).join('\n')}`);
-if (error) console.log(`\nTHE RUN FAILED: ${error}`);
-console.log(`\nrepeat: npm run fuzz -- --messages ${total} --seed ${seed} --batch ${batchSize} --state-dir ${stateDir}`);
-if (opts.report) await writeFile(opts.report, JSON.stringify({ seed, sent, batches, rows: [...rows.values()], violations, error } satisfies FuzzReport, null, 2));
 await client.connection.close();
 if (opts.down) {
   const { down } = await import('../src/sandbox/sandbox.ts');
   await down(stateDir, { progress: (m) => say(`sandbox: ${m}`) });
 }
-process.exit(error ? 2 : violations.length ? 1 : 0);
+await finish();

@@ -113,3 +113,46 @@ export async function send(client: Client, m: Message): Promise<Outcome> {
     return { outcome: 'refused', reason: reasonOf(err) };
   }
 }
+
+/**
+ * Sends at most `limit` messages at once, and to each workflow id one at a time, in the order they
+ * were drawn: a sender's sequence to each workflow, as before, with the workflows sent to side by side.
+ */
+export class Lanes {
+  private readonly limit: number;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly lanes = new Map<string, Promise<void>>();
+  /** A job's failure: kept, its lane goes on, and drain() throws it. */
+  private failure?: unknown;
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+
+  /** Queues `job` behind the last one for `key`; resolves once it is queued (waiting while `limit` are in flight). */
+  async add(key: string, job: () => Promise<void>): Promise<void> {
+    while (this.inFlight.size >= this.limit) await Promise.race(this.inFlight);
+    const p: Promise<void> = (this.lanes.get(key) ?? Promise.resolve()).then(job).catch((err: unknown) => {
+      this.failure ??= err;
+    }).finally(() => {
+      this.inFlight.delete(p);
+      if (this.lanes.get(key) === p) this.lanes.delete(key);
+    });
+    this.inFlight.add(p);
+    this.lanes.set(key, p);
+  }
+
+  /** Every queued job done; the first that failed, thrown. */
+  async drain(): Promise<void> {
+    await Promise.all(this.inFlight);
+    if (this.failure !== undefined) throw this.failure;
+  }
+}
+
+/** `fn` over every item, at most `limit` at once. */
+export async function eachAtMost<T>(limit: number, items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
