@@ -2,12 +2,14 @@
 // activities and workflow fail with, and the checks every message gets: shared
 // by the workflow, the watcher and the CLI. Each message is documented, with a
 // `temporal` CLI line, in docs/apps.md. Anyone who may write to tend's
-// namespace can send them: each is measured (pastLimits) before it is read, and
-// its numbers are hints the workflow confirms by reading the App itself.
+// namespace can send them: each is measured before it is read and checked field
+// by field (src/checks/message.ts), and its numbers are hints the workflow
+// confirms by reading the App itself.
 // Pure: imported by workflow code.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { pastLimits, type ValueLimits } from '../checks/limits.ts';
-import { preview } from '../checks/preview.ts';
+import type { ValueLimits } from '../checks/limits.ts';
+import { checkMessage } from '../checks/message.ts';
+import { maxLength, minLength, number, oneOf, optional, strictObject, string, type Shape } from '../checks/shape.ts';
 import type { AppEntityData } from './entity.ts';
 import { MAX_RESTART_TIMEOUT_SECONDS, type ActualState, type DesiredState } from './types.ts';
 
@@ -69,40 +71,36 @@ const UID_MAX = 128;
 /** Most commands an App's workflow keeps queued: an update past it is refused (a restart queues two). */
 export const MAX_QUEUED_COMMANDS = 64;
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const generation = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const wholeNumber = (what: string) => number(`${what} must be a whole number`, (n) => (Number.isSafeInteger(n) && n >= 0 ? undefined : `${what} must be a whole number`));
+
+const appChangedShape: Shape<AppChanged> = strictObject({
+  generation: wholeNumber('generation'),
+  uid: optional(string(`uid must be a UID of at most ${UID_MAX} characters`,
+    minLength(1, `uid must be a UID of at most ${UID_MAX} characters`), maxLength(UID_MAX, `uid must be a UID of at most ${UID_MAX} characters`))),
+  stoppedGeneration: optional(wholeNumber('stoppedGeneration')),
+}, 'its payload must be an object like {"generation":3,"uid":"..."}');
+
+const restartShape: Shape<RestartRequest> = strictObject({
+  strategy: optional(oneOf(['stop-start', 'rolling'] as const, 'strategy must be stop-start or rolling')),
+  timeoutSeconds: optional(number(`timeoutSeconds must be a whole number from 1 to ${MAX_RESTART_TIMEOUT_SECONDS}`,
+    (t) => (Number.isSafeInteger(t) && t >= 1 && t <= MAX_RESTART_TIMEOUT_SECONDS ? undefined : `timeoutSeconds must be a whole number from 1 to ${MAX_RESTART_TIMEOUT_SECONDS}`))),
+}, 'the request must be an object like {"strategy":"rolling","timeoutSeconds":300}');
 
 /**
- * An appChanged payload, or why it is ignored: a generation (a whole number),
- * an optional UID and an optional stopped generation at most the generation.
+ * An appChanged payload, or why it is ignored (`appChanged signal ignored: ...`, src/checks/message.ts): a generation (a whole
+ * number), an optional UID and an optional stopped generation at most the generation; nothing else.
  */
 export function appChangedOf(args: unknown): AppChanged | { ignored: string } {
-  const past = pastLimits(args, MESSAGE_LIMITS);
-  if (past !== undefined) return { ignored: `refused unread: ${past}` };
-  if (!isRecord(args)) return { ignored: `its payload must be an object like {"generation":3,"uid":"..."} (got ${preview(args, 60)})` };
-  const { generation: g, uid, stoppedGeneration: stopped } = args;
-  if (!generation(g)) return { ignored: `generation must be a whole number (got ${preview(g, 60)})` };
-  if (uid !== undefined && (typeof uid !== 'string' || uid === '' || uid.length > UID_MAX)) {
-    return { ignored: `uid must be a UID of at most ${UID_MAX} characters (got ${preview(uid, 60)})` };
-  }
-  if (stopped !== undefined && (!generation(stopped) || stopped > g)) {
-    return { ignored: `stoppedGeneration must be a whole number at most generation (got ${preview(stopped, 60)})` };
-  }
+  const c = checkMessage(appChangedShape, args, 'appChanged signal ignored', { limits: MESSAGE_LIMITS });
+  if (!c.ok) return { ignored: c.reason };
+  const { generation: g, uid, stoppedGeneration: stopped } = c.value;
+  if (stopped !== undefined && stopped > g) return { ignored: `appChanged signal ignored: stoppedGeneration must be at most generation (got ${stopped} and ${g})` };
   return { generation: g, ...(uid !== undefined && { uid }), ...(stopped !== undefined && { stoppedGeneration: stopped }) };
 }
 
 /** Why a restart request is not one, or undefined when it is (absent: the defaults). */
 export function restartRequestProblem(req: unknown): string | undefined {
   if (req === undefined || req === null) return undefined;
-  const past = pastLimits(req, MESSAGE_LIMITS);
-  if (past !== undefined) return `the request is refused unread: ${past}`;
-  if (!isRecord(req)) return `the request must be an object like {"strategy":"rolling","timeoutSeconds":300} (got ${preview(req, 60)})`;
-  if (req.strategy !== undefined && req.strategy !== 'stop-start' && req.strategy !== 'rolling') {
-    return `strategy must be stop-start or rolling (got ${preview(req.strategy, 60)})`;
-  }
-  const t = req.timeoutSeconds;
-  if (t !== undefined && (typeof t !== 'number' || !Number.isInteger(t) || t < 1 || t > MAX_RESTART_TIMEOUT_SECONDS)) {
-    return `timeoutSeconds must be a whole number from 1 to ${MAX_RESTART_TIMEOUT_SECONDS} (got ${preview(t, 60)})`;
-  }
-  return undefined;
+  const c = checkMessage(restartShape, req, 'restart refused', { limits: MESSAGE_LIMITS });
+  return c.ok ? undefined : c.reason;
 }

@@ -6,10 +6,11 @@
 // slipped in), is refused with the reason. Pure: imported by workflow code.
 import { ApplicationFailure } from '@temporalio/common';
 import {
-  array, boolean, integer, literal, max, maxItems, maxLength, min, minItems, minLength, number, oneOf, optional, parse,
-  pattern, record, strictObject, string, transform, union, above, type Infer, type Issue, type Shape,
+  array, boolean, integer, literal, max, maxItems, maxLength, min, minItems, minLength, number, oneOf, optional,
+  pattern, record, strictObject, string, transform, union, above, type Infer, type Shape,
 } from '../checks/shape.ts';
-import { pastLimits, type ValueLimits } from '../checks/limits.ts';
+import type { ValueLimits } from '../checks/limits.ts';
+import { checkMessage, type Checked } from '../checks/message.ts';
 import { preview } from '../checks/preview.ts';
 import { addressProblem, repairStatuses, repairStepStatuses, serialProblem } from './entry.ts';
 import { MAX_INDEX, MAX_QUEUE_ENTRIES, MAX_REQUESTS_PER_ADD, REFUSAL, REPAIR_KEY_MAX, REPAIR_QUEUE_WORKFLOW_ID } from './messages.ts';
@@ -166,44 +167,19 @@ export type EntryKey = Infer<typeof entryKeySchema>;
 export const commandKinds = ['repair_command', 'health_check_command', 'success_command'] as const;
 export type CommandKind = (typeof commandKinds)[number];
 
-/** Issues named in one refusal, at most (a huge message has thousands). */
-const MAX_ISSUES = 10;
-/** A refusal's reason, at most (it goes into history and the CLI's error). */
-const MAX_REASON = 1000;
-
-/** The issues, each with the path of the field it is about; the first MAX_ISSUES only. */
-export function describeIssues(issues: readonly Issue[]): string {
-  const shown = issues.slice(0, MAX_ISSUES).map((i) => {
-    const path = i.path.slice(0, 10).map((p) => (typeof p === 'number' ? `[${p}]` : `.${/^[\w-]{1,64}$/.test(p) ? p : preview(p, 40)}`)).join('').replace(/^\./, '');
-    return path ? `${path}: ${i.message}` : i.message;
-  });
-  if (issues.length > MAX_ISSUES) shown.push(`and ${issues.length - MAX_ISSUES} more`);
-  const text = shown.join('; ');
-  return text.length > MAX_REASON ? `${text.slice(0, MAX_REASON)}…` : text;
-}
+/** Problems named in one refusal, at most (a huge message has thousands). */
+const MAX_PROBLEMS = 10;
 
 /** Bounds on what the queue carries across continue-as-new (MAX_QUEUE_ENTRIES entries of about 15 values each, their text). */
 export const QUEUE_STATE_LIMITS: ValueLimits = Object.freeze({ maxDepth: 6, maxNodes: 60_000, maxChars: 1_500_000 });
 
 /**
- * The checked value, or the reason it is refused (prefixed with `what`). Bounded first
- * (pastLimits: depth, values, text), so that no value costs more than its bound to refuse.
- * A message that is not even an object is refused with what it should look like (the
- * schema's own type error) and the opening of what came. Total: never throws.
+ * The checked value, or the reason it is refused (prefixed with `what`): src/checks/message.ts,
+ * measured first (MESSAGE_LIMITS, or `limits`), so that no value costs more than its bound to
+ * refuse, then field by field, each problem named by its path. Total: never throws.
  */
-export function check<T>(schema: Shape<T>, value: unknown, what: string, limits?: ValueLimits): { ok: true; value: T } | { ok: false; reason: string } {
-  const past = pastLimits(value, limits);
-  if (past) return { ok: false, reason: `${what}: refused: ${past} (got ${preview(value, 80)})` };
-  let r: ReturnType<typeof parse<T>>;
-  try {
-    r = parse(schema, value);
-  } catch {
-    // A getter or proxy cannot reach a workflow (payloads are plain JSON); refused all the same.
-    return { ok: false, reason: `${what}: refused: it could not be read` };
-  }
-  if (r.ok) return r;
-  const notAnObject = r.issues.find((i) => i.path.length === 0 && i.code === 'invalid_type');
-  return { ok: false, reason: `${what}: ${notAnObject ? `${notAnObject.message} (got ${preview(value, 120)})` : describeIssues(r.issues)}` };
+export function check<T>(schema: Shape<T>, value: unknown, what: string, limits?: ValueLimits): Checked<T> {
+  return checkMessage(schema, value, what, { ...(limits && { limits }), problems: MAX_PROBLEMS });
 }
 
 /** Throws a non-retryable failure with the reason: for update validators, whose throw rejects the update before it reaches history. */

@@ -165,7 +165,7 @@ class AppRun {
   changed(args: unknown): void {
     const c = appChangedOf(args);
     if ('ignored' in c) {
-      log.warn(`appChanged signal ignored: ${c.ignored}`);
+      log.warn(c.ignored);
       return;
     }
     this.entity.observe(c.generation, c.uid, c.stoppedGeneration);

@@ -91,7 +91,7 @@ describe('repair queue: forged requests through Temporal (e2e)', function () {
     });
     // No queue is running (the suite starts clean): the forged one takes the queue's own id.
     // A whole configuration nests past the state's depth limit, refused before its fields are read; a flat one by name.
-    assert.match(await forgedStart('repairQueueWorkflow', 'repair-queue', state({ config })), /repairQueueWorkflow: refused input: refused: nested deeper than \d+ levels/);
+    assert.match(await forgedStart('repairQueueWorkflow', 'repair-queue', state({ config })), /repairQueueWorkflow: refused input: refused unread: nested deeper than \d+ levels/);
     assert.match(await forgedStart('repairQueueWorkflow', 'repair-queue', state({ config: { repair_command: 'touch' } })), /repairQueueWorkflow: refused input: Unrecognized key: "config"/);
     assert.match(await forgedStart('repairQueueWorkflow', 'evil-queue', state({})), /the queue runs as workflow id repair-queue only \(got "evil-queue"\)/);
     await untouched('forged queue');

@@ -40,7 +40,7 @@ describe('pause: input checks', () => {
   it('refuses unknown names, a missing, empty, non-string or too long reason, control characters, unknown fields and non-objects', () => {
     refused(pauseInputSchema, { capabilities: ['taint', 'nodes'], reason: 'x' }, /capabilities: unknown capability "nodes" \(known: weeder, taint, apps, repair\)/);
     refused(pauseInputSchema, { capabilities: 'taint', reason: 'x' }, /capabilities/);
-    refused(pauseInputSchema, { capabilities: [1], reason: 'x' }, /capabilities\.0: capabilities must be a list of capability names/);
+    refused(pauseInputSchema, { capabilities: [1], reason: 'x' }, /capabilities\[0\]: capabilities must be a list of capability names \(got 1\)/);
     refused(pauseInputSchema, {}, /reason/);
     refused(pauseInputSchema, { reason: '' }, /reason must not be empty/);
     refused(pauseInputSchema, { reason: 42 }, /reason: reason must be a string/);
