@@ -1,10 +1,20 @@
 // The coordinator `taint-replacements` as the workflow runs it: what each message does to the
 // slots (src/taint/slots.ts), checked as the handler takes it, with the behaviour the workflow's
 // patches chose set once (`verifies`: a give-back is a hint, the holder is asked). Pure: each
-// method returns the reason a message (or part of it) was refused, never the value; the
+// message method returns the reason a message (or part of it) was refused, never the value; the
 // workflow logs it and runs the activities and signals.
+//
+//   next(now, turn) -> the next operation of the loop's turn, in this order:
+//       read settings, read counts     (when a signal said they may have changed, unless a failed read waits)
+//       ask holders (nodes)            (nodes said to have given slots back, or to hold some)
+//       send grants (again)            (grants whose holder is due for a check)
+//       send grants                    (new ones, oldest request first)
+//       announce (nodes)               (nodes refused for room: ask again)
+//       continue | again | wait (until)
+//   read / readFailed / holder / unanswered / undelivered -> what those operations brought
 import { fieldOf, sameNode, takeEach, type SlotSettings } from './messages.ts';
-import { nodeNameProblem, SLOT_BOUNDS, Slots } from './slots.ts';
+import { nodeNameProblem, SLOT_BOUNDS, Slots, type Grant, type HolderFound } from './slots.ts';
+import { STEP_RETRY_MS } from './replace.ts';
 import { pastLimits } from '../checks/limits.ts';
 
 /**
@@ -23,10 +33,32 @@ export const TAINT_VERIFY_GIVE_BACK_PATCH = 'taint-verify-give-back';
  */
 export const TAINT_ADOPT_CONFIRMED_PATCH = 'taint-adopt-confirmed';
 
+/** Nodes whose workflow is asked what it holds at once. */
+export const VERIFY_AT_ONCE = 16;
+
+/** What the workflow does next in a turn of the coordinator's loop (Coordinator.next). */
+export type CoordinatorOp =
+  | { kind: 'read'; what: 'settings' | 'counts' }
+  | { kind: 'ask'; nodes: string[] }
+  | { kind: 'send'; grants: Grant[] }
+  | { kind: 'announce'; nodes: string[] }
+  | { kind: 'continue' }
+  | { kind: 'again' }
+  | { kind: 'wait'; until: number | undefined };
+
+type Phase = 'settings' | 'counts' | 'ask' | 'check' | 'grant' | 'overflow' | 'end';
+
 export class Coordinator {
   readonly slots: Slots;
   readonly verifies: boolean;
   readonly adoptsConfirmed: boolean;
+  /** The settings may have changed (a signal said so, or none read yet): read them. */
+  settingsStale = true;
+  /** The node counts likewise. */
+  countsStale = true;
+  /** A read or a holder's answer failed: none is asked again before then. */
+  retryAt: number | undefined;
+  private phase: Phase = 'settings';
 
   constructor(slots: Slots, verifies: boolean, adoptsConfirmed = false) {
     this.slots = slots;
@@ -62,10 +94,79 @@ export class Coordinator {
     return takeEach(m, 'held', SLOT_BOUNDS.requestsPerSignal, (h, node) => sameNode(h, node) ?? this.slots.adopt(h, now));
   }
 
+  /**
+   * The turn's next operation (see the head of this file). `woken`: something changed since the
+   * turn began; `continueSuggested`: the history is long enough to continue as new.
+   */
+  next(now: number, turn: { woken: boolean; continueSuggested: boolean }): CoordinatorOp {
+    for (;;) {
+      switch (this.phase) {
+        case 'settings':
+          if (this.retryAt !== undefined && now >= this.retryAt) this.retryAt = undefined;
+          this.phase = 'counts';
+          if (this.settingsStale && this.retryAt === undefined) return { kind: 'read', what: 'settings' };
+          break;
+        case 'counts':
+          this.phase = 'ask';
+          if (this.countsStale && this.retryAt === undefined) return { kind: 'read', what: 'counts' };
+          break;
+        case 'ask':
+          this.phase = 'check';
+          if (this.slots.verify.size > 0 && this.retryAt === undefined) return { kind: 'ask', nodes: [...this.slots.verify].slice(0, VERIFY_AT_ONCE) };
+          break;
+        case 'check': {
+          // Grants whose holder may have ended without giving them back (terminated, timed out,
+          // failed before it could): sent again; see slots.ts.
+          this.phase = 'grant';
+          const again = this.slots.grantsToCheck(now);
+          if (again.length > 0) return { kind: 'send', grants: again };
+          break;
+        }
+        case 'grant': {
+          this.phase = 'overflow';
+          const grants = this.slots.decideGrants(now);
+          if (grants.length > 0) return { kind: 'send', grants };
+          break;
+        }
+        case 'overflow': {
+          this.phase = 'end';
+          const nodes = this.slots.overflowDue();
+          if (nodes.length > 0) return { kind: 'announce', nodes };
+          break;
+        }
+        case 'end':
+          this.phase = 'settings';
+          if (turn.continueSuggested) return { kind: 'continue' };
+          if (turn.woken) return { kind: 'again' };
+          return { kind: 'wait', until: earliest(this.slots.nextCheckAt(), this.retryAt) };
+      }
+    }
+  }
+
+  /** Whether the settings or the counts wait to be read (shown in the Web UI). */
+  stale(): boolean {
+    return this.settingsStale || this.countsStale;
+  }
+
   /** A read of the settings or of the node counts. */
   read(v: SlotSettings | { taintedNodes: number; totalNodes: number }): void {
-    if ('taintedNodes' in v) this.slots.setCounts(v);
-    else this.slots.setSettings(v);
+    if ('taintedNodes' in v) {
+      this.slots.setCounts(v);
+      this.countsStale = false;
+    } else {
+      this.slots.setSettings(v);
+      this.settingsStale = false;
+    }
+  }
+
+  /** A read failed (its activity gave up): no read, nor holder's answer, is asked again for STEP_RETRY_MS. */
+  readFailed(now: number): void {
+    this.retryAt = now + STEP_RETRY_MS;
+  }
+
+  /** What a node's workflow said it holds (or that it is not running). */
+  holder(node: string, found: HolderFound, now: number): void {
+    this.slots.holderFound(node, found, now);
   }
 
   /** A grant could not be delivered: the node's workflow has ended, nobody will use or release these slots. */
@@ -73,9 +174,15 @@ export class Coordinator {
     for (const uid of uids) this.slots.release(uid, node);
   }
 
-  /** Asking a node's workflow what it holds failed; whether to ask again later (a refusal: never). */
-  unanswered(node: string, refused: boolean): boolean {
+  /** Asking a node's workflow what it holds failed: asked again after STEP_RETRY_MS (a refusal: never). */
+  unanswered(node: string, refused: boolean, now: number): void {
     if (refused) this.slots.verify.delete(node);
-    return !refused;
+    else this.retryAt = now + STEP_RETRY_MS;
   }
+}
+
+/** The earliest of the times given (undefined: none). */
+function earliest(...times: (number | undefined)[]): number | undefined {
+  const set = times.filter((t): t is number => t !== undefined);
+  return set.length > 0 ? Math.min(...set) : undefined;
 }

@@ -5,7 +5,6 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { MatchedTaint } from './match.ts';
 import { pastLimits } from '../checks/limits.ts';
 import type { NodeLimit } from './breaker.ts';
-import type { PodStatusRow } from './node.ts';
 import type { Grant, SlotRequest } from './slots.ts';
 
 export const TAINT_CAPABILITY = 'taint';
@@ -20,6 +19,24 @@ export const TAINT_REFUSED = 'TaintRefused';
 /** The pod conditions taint replacement sets. */
 export const DETECTED = 'NodeTaintDetected';
 export const REPLACING = 'NodeTaintReplacing';
+
+/** A pod's state in its node's workflow (src/taint/node.ts tells how it moves). */
+export type PodState = 'Detected' | 'Replacing' | 'Queued' | 'NoController' | 'Evicting' | 'Blocked' | 'Evicted' | 'Replaced';
+
+/** A row of a node workflow's status query (`tend taint status`, the metrics). */
+export interface PodStatusRow {
+  node: string;
+  namespace: string;
+  pod: string;
+  taint: string;
+  condition: typeof DETECTED | typeof REPLACING | '';
+  since: string;
+  /** When it will be (or was) replaced: ISO time, or a reason it will not be. */
+  replaceAt: string;
+  state: PodState;
+  attempts: number;
+  lastError?: string;
+}
 
 /**
  * Bounds on what a node's workflow takes from a message: the taints a signal may name

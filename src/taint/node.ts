@@ -16,6 +16,7 @@
 // When the taint goes, Detected, Replacing, Queued and NoController pods get
 // their conditions cleared and leave; pods past Evicting finish their replacement.
 import { taintId, type MatchedTaint, type TaintOption } from './match.ts';
+import { DETECTED, REPLACING, type PodState, type PodStatusRow } from './messages.ts';
 
 export interface TaintSettings {
   taintReplacementOptions: TaintOption[];
@@ -25,7 +26,7 @@ export interface TaintSettings {
   namespaces?: string[];
 }
 
-export type PodState = 'Detected' | 'Replacing' | 'Queued' | 'NoController' | 'Evicting' | 'Blocked' | 'Evicted' | 'Replaced';
+export type { PodState, PodStatusRow } from './messages.ts';
 
 export const IN_FLIGHT: readonly PodState[] = ['Evicting', 'Blocked', 'Evicted'];
 const WAITING: readonly PodState[] = ['Detected', 'Replacing', 'Queued', 'NoController'];
@@ -401,19 +402,6 @@ export function listingTime(at: number | undefined, clock: number): number {
 /** How long a replacement may stay in flight before its slot is given back anyway. */
 export const IN_FLIGHT_TIMEOUT_MS = 10 * 60_000;
 
-export interface PodStatusRow {
-  node: string;
-  namespace: string;
-  pod: string;
-  taint: string;
-  condition: 'NodeTaintDetected' | 'NodeTaintReplacing' | '';
-  since: string;
-  /** When it will be (or was) replaced: ISO time, or a reason it will not be. */
-  replaceAt: string;
-  state: PodState;
-  attempts: number;
-  lastError?: string;
-}
 
 /** The rows `tend taint status` prints for this node. */
 export function statusRows(d: NodeTaintData): PodStatusRow[] {
@@ -435,7 +423,7 @@ export function statusRows(d: NodeTaintData): PodStatusRow[] {
         namespace: p.namespace,
         pod: p.name,
         taint: due ? `${due.taint.key}${due.taint.effect ? `:${due.taint.effect}` : ''}` : '',
-        condition: replacing ? 'NodeTaintReplacing' : p.written.detected !== undefined ? 'NodeTaintDetected' : '',
+        condition: replacing ? REPLACING : p.written.detected !== undefined ? DETECTED : '',
         since: iso(replacing ? p.markedAt ?? p.replacingAt! : p.detectedAt),
         replaceAt,
         state: p.state,

@@ -14,7 +14,7 @@ import { carriedData, newNodeTaintData, nodeDetails, statusRows, type NodeTaintD
 import {
   nodeCountsSignal, nodeSlotsQuery, nodeStatusQuery, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal,
   releaseReplacementSignal, replacementGrantedSignal, requestReplacementSignal, SLOTS_WORKFLOW_ID, slotSettingsSignal, slotsStatusQuery, TAINT_REFUSED,
-  withdrawNodeSignal, announceSlotsSignal, slotsHeldSignal, type SlotSettings,
+  withdrawNodeSignal, announceSlotsSignal, slotsHeldSignal,
 } from '../taint/messages.ts';
 import { pastLimits } from '../checks/limits.ts';
 import { preview } from '../checks/preview.ts';
@@ -313,9 +313,6 @@ export interface TaintReplacementsInput {
   data?: SlotData;
 }
 
-/** Nodes whose workflow is asked what it holds at once. */
-const VERIFY_AT_ONCE = 16;
-
 /** The cluster-wide replacement slots: long-lived, continues as new as its history grows. */
 export async function taintReplacementsWorkflow(input: TaintReplacementsInput = {}): Promise<void> {
   const id = workflowInfo().workflowId;
@@ -330,20 +327,17 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
   const s = Slots.carried(tooBig ? undefined : carriedFromOwnRun(input?.data), Date.now());
   const c = new Coordinator(s, patched(TAINT_VERIFY_GIVE_BACK_PATCH), patched(TAINT_ADOPT_CONFIRMED_PATCH));
   let dirty = true;
-  let settingsStale = true;
-  let countsStale = true;
-  let retryAt: number | undefined;
   /** What a handler could not take is logged; the loop runs again. */
   const changed = (what?: string, why?: string) => {
     if (what) noted(what, why);
     dirty = true;
   };
   setHandler(slotSettingsSignal, () => {
-    settingsStale = true;
+    c.settingsStale = true;
     changed();
   });
   setHandler(nodeCountsSignal, () => {
-    countsStale = true;
+    c.countsStale = true;
     changed();
   });
   setHandler(requestReplacementSignal, (m) => changed('requestReplacements', c.requests(m, Date.now())));
@@ -352,73 +346,78 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
   setHandler(slotsHeldSignal, (m) => changed('slotsHeld', c.held(m, Date.now())));
   setHandler(slotsStatusQuery, () => ({ ...s.toData(), breakerOpen: s.breakerOpen() }));
 
-  /** Reads settings or counts; refusals end the workflow, other failures are retried later. */
-  const read = async (what: string, call: () => Promise<SlotSettings | { taintedNodes: number; totalNodes: number }>): Promise<boolean> => {
-    try {
-      c.read(await call());
-      return true;
-    } catch (err) {
-      if (isCancellation(err) || refusalOf(err, [TAINT_REFUSED])) throw err;
-      log.warn(`${what} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { error: failureMessage(err) });
-      retryAt = Date.now() + STEP_RETRY_MS;
-      return false;
-    }
-  };
-
-  /** Sends grants (new ones, or again to check their holders); a holder that has ended gets its slots taken back. */
-  const send = async (grants: Grant[]) => {
-    await Promise.all([...byNode(grants)].map(async ([node, uids]) => {
-      try {
-        await getExternalWorkflowHandle(nodeWorkflowId(node)).signal(replacementGrantedSignal, { uids });
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        c.undelivered(node, uids);
-        changed();
-      }
-    }));
-  };
-
-  /** Asks the workflows of nodes said to have given slots back what they hold; frees the rest. */
-  const checkHolders = async () => {
-    await Promise.all([...s.verify].slice(0, VERIFY_AT_ONCE).map(async (node) => {
-      try {
-        s.holderFound(node, await kube.taintNodeSlots({ node }), Date.now());
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        if (c.unanswered(node, refusalOf(err, [TAINT_REFUSED]) !== undefined)) retryAt = Date.now() + STEP_RETRY_MS;
-        log.warn('asking a node workflow for the slots it holds failed', { node, error: failureMessage(err) });
-      }
-      changed();
-    }));
-  };
-
   for (;;) {
     dirty = false;
-    if (retryAt !== undefined && Date.now() >= retryAt) retryAt = undefined;
-    if (settingsStale && retryAt === undefined) settingsStale = !(await read('reading the settings', () => taintSlotSettings()));
-    if (countsStale && retryAt === undefined) countsStale = !(await read('counting the nodes', () => taintNodeCounts()));
-    if (s.verify.size > 0 && retryAt === undefined) await checkHolders();
-    // Grants whose holder may have ended without giving them back (terminated,
-    // timed out, failed before it could): sent again; see slots.ts.
-    await send(s.grantsToCheck(Date.now()));
-    await send(s.decideGrants(Date.now()));
-    // Nodes refused for room: asked to ask again now that there is room.
-    await Promise.all(s.overflowDue().map((node) => getExternalWorkflowHandle(nodeWorkflowId(node)).signal(announceSlotsSignal).catch((err: unknown) => {
-      if (isCancellation(err)) throw err;
-    })));
-    if (workflowInfo().continueAsNewSuggested) {
-      await condition(allHandlersFinished);
-      // Requests, releases and grants that land from here on are in `s` (handlers
-      // update it) or make the server reject this ending, so none is lost.
-      await continueAsNew<typeof taintReplacementsWorkflow>({ data: s.toData() });
+    // One turn: the machine's operations, each run here and its outcome handed back.
+    for (;;) {
+      const op = c.next(Date.now(), { woken: dirty, continueSuggested: workflowInfo().continueAsNewSuggested });
+      if (op.kind === 'read') {
+        await readSlotInputs(c, op.what);
+      } else if (op.kind === 'ask') {
+        await askHolders(c, op.nodes);
+        dirty = true;
+      } else if (op.kind === 'send') {
+        if (await sendGrants(c, op.grants)) dirty = true;
+      } else if (op.kind === 'announce') {
+        // Nodes refused for room: asked to ask again now that there is room.
+        await Promise.all(op.nodes.map((node) => getExternalWorkflowHandle(nodeWorkflowId(node)).signal(announceSlotsSignal).catch((err: unknown) => {
+          if (isCancellation(err)) throw err;
+        })));
+      } else if (op.kind === 'continue') {
+        await condition(allHandlersFinished);
+        // Requests, releases and grants that land from here on are in `s` (handlers
+        // update it) or make the server reject this ending, so none is lost.
+        return await continueAsNew<typeof taintReplacementsWorkflow>({ data: s.toData() });
+      } else if (op.kind === 'again') {
+        break;
+      } else {
+        // The Web UI's Current Details (records no command).
+        setCurrentDetails(slotsDetails(s, s.breakerOpen(), c.stale()));
+        if (op.until === undefined) await condition(() => dirty);
+        else await condition(() => dirty, Math.max(1, op.until - Date.now()));
+        break;
+      }
     }
-    if (dirty) continue;
-    // The Web UI's Current Details (records no command).
-    setCurrentDetails(slotsDetails(s, s.breakerOpen(), settingsStale || countsStale));
-    const next = [s.nextCheckAt(), retryAt].filter((t): t is number => t !== undefined);
-    if (next.length === 0) await condition(() => dirty);
-    else await condition(() => dirty, Math.max(1, Math.min(...next) - Date.now()));
   }
+}
+
+/** Reads the settings or the counts; refusals end the workflow, other failures are retried later. */
+async function readSlotInputs(c: Coordinator, what: 'settings' | 'counts'): Promise<void> {
+  try {
+    c.read(what === 'settings' ? await taintSlotSettings() : await taintNodeCounts());
+  } catch (err) {
+    if (isCancellation(err) || refusalOf(err, [TAINT_REFUSED])) throw err;
+    log.warn(`${what === 'settings' ? 'reading the settings' : 'counting the nodes'} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { error: failureMessage(err) });
+    c.readFailed(Date.now());
+  }
+}
+
+/** Sends grants (new ones, or again to check their holders); a holder that has ended gets its slots taken back (true: some did). */
+async function sendGrants(c: Coordinator, grants: Grant[]): Promise<boolean> {
+  let undelivered = false;
+  await Promise.all([...byNode(grants)].map(async ([node, uids]) => {
+    try {
+      await getExternalWorkflowHandle(nodeWorkflowId(node)).signal(replacementGrantedSignal, { uids });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      c.undelivered(node, uids);
+      undelivered = true;
+    }
+  }));
+  return undelivered;
+}
+
+/** Asks the workflows of nodes said to have given slots back (or to hold some) what they hold. */
+async function askHolders(c: Coordinator, nodes: readonly string[]): Promise<void> {
+  await Promise.all(nodes.map(async (node) => {
+    try {
+      c.holder(node, await kube.taintNodeSlots({ node }), Date.now());
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      c.unanswered(node, refusalOf(err, [TAINT_REFUSED]) !== undefined, Date.now());
+      log.warn('asking a node workflow for the slots it holds failed', { node, error: failureMessage(err) });
+    }
+  }));
 }
 
 /** A refusal of the workflow's own input: it ends the workflow, nothing retried. */

@@ -5,7 +5,8 @@
 // verified; then the reason refused (or none), the queue, the slots in flight and the nodes to ask.
 import assert from 'node:assert/strict';
 import { Coordinator } from '../../src/taint/coordinator.ts';
-import { Slots } from '../../src/taint/slots.ts';
+import { GRANT_CHECK_SECONDS, Slots } from '../../src/taint/slots.ts';
+import { STEP_RETRY_MS } from '../../src/taint/replace.ts';
 
 const NOW = 1_000_000;
 
@@ -109,9 +110,76 @@ describe('taint: the coordinator\'s messages (Coordinator)', () => {
     co.undelivered('n1', ['g']);
     assert.deepEqual(co.slots.toData().inFlight, []);
     co.releases({ node: 'n1', uids: ['q'] });
-    assert.equal(co.unanswered('n1', false), true, 'a failure: asked again later');
-    assert.deepEqual(co.slots.toData().verify, ['n1']);
-    assert.equal(co.unanswered('n1', true), false, 'a refusal: not asked again');
-    assert.equal(co.slots.toData().verify, undefined);
+    co.unanswered('n1', false, NOW);
+    assert.deepEqual(co.slots.toData().verify, ['n1'], 'a failure: asked again');
+    assert.equal(co.retryAt, NOW + STEP_RETRY_MS, '... after STEP_RETRY_MS');
+    co.unanswered('n1', true, NOW);
+    assert.equal(co.slots.toData().verify, undefined, 'a refusal: not asked again');
   });
+});
+
+// One turn of the coordinator's loop (Coordinator.next): the operations the workflow runs, in
+// order, until the turn ends. Each row: what is stale or waits; then the operations (`send:g`: the
+// grants sent, by pod; `wait@<ms after NOW>`).
+interface CoordinatorTurn {
+  name: string;
+  fresh?: boolean;
+  retryAt?: number;
+  verify?: string[];
+  /** Grants in flight sent longer ago than the check period. */
+  checkDue?: boolean;
+  continueSuggested?: boolean;
+  woken?: boolean;
+  now?: number;
+}
+
+const coordinatorTurns: [CoordinatorTurn, string[]][] = [
+  [{ name: 'a fresh coordinator: the settings and the counts read first, then the queued pod granted', fresh: true },
+    ['read:settings', 'read:counts', 'send:q', `wait@${GRANT_CHECK_SECONDS * 1000}`]],
+  [{ name: 'a read failed a moment ago: nothing read, no holder asked, until the retry time', fresh: true, verify: ['n1'], retryAt: NOW + 5000 },
+    ['send:q', 'wait@5000']],
+  [{ name: 'the retry time passed: read again', fresh: true, retryAt: NOW, verify: ['n1'] },
+    ['read:settings', 'read:counts', 'ask:n1', 'send:q', `wait@${GRANT_CHECK_SECONDS * 1000}`]],
+  [{ name: 'a grant\'s holder due for its check: the grant sent again', checkDue: true, now: NOW + GRANT_CHECK_SECONDS * 1000 },
+    ['send:g', 'send:q', `wait@${2 * GRANT_CHECK_SECONDS * 1000}`]],
+  [{ name: 'the history long: continue as new at the turn\'s end', continueSuggested: true }, ['send:q', 'continue']],
+  [{ name: 'woken during the turn: another turn at once', woken: true }, ['send:q', 'again']],
+];
+
+describe('taint: a coordinator\'s turn (Coordinator.next)', () => {
+  for (const [c, want] of coordinatorTurns) {
+    it(c.name, () => {
+      const co = coordinator(true, true);
+      // The one slot is g's; q waits. Free it for q (a row that checks g keeps it).
+      if (!c.checkDue) co.undelivered('n1', ['g']);
+      co.settingsStale = c.fresh === true;
+      co.countsStale = c.fresh === true;
+      co.retryAt = c.retryAt;
+      for (const node of c.verify ?? []) co.slots.holdsHint(node);
+      if (c.checkDue) co.slots.setSettings({ maxConcurrentReplacements: 2, maxTaintedNodes: '100%' });
+      const now = c.now ?? NOW;
+      const ops: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        const op = co.next(now, { woken: c.woken === true, continueSuggested: c.continueSuggested === true });
+        if (op.kind === 'read') {
+          ops.push(`read:${op.what}`);
+          co.read(op.what === 'settings' ? { maxConcurrentReplacements: c.checkDue ? 2 : 1, maxTaintedNodes: '100%' } : { taintedNodes: 1, totalNodes: 10 });
+        } else if (op.kind === 'ask') {
+          ops.push(`ask:${op.nodes.join(',')}`);
+          for (const node of op.nodes) co.holder(node, { running: true, held: ['g'], asking: ['q'] }, now);
+        } else if (op.kind === 'send') {
+          ops.push(`send:${op.grants.map((g) => g.uid).join(',')}`);
+        } else if (op.kind === 'announce') {
+          ops.push(`announce:${op.nodes.join(',')}`);
+        } else if (op.kind === 'wait') {
+          ops.push(`wait@${op.until === undefined ? 'none' : op.until - NOW}`);
+          break;
+        } else {
+          ops.push(op.kind);
+          break;
+        }
+      }
+      assert.deepEqual(ops, want);
+    });
+  }
 });
