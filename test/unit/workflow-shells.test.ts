@@ -1,5 +1,5 @@
 // The workflows are short shells over their capabilities' pure machines (src/*/...-machine.ts,
-// src/taint/coordinator.ts, src/weeder/armed.ts): handlers that check and hand over, one run loop,
+// src/taint/coordinator.ts, src/weeder/armed.ts, src/workflows/weeder-window-run.ts): handlers that check and hand over, one run loop,
 // continue-as-new. Their size is held here, so that decisions grow in the machines, where a table
 // test reaches them, and not back into workflow closures.
 import assert from 'node:assert/strict';
@@ -12,8 +12,8 @@ import ts from 'typescript';
 const dir = fileURLToPath(new URL('../../src/workflows/', import.meta.url));
 /** The longest a function in workflow code may be, in lines. */
 const MAX_FUNCTION_LINES = 120;
-/** The two busiest shells, in lines. */
-const MAX_FILE_LINES: Record<string, number> = { 'repair.ts': 450, 'taint.ts': 450 };
+/** The long-lived workflows' shells, in lines. */
+const MAX_FILE_LINES: Record<string, number> = { 'repair.ts': 450, 'taint.ts': 450, 'weeder.ts': 450, 'apps.ts': 450 };
 
 const functionsOf = (file: string) => {
   const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
@@ -39,7 +39,7 @@ describe('workflow shells', () => {
     assert.deepEqual(long, []);
   });
 
-  it('the repair and taint shells stay under their sizes', () => {
+  it('the repair, taint, weeder and App shells stay under their sizes', () => {
     for (const [f, max] of Object.entries(MAX_FILE_LINES)) {
       const lines = readFileSync(`${dir}${f}`, 'utf8').split('\n').length;
       assert.ok(lines <= max, `src/workflows/${f} has ${lines} lines, more than ${max}`);
