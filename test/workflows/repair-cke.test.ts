@@ -7,37 +7,21 @@
 // whose workflow is still cleaning up.
 import assert from 'node:assert/strict';
 import { Context } from '@temporalio/activity';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Client } from '@temporalio/client';
 import { repairEntryWorkflowId } from '../../src/repair/messages.ts';
 import { REPAIR_CKE_BACKOFF_PATCH, REPAIR_CKE_FAILED_STEP_PATCH } from '../../src/workflows/repair.ts';
-import { replaysWithPatches, startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { replaysWithPatches } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
-import { block, gate, plan, queueClient, resetAll, SCALE, World } from './repair-stubs.ts';
+import { block, gate, plan, repairSuite, SCALE } from './repair-stubs.ts';
 
 const step = (more: Record<string, unknown> = {}) => ({ need_drain: false, watch_seconds: 0, command_timeout_seconds: 30, command_retries: 0, command_interval: 0, ...more });
 const ms = (t: string) => Date.parse(t);
 
 describe('repair workflows: CKE parity (stub activities)', function () {
   this.timeout(180_000);
-  let env: TestWorkflowEnvironment;
-  let world: World;
-  let tq: string;
+  const suite = repairSuite('repair-cke');
 
-  before(async () => {
-    env = await startWorkflowEnv();
-  });
-  after(async () => {
-    await env?.teardown();
-  });
-  beforeEach(async () => {
-    await resetAll(env.client);
-    world = new World();
-    tq = taskQueue('repair-cke');
-  });
-
-  const run = <T>(fn: (client: Client, q: ReturnType<typeof queueClient>) => Promise<T>, activities: object = world.activities()) =>
-    withWorker(env, tq, activities, (client) => fn(client, queueClient(client, tq)));
+  const { run } = suite;
 
   /** The entry's history replays against the workflow code as it is, and recorded these patch markers. */
   const replaysWith = (client: Client, index: string, patches: string[]) => replaysWithPatches(client, repairEntryWorkflowId(index), patches);
@@ -45,7 +29,7 @@ describe('repair workflows: CKE parity (stub activities)', function () {
   it("CKE's drain back-off: 300 s + a random share of 300 s x count (scaled), drawn deterministically: the run replays", async () => {
     let drains = 0;
     const second = gate();
-    world.ops.blocked = {
+    suite.world.ops.blocked = {
       repairDrain: async () => {
         drains++;
         if (drains === 2) await second.wait;
@@ -73,9 +57,9 @@ describe('repair workflows: CKE parity (stub activities)', function () {
   });
 
   it('a step without watch_seconds (0) checks the health once after its command, then goes to the next step at once', async () => {
-    world.plans.nowatch = plan({ steps: [step(), step()] });
+    suite.world.plans.nowatch = plan({ steps: [step(), step()] });
     let commands = 0;
-    world.ops.nowatch = {
+    suite.world.ops.nowatch = {
       repairRunCommand: async (k) => {
         if (k.kind === 'repair_command') commands++;
         return { ok: true, output: '', attempts: 1 };
@@ -88,25 +72,25 @@ describe('repair workflows: CKE parity (stub activities)', function () {
       const done = await q.until(e.index, 'succeeded');
       assert.equal(done.step, 1);
       assert.equal(done.step_status, 'watching');
-      const watches = world.called('repairWatchHealth', e.index);
-      assert.equal(watches.length, 2, `one health check after each step's command: ${JSON.stringify(world.calls.map((c) => [c.name, c.input.step, c.input.until, c.attempt]))}`);
-      assert.equal(world.called('repairRunCommand', e.index).filter((c) => c.input.kind === 'repair_command').length, 2);
+      const watches = suite.world.called('repairWatchHealth', e.index);
+      assert.equal(watches.length, 2, `one health check after each step's command: ${JSON.stringify(suite.world.calls.map((c) => [c.name, c.input.step, c.input.until, c.attempt]))}`);
+      assert.equal(suite.world.called('repairRunCommand', e.index).filter((c) => c.input.kind === 'repair_command').length, 2);
     });
   });
 
   it('CKE: a failed last step ends showing the step after it, waiting; a failed repair command shows its step watching', async () => {
-    world.plans.never = plan({ steps: [step(), step()] });
-    world.ops.never = { repairWatchHealth: async () => ({ healthy: false, checks: 1 }) };
-    world.plans.broken = plan({ steps: [step()] });
-    world.ops.broken = { repairRunCommand: async () => ({ ok: false, output: '', error: 'repair-machine 192.0.2.3: exit status 3', attempts: 1 }) };
-    world.maxConcurrent = 2;
+    suite.world.plans.never = plan({ steps: [step(), step()] });
+    suite.world.ops.never = { repairWatchHealth: async () => ({ healthy: false, checks: 1 }) };
+    suite.world.plans.broken = plan({ steps: [step()] });
+    suite.world.ops.broken = { repairRunCommand: async () => ({ ok: false, output: '', error: 'repair-machine 192.0.2.3: exit status 3', attempts: 1 }) };
+    suite.world.maxConcurrent = 2;
     await run(async (client, q) => {
       const never = await q.add('never', '192.0.2.2');
       const broken = await q.add('broken', '192.0.2.3');
       const n = await q.until(never.index, 'failed');
       assert.deepEqual([n.step, n.step_status], [2, 'waiting'], 'CKE moves past the last step before failing the entry');
-      assert.equal(world.called('repairRunCommand', never.index).length, 2);
-      assert.equal(world.called('repairWatchHealth', never.index).length, 2);
+      assert.equal(suite.world.called('repairRunCommand', never.index).length, 2);
+      assert.equal(suite.world.called('repairWatchHealth', never.index).length, 2);
       const b = await q.until(broken.index, 'failed');
       assert.deepEqual([b.step, b.step_status], [0, 'watching'], 'CKE marks the step watching before it runs the command');
       for (const e of [never, broken]) await replaysWith(client, e.index, [REPAIR_CKE_FAILED_STEP_PATCH]);
@@ -114,9 +98,9 @@ describe('repair workflows: CKE parity (stub activities)', function () {
   });
 
   it('command_timeout_seconds 0 is no timeout: the command activity is bounded by its heartbeats only', async () => {
-    world.plans.forever = plan({ steps: [step({ command_timeout_seconds: 0 })], command_timeout_seconds: 0, success_command_timeout: 0 });
+    suite.world.plans.forever = plan({ steps: [step({ command_timeout_seconds: 0 })], command_timeout_seconds: 0, success_command_timeout: 0 });
     const bounds: Record<string, number | undefined> = {};
-    world.ops.forever = {
+    suite.world.ops.forever = {
       repairRunCommand: async (k) => {
         bounds[String(k.kind)] = Context.current().info.startToCloseTimeoutMs;
         return { ok: true, output: '', attempts: 1 };
@@ -139,14 +123,14 @@ describe('repair workflows: CKE parity (stub activities)', function () {
   it("CKE's `deleted`: a processing entry deleted is listed deleted: true until its workflow has lifted its cordon; deleting it again changes nothing", async () => {
     const lifting = gate();
     let uncordoning = false;
-    world.ops.held = {
+    suite.world.ops.held = {
       repairWatchHealth: async (k) => {
         if (k.until !== 0) await block(true);
         return { healthy: false, checks: 1 };
       },
     };
     // The uncordon is keyed by index and address only: held here until the test lets it go.
-    const activities = world.activities();
+    const activities = suite.world.activities();
     const uncordon = activities.repairUncordon;
     activities.repairUncordon = async (k) => {
       uncordoning = true;
@@ -166,7 +150,7 @@ describe('repair workflows: CKE parity (stub activities)', function () {
       assert.equal((await q.delete(e.index)).deleted, true, 'a second delete is accepted (CKE: nothing to do)');
       lifting.open();
       await q.gone(e.index);
-      assert.equal(world.cordons.has('node-5'), false);
+      assert.equal(suite.world.cordons.has('node-5'), false);
     }, activities);
   });
 });

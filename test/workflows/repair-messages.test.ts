@@ -3,16 +3,14 @@
 // an entry's workflow ending does), and bounds hold (entries in the queue,
 // indexes), each refused with a reason naming the limit.
 import assert from 'node:assert/strict';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Client } from '@temporalio/client';
 import {
   addUpdate, enableUpdate, entryReportSignal, MAX_QUEUE_ENTRIES, MAX_REQUESTS_PER_ADD, REPAIR_QUEUE_WORKFLOW_ID, repairEntryWorkflowId,
 } from '../../src/repair/messages.ts';
 import type { Config } from '../../src/config/load.ts';
 import { queueUpdate } from '../../src/starters/repair-commands.ts';
-import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
-import { block, gate, queueClient, resetAll, World } from './repair-stubs.ts';
+import { block, gate, repairSuite } from './repair-stubs.ts';
 
 /** The queue's chain, as its entries carry it: its first run's id. */
 async function chainOf(client: Client): Promise<string> {
@@ -64,29 +62,14 @@ async function rawSignal(client: Client, workflowId: string, name: string, json:
 
 describe('repair workflows: messages from outside (stub activities)', function () {
   this.timeout(180_000);
-  let env: TestWorkflowEnvironment;
-  let world: World;
-  let tq: string;
+  const suite = repairSuite('repair-messages');
 
-  before(async () => {
-    env = await startWorkflowEnv();
-  });
-  after(async () => {
-    await env?.teardown();
-  });
-  beforeEach(async () => {
-    await resetAll(env.client);
-    world = new World();
-    tq = taskQueue('repair-messages');
-  });
-
-  const run = <T>(fn: (client: Client, q: ReturnType<typeof queueClient>) => Promise<T>) =>
-    withWorker(env, tq, world.activities(), (client) => fn(client, queueClient(client, tq)));
+  const { run } = suite;
 
   it('a forged entry-report (succeeded, removed) for a running entry frees no slot: the next entry stays queued until the entry\'s workflow ends', async () => {
     const release = gate();
     let running = false;
-    world.ops.long = {
+    suite.world.ops.long = {
       repairRunCommand: async (k) => {
         if (k.kind !== 'repair_command') return { ok: true, output: '', attempts: 1 };
         running = true;
@@ -95,7 +78,7 @@ describe('repair workflows: messages from outside (stub activities)', function (
       },
     };
     await run(async (client, q) => {
-      world.maxConcurrent = 1;
+      suite.world.maxConcurrent = 1;
       const e1 = await q.add('long', '10.0.0.1');
       const e2 = await q.add('fine', '10.0.0.2');
       await waitFor('entry 1 running its command', () => running);
@@ -109,7 +92,7 @@ describe('repair workflows: messages from outside (stub activities)', function (
       const list = await q.list();
       assert.equal(list.find((e) => e.index === e2.index)?.status, 'queued', `entry 2 started on a forged report: ${JSON.stringify(list)}`);
       assert.equal(list.find((e) => e.index === e1.index)?.status, 'processing', 'entry 1 still runs');
-      assert.equal(world.called('repairInspect', e2.index).length, 0, 'entry 2 ran while entry 1 held the only slot');
+      assert.equal(suite.world.called('repairInspect', e2.index).length, 0, 'entry 2 ran while entry 1 held the only slot');
       release.open();
       await q.until(e1.index, 'succeeded');
       await q.until(e2.index, 'succeeded');
@@ -128,7 +111,7 @@ describe('repair workflows: messages from outside (stub activities)', function (
     await run(async (client, q) => {
       await q.disable();
       const requests = Array.from({ length: MAX_REQUESTS_PER_ADD }, (_, i) => ({ operation: 'fine', machine_type: 'sim', address: `10.1.${Math.floor(i / 250)}.${i % 250}` }));
-      const config = { temporal: { taskQueue: tq } } as Config;
+      const config = { temporal: { taskQueue: suite.tq } } as Config;
       for (let n = 0; n < MAX_QUEUE_ENTRIES / MAX_REQUESTS_PER_ADD; n++) await queueUpdate(client, config, addUpdate, { requests });
       await assert.rejects(q.add('fine', '10.0.0.1'), new RegExp(`at most ${MAX_QUEUE_ENTRIES} entries, finished ones included.*delete-finished`));
       const queue = client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID);
@@ -147,7 +130,7 @@ describe('repair workflows: messages from outside (stub activities)', function (
       // Its own entries end at 500000 (an index no earlier test used): it goes on after them.
       const own = { index: '500000', address: '10.0.9.9', nodename: '', machine_type: 'sim', operation: 'fine', status: 'succeeded', step: 0, step_status: 'waiting', drain_backoff_count: 0, drain_backoff_expire: '0001-01-01T00:00:00Z' };
       await client.workflow.start('repairQueueWorkflow', {
-        taskQueue: tq, workflowId: REPAIR_QUEUE_WORKFLOW_ID, args: [{ entries: [own], nextIndex: Number('9999999999999999'), enabled: true, closing: {} }],
+        taskQueue: suite.tq, workflowId: REPAIR_QUEUE_WORKFLOW_ID, args: [{ entries: [own], nextIndex: Number('9999999999999999'), enabled: true, closing: {} }],
       });
       const e1 = await q.add('fine', '10.0.0.1');
       assert.equal(e1.index, '500001');
@@ -169,10 +152,10 @@ describe('repair workflows: messages from outside (stub activities)', function (
 
   it('an entry\'s set-enabled and reset-backoff take any JSON without failing a workflow task', async () => {
     const release = gate();
-    world.ops.long = { repairWatchHealth: async () => ({ healthy: (await block(true, release.wait), true), checks: 1 }) };
+    suite.world.ops.long = { repairWatchHealth: async () => ({ healthy: (await block(true, release.wait), true), checks: 1 }) };
     await run(async (client, q) => {
       const e1 = await q.add('long', '10.0.0.1');
-      await waitFor('watching', () => world.called('repairWatchHealth', e1.index).length > 0);
+      await waitFor('watching', () => suite.world.called('repairWatchHealth', e1.index).length > 0);
       const entry = client.workflow.getHandle(repairEntryWorkflowId(e1.index));
       await rawSignal(client, entry.workflowId, 'set-enabled', `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`);
       await entry.signal('set-enabled', 'x'.repeat(200_000));

@@ -4,37 +4,20 @@
 // waiting in place for the resume; it never fails the entry, never counts a
 // command run nor a back-off).
 import assert from 'node:assert/strict';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Client } from '@temporalio/client';
 import { repairEntryWorkflowId } from '../../src/repair/messages.ts';
 import type { RepairEntryResult } from '../../src/workflows/repair.ts';
-import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
-import { plan, queueClient, resetAll, World } from './repair-stubs.ts';
+import { plan, repairSuite } from './repair-stubs.ts';
 
 describe('repair workflows under observe mode and the pause (stub activities)', function () {
   this.timeout(180_000);
-  let env: TestWorkflowEnvironment;
-  let world: World;
-  let tq: string;
+  const suite = repairSuite('repair-safety');
 
-  before(async () => {
-    env = await startWorkflowEnv();
-  });
-  after(async () => {
-    await env?.teardown();
-  });
-  beforeEach(async () => {
-    await resetAll(env.client);
-    world = new World();
-    tq = taskQueue('repair-safety');
-  });
-
-  const run = <T>(fn: (client: Client, q: ReturnType<typeof queueClient>) => Promise<T>) =>
-    withWorker(env, tq, world.activities(), (client) => fn(client, queueClient(client, tq)));
+  const { run } = suite;
   const result = (client: Client, index: string) => client.workflow.getHandle(repairEntryWorkflowId(index)).result() as Promise<RepairEntryResult>;
 
   it('observe mode: every write recorded, the entry advances as if each was done and succeeds; its result says what it would have done', async () => {
-    world.ops.observed = {
+    suite.world.ops.observed = {
       repairDrain: async () => ({ ok: true, evicted: 0, deleted: 0, observed: { cordon: true, evict: 2, delete: 1 } }),
       repairRunCommand: async () => ({ ok: true, output: '', attempts: 0, observed: true }),
       repairUncordon: async () => 'observed',
@@ -49,14 +32,14 @@ describe('repair workflows under observe mode and the pause (stub activities)', 
         'uncordon node node-1',
         'run the success_command',
       ]);
-      assert.equal(world.cordons.size, 0);
+      assert.equal(suite.world.cordons.size, 0);
     });
   });
 
   it('a paused repair command is asked again, waiting in place, with the runs it had done: the entry neither fails nor counts it', async () => {
-    world.plans.held = plan({ steps: [{ need_drain: false, watch_seconds: 600, command_timeout_seconds: 30, command_retries: 3, command_interval: 0 }] });
+    suite.world.plans.held = plan({ steps: [{ need_drain: false, watch_seconds: 600, command_timeout_seconds: 30, command_retries: 3, command_interval: 0 }] });
     let n = 0;
-    world.ops.held = {
+    suite.world.ops.held = {
       repairRunCommand: async (k) => {
         if (k.kind !== 'repair_command') return { ok: true, output: '', attempts: 1 };
         n++;
@@ -70,7 +53,7 @@ describe('repair workflows under observe mode and the pause (stub activities)', 
       const e = await q.add('held', '10.0.0.1');
       const done = await q.until(e.index, 'succeeded');
       assert.equal(done.drain_backoff_count, 0);
-      const calls = world.called('repairRunCommand', e.index).filter((c) => c.input.kind === 'repair_command');
+      const calls = suite.world.called('repairRunCommand', e.index).filter((c) => c.input.kind === 'repair_command');
       assert.equal(calls.length, 3);
       // The first ask is the one act mode always sent; then the runs done go along and the worker waits in place.
       assert.equal(calls[0]!.input.after, undefined);
@@ -85,9 +68,9 @@ describe('repair workflows under observe mode and the pause (stub activities)', 
 
   it('a drain whose eviction timeout passed while paused: no back-off, the cordon kept, a new drain with a new timeout', async () => {
     let n = 0;
-    world.ops.drainheld = {
+    suite.world.ops.drainheld = {
       repairDrain: async (k) => {
-        world.cordon(k);
+        suite.world.cordon(k);
         n++;
         if (n === 1) return { ok: false, held: true, reason: 'the eviction timeout passed while repair was paused, before evicting pod a/b' };
         return { ok: true, evicted: 1, deleted: 0 };
@@ -97,22 +80,22 @@ describe('repair workflows under observe mode and the pause (stub activities)', 
       const e = await q.add('drainheld', '10.0.0.1');
       const done = await q.until(e.index, 'succeeded');
       assert.equal(done.drain_backoff_count, 0, 'the pause, not the drain, used up the timeout');
-      const drains = world.called('repairDrain', e.index);
+      const drains = suite.world.called('repairDrain', e.index);
       assert.equal(drains.length, 2);
       assert.ok(Number(drains[1]!.input.deadline) > Number(drains[0]!.input.deadline), 'the second drain has a timeout of its own');
       // Neither drain was followed by an uncordon in between: the cordon was kept.
-      const uncordons = world.called('repairUncordon', e.index);
+      const uncordons = suite.world.called('repairUncordon', e.index);
       assert.equal(uncordons.length, 1, 'only the final uncordon');
-      assert.equal(world.cordons.size, 0);
+      assert.equal(suite.world.cordons.size, 0);
     });
   });
 
   it('a drain interrupted while paused keeps its cordon: the back-off counts, the uncordon waits for the resume', async () => {
     let drains = 0;
     let uncordons = 0;
-    world.ops.kept = {
+    suite.world.ops.kept = {
       repairDrain: async (k) => {
-        world.cordon(k);
+        suite.world.cordon(k);
         drains++;
         if (drains === 1) return { ok: false, cordonKept: true, reason: 'eviction timeout: 1 pod(s) still on the node, e.g. a/b' };
         return { ok: true, evicted: 1, deleted: 0 };
@@ -121,9 +104,9 @@ describe('repair workflows under observe mode and the pause (stub activities)', 
         uncordons++;
         // The first two asks meet the pause; the third is after the resume.
         if (uncordons <= 2) return 'paused';
-        const node = world.nodeOf(String(k.address));
-        const was = world.cordons.get(node) === String(k.index);
-        world.cordons.delete(node);
+        const node = suite.world.nodeOf(String(k.address));
+        const was = suite.world.cordons.get(node) === String(k.index);
+        suite.world.cordons.delete(node);
         return was ? 'changed' : 'unchanged';
       },
     };
@@ -132,10 +115,10 @@ describe('repair workflows under observe mode and the pause (stub activities)', 
       const backedOff = await q.until(e.index, 'processing', 60_000, (x) => x.drain_backoff_count === 1);
       assert.equal(backedOff.drain_backoff_count, 1);
       await q.until(e.index, 'succeeded', 120_000);
-      const calls = world.called('repairUncordon', e.index);
+      const calls = suite.world.called('repairUncordon', e.index);
       assert.equal(calls[0]!.input.holdMs, undefined);
       assert.equal(calls[1]!.input.holdMs, 600_000);
-      assert.equal(world.cordons.size, 0);
+      assert.equal(suite.world.cordons.size, 0);
     });
   });
 });

@@ -1,9 +1,11 @@
 // Stub activities for the repair workflows: an in-memory world of Nodes and
 // machines the tests steer. Each activity records its calls; the behaviour of
 // each can be replaced per operation (the entry's key), e.g. to block until
-// the test says so, to fail, or to refuse.
+// the test says so, to fail, or to refuse. And the set-up the repair workflow
+// test files share (repairSuite).
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { RepairQueueEntry } from '../../src/repair/entry.ts';
 import type { Config } from '../../src/config/load.ts';
 import {
@@ -12,6 +14,7 @@ import {
 import { queueUpdate } from '../../src/starters/repair-commands.ts';
 import type { RepairPlan } from '../../src/repair/procedure.ts';
 import { waitFor } from '../harness/wait.ts';
+import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 
 export const SCALE = 0.01;
 
@@ -177,4 +180,39 @@ export function queueClient(client: Client, taskQueue: string) {
       await waitFor(`entry ${index} gone`, async () => (await h().query(listQuery)).every((x) => x.index !== index), { timeoutMs });
     },
   };
+}
+
+export type QueueClient = ReturnType<typeof queueClient>;
+
+/** What a repair workflow test works with: the dev server, this test's World and task queue. */
+export interface RepairSuite {
+  env: TestWorkflowEnvironment;
+  world: World;
+  tq: string;
+  /** Runs `fn` while a worker with `activities` (the World's when absent) polls the test's task queue. */
+  run<T>(fn: (client: Client, q: QueueClient) => Promise<T>, activities?: object): Promise<T>;
+}
+
+/**
+ * The set-up every repair workflow test file shares, called inside its `describe`: one dev server
+ * for the file; before each test, no workflow left running, a new World and a new task queue
+ * named after `queue`.
+ */
+export function repairSuite(queue: string): RepairSuite {
+  const suite = {
+    run: <T>(fn: (client: Client, q: QueueClient) => Promise<T>, activities: object = suite.world.activities()) =>
+      withWorker(suite.env, suite.tq, activities, (client) => fn(client, queueClient(client, suite.tq))),
+  } as RepairSuite;
+  before(async () => {
+    suite.env = await startWorkflowEnv();
+  });
+  after(async () => {
+    await suite.env?.teardown();
+  });
+  beforeEach(async () => {
+    await resetAll(suite.env.client);
+    suite.world = new World();
+    suite.tq = taskQueue(queue);
+  });
+  return suite;
 }

@@ -5,34 +5,18 @@
 // as a failed drain (CKE); a queue reset does not reuse indexes; a cancelled
 // queue keeps its entries.
 import assert from 'node:assert/strict';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { REPAIR_QUEUE_WORKFLOW_ID, repairEntryWorkflowId, entryReportSignal, repairLiftWorkflowId } from '../../src/repair/messages.ts';
 import { REPAIR_LIFT_APART_PATCH, REPAIR_LIFT_UNTIL_DONE_PATCH } from '../../src/workflows/repair.ts';
-import { replaysWithPatches, startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { replaysWithPatches } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
-import { block, gate, plan, queueClient, refuse, resetAll, World, type Name } from './repair-stubs.ts';
+import { block, gate, plan, refuse, repairSuite, type Name } from './repair-stubs.ts';
 
 describe('repair workflows (stub activities)', function () {
   this.timeout(180_000);
-  let env: TestWorkflowEnvironment;
-  let world: World;
-  let tq: string;
+  const suite = repairSuite('repair');
 
-  before(async () => {
-    env = await startWorkflowEnv();
-  });
-  after(async () => {
-    await env?.teardown();
-  });
-  beforeEach(async () => {
-    await resetAll(env.client);
-    world = new World();
-    tq = taskQueue('repair');
-  });
-
-  const run = <T>(fn: (client: Client, q: ReturnType<typeof queueClient>) => Promise<T>) =>
-    withWorker(env, tq, world.activities(), (client) => fn(client, queueClient(client, tq)));
+  const { run } = suite;
 
   const entryFailure = async (client: Client, index: string) => {
     try {
@@ -45,9 +29,9 @@ describe('repair workflows (stub activities)', function () {
   };
 
   it('an activity that refuses for good (a webhook\'s 403 on eviction) fails the entry with the reason, lifts its cordon, frees its slot', async () => {
-    world.ops.refused = {
+    suite.world.ops.refused = {
       repairDrain: async (k) => {
-        world.cordon(k);
+        suite.world.cordon(k);
         refuse('eviction of ns/db-1 refused: 403: admission webhook "deny.example" denied the request');
       },
     };
@@ -55,7 +39,7 @@ describe('repair workflows (stub activities)', function () {
       const e1 = await q.add('refused', '10.0.0.1');
       const e2 = await q.add('fine', '10.0.0.2');
       await q.until(e1.index, 'failed');
-      assert.equal(world.cordons.has('node-1'), false, 'node-1 is still cordoned');
+      assert.equal(suite.world.cordons.has('node-1'), false, 'node-1 is still cordoned');
       assert.match((await entryFailure(client, e1.index)) ?? '', /403: admission webhook/);
       // max_concurrent_repairs 1: the next entry runs only once the slot is free.
       await q.until(e2.index, 'succeeded');
@@ -64,22 +48,22 @@ describe('repair workflows (stub activities)', function () {
 
   it('an uncordon that fails past its attempts: the deleted entry ends at once, its slot freed; repair/<index>/lift tries again until the cordon is lifted, its reason in the details', async () => {
     let failing = true;
-    world.ops.stuck = {
+    suite.world.ops.stuck = {
       repairDrain: async (k) => {
-        world.cordon(k);
+        suite.world.cordon(k);
         await block(true);
         return { ok: true, evicted: 0, deleted: 0 };
       },
       repairUncordon: async (k) => {
         if (failing) throw new Error('the API server is unreachable');
-        world.cordons.delete(world.nodeOf(String(k.address)));
+        suite.world.cordons.delete(suite.world.nodeOf(String(k.address)));
         return 'changed';
       },
     };
     await run(async (client, q) => {
       const e1 = await q.add('stuck', '10.0.0.1');
       const e2 = await q.add('fine', '10.0.0.2');
-      await waitFor('cordoned, draining', () => world.cordons.has('node-1'));
+      await waitFor('cordoned, draining', () => suite.world.cordons.has('node-1'));
       await q.delete(e1.index);
       // The entry gives its slot back first: it ends, and the next entry runs while the cordon is still on.
       await q.gone(e1.index);
@@ -88,26 +72,26 @@ describe('repair workflows (stub activities)', function () {
       assert.notEqual((await entry.describe()).status.name, 'RUNNING', 'the entry holds on while its cordon is tried');
       const lift = client.workflow.getHandle(repairLiftWorkflowId(e1.index));
       // Ten attempts of the entry's activity, then the lift's, a (time-scaled) minute apart: more than ten calls.
-      await waitFor('the uncordon tried again past its attempts', () => world.called('repairUncordon', e1.index).length > 10, { timeoutMs: 60_000 });
+      await waitFor('the uncordon tried again past its attempts', () => suite.world.called('repairUncordon', e1.index).length > 10, { timeoutMs: 60_000 });
       const details = await waitFor('the reason in the lift\'s details', async () => {
         const d = (await lift.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
         return /lifting the cordon on node node-1 \(repair entry \d+\) failed \(.*the API server is unreachable.*\); tried again every \d+ s until it is lifted/.test(d) && d;
       });
       assert.ok(details);
       assert.equal((await lift.describe()).status.name, 'RUNNING');
-      assert.ok(world.cordons.has('node-1'));
+      assert.ok(suite.world.cordons.has('node-1'));
       failing = false;
       await lift.result();
-      assert.equal(world.cordons.has('node-1'), false, 'the cordon is lifted');
+      assert.equal(suite.world.cordons.has('node-1'), false, 'the cordon is lifted');
       await replaysWithPatches(client, entry.workflowId, [REPAIR_LIFT_UNTIL_DONE_PATCH, REPAIR_LIFT_APART_PATCH]);
       await replaysWithPatches(client, lift.workflowId, []);
     });
   });
 
   it('a lift workflow cancelled ends with the cordon left on; a lift or an entry started by hand is refused', async () => {
-    world.ops.stuck = {
+    suite.world.ops.stuck = {
       repairDrain: async (k) => {
-        world.cordon(k);
+        suite.world.cordon(k);
         await block(true);
         return { ok: true, evicted: 0, deleted: 0 };
       },
@@ -117,25 +101,25 @@ describe('repair workflows (stub activities)', function () {
     };
     await run(async (client, q) => {
       const e1 = await q.add('stuck', '10.0.0.1');
-      await waitFor('cordoned, draining', () => world.cordons.has('node-1'));
+      await waitFor('cordoned, draining', () => suite.world.cordons.has('node-1'));
       await q.delete(e1.index);
       await q.gone(e1.index);
       const lift = client.workflow.getHandle(repairLiftWorkflowId(e1.index));
       await waitFor('the lift running', async () => (await lift.describe().catch(() => undefined))?.status.name === 'RUNNING');
       await lift.cancel();
       await assert.rejects(lift.result());
-      assert.equal(world.cordons.get('node-1'), e1.index, 'the cordon stays when the lift is cancelled');
+      assert.equal(suite.world.cordons.get('node-1'), e1.index, 'the cordon stays when the lift is cancelled');
       const input = { index: '77', address: '10.0.0.7', machine_type: 'sim', operation: 'stuck', enabled: true, queue: 'q', lift: { nodename: 'node-7', time_scale: 0.01, reason: 'x' } };
       for (const workflowId of [repairLiftWorkflowId('77'), repairEntryWorkflowId('77')]) {
-        const h = await client.workflow.start('repairEntryWorkflow', { taskQueue: tq, workflowId, args: [input] });
+        const h = await client.workflow.start('repairEntryWorkflow', { taskQueue: suite.tq, workflowId, args: [input] });
         await assert.rejects(h.result(), (err: unknown) => err instanceof WorkflowFailedError && /refused/.test(err.cause?.message ?? ''));
       }
-      assert.equal(world.called('repairUncordon', '77').length, 0);
+      assert.equal(suite.world.called('repairUncordon', '77').length, 0);
     });
   });
 
   it('an activity that fails every attempt gives up after ten: the entry fails, its cordon lifted, the next entry runs', async () => {
-    world.ops.flaky = {
+    suite.world.ops.flaky = {
       repairRunCommand: async () => {
         throw new Error('connection refused');
       },
@@ -144,8 +128,8 @@ describe('repair workflows (stub activities)', function () {
       const e1 = await q.add('flaky', '10.0.0.1');
       const e2 = await q.add('fine', '10.0.0.2');
       await q.until(e1.index, 'failed', 90_000);
-      assert.equal(world.called('repairRunCommand', e1.index).length, 10);
-      assert.equal(world.cordons.has('node-1'), false, 'node-1 is still cordoned');
+      assert.equal(suite.world.called('repairRunCommand', e1.index).length, 10);
+      assert.equal(suite.world.cordons.has('node-1'), false, 'node-1 is still cordoned');
       assert.match((await entryFailure(client, e1.index)) ?? '', /repairRunCommand gave up: connection refused/);
       await q.until(e2.index, 'succeeded');
     });
@@ -163,9 +147,9 @@ describe('repair workflows (stub activities)', function () {
     for (const honour of [true, false]) {
       it(`a delete during ${stage} (${honour ? 'cancelled' : 'completing anyway'}): the entry leaves the queue, no cordon left, the slot freed`, async () => {
         let blocked = false;
-        world.ops.held = {
+        suite.world.ops.held = {
           [stage]: async (k: Record<string, unknown>) => {
-            if (stage === 'repairDrain') world.cordon(k);
+            if (stage === 'repairDrain') suite.world.cordon(k);
             // The success command is its own stage below: here only the repair command blocks.
             if (stage === 'repairRunCommand' && k.kind !== 'repair_command') return { ok: true, output: '', attempts: 1 };
             blocked = true;
@@ -180,11 +164,11 @@ describe('repair workflows (stub activities)', function () {
           const e1 = await q.add('held', '10.0.0.1');
           const e2 = await q.add('fine', '10.0.0.2');
           await waitFor(`${stage} running`, () => blocked);
-          if (cordoned) assert.equal(world.cordons.get('node-1'), e1.index);
+          if (cordoned) assert.equal(suite.world.cordons.get('node-1'), e1.index);
           await q.delete(e1.index);
           await q.gone(e1.index);
           await q.until(e2.index, 'succeeded');
-          assert.equal(world.cordons.has('node-1'), false, 'node-1 is still cordoned');
+          assert.equal(suite.world.cordons.has('node-1'), false, 'node-1 is still cordoned');
           const d = await client.workflow.getHandle(repairEntryWorkflowId(e1.index)).describe();
           assert.notEqual(d.status.name, 'RUNNING');
         });
@@ -195,7 +179,7 @@ describe('repair workflows (stub activities)', function () {
   for (const honour of [true, false]) {
     it(`a delete during the success command, the last await before the final report (${honour ? 'cancelled' : 'completing anyway'}): the slot is freed`, async () => {
       let blocked = false;
-      world.ops.held = {
+      suite.world.ops.held = {
         repairRunCommand: async (k) => {
           if (k.kind !== 'success_command') return { ok: true, output: '', attempts: 1 };
           blocked = true;
@@ -210,48 +194,48 @@ describe('repair workflows (stub activities)', function () {
         await q.delete(e1.index);
         await q.gone(e1.index);
         await q.until(e2.index, 'succeeded');
-        assert.equal(world.cordons.size, 0, `cordons left: ${[...world.cordons.keys()].join(', ')}`);
+        assert.equal(suite.world.cordons.size, 0, `cordons left: ${[...suite.world.cordons.keys()].join(', ')}`);
       });
     });
   }
 
   it('a delete during a drain back-off, and during a wait for a disabled queue: the entry leaves, the slot is freed', async () => {
-    world.ops.blocked = {
+    suite.world.ops.blocked = {
       repairDrain: async () => ({ ok: false, reason: 'eviction refused for ns/db-1 (1 time(s): budget)' }),
     };
-    world.ops.nodrain = {};
-    world.plans.nodrain = plan({ steps: [{ need_drain: false, watch_seconds: 600, command_timeout_seconds: 30, command_retries: 0, command_interval: 0 }] });
+    suite.world.ops.nodrain = {};
+    suite.world.plans.nodrain = plan({ steps: [{ need_drain: false, watch_seconds: 600, command_timeout_seconds: 30, command_retries: 0, command_interval: 0 }] });
     await run(async (_client, q) => {
-      world.maxConcurrent = 2;
+      suite.world.maxConcurrent = 2;
       const e1 = await q.add('blocked', '10.0.0.1');
       await q.until(e1.index, 'processing', 30_000, (e) => e.drain_backoff_count >= 1 && e.step_status === 'waiting');
       await q.delete(e1.index);
       await q.gone(e1.index);
       // Disabled before its command: it waits; a delete ends the wait.
-      world.ops.nodrain.repairInspect = async () => {
+      suite.world.ops.nodrain.repairInspect = async () => {
         await q.disable();
-        return { nodename: '', healthy: false, plan: world.plans.nodrain! };
+        return { nodename: '', healthy: false, plan: suite.world.plans.nodrain! };
       };
       const e2 = await q.add('nodrain', '192.0.2.1');
-      await waitFor('inspected', () => world.called('repairInspect', e2.index).length > 0);
+      await waitFor('inspected', () => suite.world.called('repairInspect', e2.index).length > 0);
       await q.until(e2.index, 'processing');
       await q.delete(e2.index);
       await q.gone(e2.index);
       await q.enable();
-      world.maxConcurrent = 1;
+      suite.world.maxConcurrent = 1;
       // Both slots free: two new entries run at once with max_concurrent_repairs 2... with 1, one after the other.
       const e3 = await q.add('fine', '10.0.0.3');
       await q.until(e3.index, 'succeeded');
-      assert.equal(world.called('repairRunCommand', e2.index).length, 0, 'a disabled queue ran a repair command');
+      assert.equal(suite.world.called('repairRunCommand', e2.index).length, 0, 'a disabled queue ran a repair command');
     });
   });
 
   it('an entry whose workflow ends without reporting (terminated) fails, and its slot is freed', async () => {
-    world.ops.held = { repairWatchHealth: async () => ({ healthy: (await block(true), false), checks: 1 }) };
+    suite.world.ops.held = { repairWatchHealth: async () => ({ healthy: (await block(true), false), checks: 1 }) };
     await run(async (client, q) => {
       const e1 = await q.add('held', '10.0.0.1');
       const e2 = await q.add('fine', '10.0.0.2');
-      await waitFor('watching', () => world.called('repairWatchHealth', e1.index).length > 0);
+      await waitFor('watching', () => suite.world.called('repairWatchHealth', e1.index).length > 0);
       await client.workflow.getHandle(repairEntryWorkflowId(e1.index)).terminate('an operator ended it');
       await q.until(e1.index, 'failed');
       await q.until(e2.index, 'succeeded');
@@ -260,9 +244,9 @@ describe('repair workflows (stub activities)', function () {
 
   it('CKE: a disable during a drain abandons it with the back-off counted; enable drains again after the back-off', async () => {
     let drains = 0;
-    world.ops.held = {
+    suite.world.ops.held = {
       repairDrain: async (k) => {
-        world.cordon(k);
+        suite.world.cordon(k);
         if (++drains === 1) await block(true);
         return { ok: true, evicted: 0, deleted: 0 };
       },
@@ -274,7 +258,7 @@ describe('repair workflows (stub activities)', function () {
       const waiting = await q.until(e1.index, 'processing', 30_000, (e) => e.step_status === 'waiting');
       assert.equal(waiting.drain_backoff_count, 1, 'the abandoned drain counts (CKE)');
       assert.notEqual(waiting.drain_backoff_expire, '0001-01-01T00:00:00Z');
-      assert.equal(world.cordons.has('node-1'), false, 'uncordoned');
+      assert.equal(suite.world.cordons.has('node-1'), false, 'uncordoned');
       await q.enable();
       await q.until(e1.index, 'succeeded');
       assert.equal(drains, 2);
@@ -283,12 +267,12 @@ describe('repair workflows (stub activities)', function () {
 
   it('a queue reset: the new queue\'s indexes continue past the old entries\', whose reports it refuses', async () => {
     const release = gate();
-    world.ops.held = { repairWatchHealth: async () => ({ healthy: (await block(true, release.wait), true), checks: 1 }) };
+    suite.world.ops.held = { repairWatchHealth: async () => ({ healthy: (await block(true, release.wait), true), checks: 1 }) };
     await run(async (client, q) => {
       const e1 = await q.add('fine', '10.0.0.1');
       await q.until(e1.index, 'succeeded');
       const e2 = await q.add('held', '10.0.0.2');
-      await waitFor('watching', () => world.called('repairWatchHealth', e2.index).length > 0);
+      await waitFor('watching', () => suite.world.called('repairWatchHealth', e2.index).length > 0);
       await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).terminate('reset the repair queue');
       // The next command starts a new queue.
       const e3 = await q.add('fine', '10.0.0.3');
@@ -306,11 +290,11 @@ describe('repair workflows (stub activities)', function () {
   });
 
   it('a cancelled queue keeps its entries and goes on', async () => {
-    world.ops.held = { repairWatchHealth: async () => ({ healthy: (await block(true), false), checks: 1 }) };
+    suite.world.ops.held = { repairWatchHealth: async () => ({ healthy: (await block(true), false), checks: 1 }) };
     await run(async (client, q) => {
       const e1 = await q.add('held', '10.0.0.1');
       const e2 = await q.add('fine', '10.0.0.2');
-      await waitFor('watching', () => world.called('repairWatchHealth', e1.index).length > 0);
+      await waitFor('watching', () => suite.world.called('repairWatchHealth', e1.index).length > 0);
       const h = client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID);
       const first = (await h.describe()).runId;
       await h.cancel();
