@@ -1,4 +1,5 @@
-// The apps section of the configuration file.
+// The apps section of the configuration file (src/config/apps.ts), and the Apps it lets a worker act
+// on (appScopeProblem, src/activities/apps.ts).
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/load.ts';
 import { ConfigError } from '../../src/config/errors.ts';

@@ -1,3 +1,4 @@
+// src/starters/output.ts, and the formatters of apps-, repair-, taint- and weeder-commands.ts.
 // -o/--output on every read command: table (or the command's own default), wide, json, yaml; a
 // format that is none of them is refused before anything connects (exit 2, the choices named);
 // --json stays as -o json where it was. The formatters, on rows as the commands get them.

@@ -1,3 +1,4 @@
+// src/workers/versioning.ts, and the temporal.deployment section it reads (src/config/schema.ts).
 import assert from 'node:assert/strict';
 import { buildIdOf, promotionStep, type DeploymentView } from '../../src/workers/versioning.ts';
 import { ConfigError } from '../../src/config/errors.ts';
