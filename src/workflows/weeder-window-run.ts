@@ -40,7 +40,7 @@ export interface Scope {
   cancel(): void;
 }
 
-/** What a deleting activity is asked: the pods, those observe mode recorded, and a hold (ms, 0: none). */
+/** What a deleting activity is asked: the pods, and those of them observe mode recorded already. */
 export interface WeedAsk extends WeederTarget {
   pods: Candidate[];
   observed?: string[];
