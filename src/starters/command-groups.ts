@@ -2,7 +2,7 @@
 // `tend --help` says of each. A command line loads only the module of the
 // command it names (the Temporal client, the Kubernetes client, zod: a few
 // hundred milliseconds each); `tend --help` lists the others from this table.
-// test/unit/cli-startup.test.ts checks that this table says what the loaded
+// test/unit/starters-cli.test.ts checks that this table says what the loaded
 // commands say.
 import type { Command } from 'commander';
 

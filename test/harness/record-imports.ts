@@ -1,4 +1,4 @@
-// Loaded with `node --import` by test/unit/cli-startup.test.ts: records every package a process
+// Loaded with `node --import` by test/unit/starters-cli.test.ts: records every package a process
 // loads (by name) and writes them, one per line, to the file TEND_RECORD_IMPORTS names when it exits.
 import { writeFileSync } from 'node:fs';
 import { registerHooks } from 'node:module';

@@ -1,3 +1,4 @@
+// src/starters/cli-support.ts: the flags every command shares, through the CLI.
 // --kubeconfig and --context choose the cluster for everything a command does, as kubectl's do,
 // over the configuration's kubernetes section.
 import assert from 'node:assert/strict';
@@ -10,7 +11,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
-import { configFrom } from '../../src/starters/cli-support.ts';
+import { InvalidArgumentError } from 'commander';
+import { configFrom, MAX_FLAG_INT, positiveInt } from '../../src/starters/cli-support.ts';
 import { writeKubeconfig } from '../harness/kubeconfig.ts';
 
 const cli = fileURLToPath(new URL('../../src/starters/cli.ts', import.meta.url));
@@ -102,5 +104,37 @@ describe('CLI: --kubeconfig and --context choose the cluster', () => {
     const both = await tend(['pause', 'status', '--config', config, '--config-map', 'tend/tend:tend.yaml']);
     assert.equal(both.code, 2, both.stderr);
     assert.match(both.stderr, /give either --config or --config-map, not both/);
+  });
+});
+
+// Whole-number flags (--timeout, --interval-seconds, --min-request-timeout): decimal digits from 1
+// to a bound, so that a value no timer can hold is refused before anything is sent.
+describe('CLI: whole-number flags', () => {
+  it('takes decimal digits from 1 to the bound (a day of seconds unless the flag sets another)', () => {
+    const parse = positiveInt('--timeout');
+    assert.equal(parse('1'), 1);
+    assert.equal(parse('300'), 300);
+    assert.equal(parse(String(MAX_FLAG_INT)), MAX_FLAG_INT);
+    assert.equal(positiveInt('--timeout', 3600)('3600'), 3600);
+  });
+
+  it('refuses 0, negatives, fractions, exponents, hex and values past the bound, naming the flag and the range', () => {
+    for (const v of ['0', '-1', '1.5', '12.0', '1e3', '1e21', '0x10', '', 'ten', String(MAX_FLAG_INT + 1)]) {
+      assert.throws(() => positiveInt('--timeout')(v), (err: Error) => {
+        assert.ok(err instanceof InvalidArgumentError);
+        assert.equal(err.message, `--timeout must be a whole number from 1 to ${MAX_FLAG_INT} (got "${v}")`);
+        return true;
+      }, v);
+    }
+    assert.throws(() => positiveInt('--timeout', 3600)('3601'), /from 1 to 3600 \(got "3601"\)/);
+  });
+
+  it('a command refuses them with exit 2 before it connects: app restart past its workflow\'s 3600 s, doctor with 1e21', async () => {
+    const restart = await tend(['app', 'restart', 'demo/x', '--timeout', '2147470']);
+    assert.equal(restart.code, 2, restart.stderr);
+    assert.match(restart.stderr, /--timeout must be a whole number from 1 to 3600 \(got "2147470"\)/);
+    const doctor = await tend(['doctor', '--timeout', '1e21']);
+    assert.equal(doctor.code, 2, doctor.stderr);
+    assert.match(doctor.stderr, /--timeout must be a whole number from 1 to 86400 \(got "1e21"\)/);
   });
 });

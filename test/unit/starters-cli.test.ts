@@ -1,9 +1,10 @@
+// src/starters/cli.ts: what a command loads, and `tend --version` (with TEND_LOG_LEVEL, src/log.ts).
 // The CLI's start-up: a command loads only what it uses. `tend --help` and `--version` load
 // neither the Temporal client nor the Kubernetes client (each a few hundred milliseconds on a
 // small machine), and list the commands whose modules they did not load exactly as those
 // modules describe them. bench/cli.ts measures the times.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { buildProgram } from '../../src/starters/cli.ts';
 import { COMMAND_GROUPS } from '../../src/starters/command-groups.ts';
 
 const cli = fileURLToPath(new URL('../../src/starters/cli.ts', import.meta.url));
+const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as { version: string };
 const hook = fileURLToPath(new URL('../harness/record-imports.ts', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'tend-startup-'));
 
@@ -50,5 +52,29 @@ describe('CLI start-up: a command loads what it uses', () => {
     assert.ok(rq.commands.some((c) => c.name() === 'list'), 'repair-queue list is not registered');
     const weeder = program.commands.find((c) => c.name() === 'weeder')!;
     assert.equal(weeder.commands.length, 0, 'weeder was loaded for a repair-queue command');
+  });
+});
+
+// `tend --version` / `-V`: one line, exit 0, with tend's version from package.json.
+describe('tend --version', () => {
+  for (const flag of ['--version', '-V']) {
+    it(`${flag}: tend's version, its Temporal SDK and Node.js on one line, exit 0`, () => {
+      const out = execFileSync(process.execPath, [cli, flag], { encoding: 'utf8' });
+      assert.equal(out, `tend ${pkg.version} (Temporal SDK 1.24.0, Node.js ${process.version})\n`);
+    });
+  }
+});
+
+describe('TEND_LOG_LEVEL', () => {
+  it('a level the logger does not know: one line naming the variable and the levels, exit 2, no stack', () => {
+    const r = spawnSync(process.execPath, [cli, '--version'], { encoding: 'utf8', env: { ...process.env, TEND_LOG_LEVEL: 'bogus' } });
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr, 'tend: TEND_LOG_LEVEL: "bogus" is not a log level (one of: trace, debug, info, warn, error, fatal, silent)\n');
+  });
+  it('a known level, or none, runs the command', () => {
+    for (const level of ['debug', 'silent', '']) {
+      const out = execFileSync(process.execPath, [cli, '--version'], { encoding: 'utf8', env: { ...process.env, TEND_LOG_LEVEL: level } });
+      assert.match(out, /^tend /);
+    }
   });
 });
