@@ -1,3 +1,4 @@
+// bin/tend, and commandEnv (src/repair/process.ts): the flags and environment tend and its commands run with.
 // bin/tend (the checkout's and the image's entry point) runs Node.js with a bounded young
 // generation (--max-semi-space-size=8) unless NODE_OPTIONS sets one, and as a flag of its own
 // process: NODE_OPTIONS, which the commands tend runs inherit, is left as it was. Its old

@@ -1,3 +1,4 @@
+// docker-compose.yml and deploy/compose/ against src/sandbox/temporal-cluster.ts, src/search-attributes.ts and scripts/binaries.sh.
 // docker-compose.yml runs the Temporal that `tend sandbox up --temporal cluster` runs: the same
 // server and Web UI versions (scripts/binaries.sh), the same dynamic configuration file, the
 // namespace deploy/compose/config.yaml names, and the same search attributes with the same types.

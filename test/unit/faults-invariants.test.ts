@@ -1,3 +1,4 @@
+// faults/audit.ts, faults/invariants.ts and faults/report.ts.
 // The fault run's invariant checkers, fed recorded facts as plain data: each
 // finds the violation planted in its input, and nothing in a clean record.
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// src/http/address.ts, src/http/health.ts, src/http/server.ts and src/http/worker-state.ts.
 // tend's HTTP port: the address flag's parsing, the health checks, and the
 // server's answers (on a loopback port of the kernel's choosing).
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// eslint.config.js's layer rules and scripts/import-graph.ts, over src/.
 // The layering of src/ (eslint.config.js's layers) holds and bites: for every folder, an import
 // of each folder at or above its layer is reported by the project's own lint configuration
 // (static, re-export and dynamic), while an import of a lower layer is not; workflow code gets

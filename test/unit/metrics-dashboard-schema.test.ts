@@ -1,3 +1,4 @@
+// deploy/grafana/tend.json against @grafana/schema.
 // The example dashboard against Grafana's own dashboard schema: the types
 // Grafana generates from its schema and publishes as @grafana/schema. The
 // dashboard's JSON is type-checked as an object literal of type `Dashboard`

@@ -1,3 +1,4 @@
+// deploy/grafana/tend.json against the metrics tend (src/metrics/) and the SDK export.
 // The example Grafana dashboard: valid JSON of Grafana's dashboard shape, and
 // every panel's query names only metrics tend or the SDK exports (as
 // documented in docs/metrics.md; the e2e test checks a live scrape too).

@@ -1,3 +1,4 @@
+// src/metrics/ (state.ts, weeder.ts, apps.ts, informer.ts, registry.ts), and sdkLogFields (src/workers/runtime.ts).
 // tend's metrics, their pure parts: what the state gauges count, what the
 // activities' counters observe, how the SDK's log lines are written, and that
 // an informer restart is counted from the real informer's report of it.

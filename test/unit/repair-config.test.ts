@@ -1,3 +1,4 @@
+// src/config/repair.ts, src/repair/procedure.ts, src/repair/entry.ts (address, serial) and parseRepairFile (src/starters/repair-commands.ts).
 // The repair section in CKE's format, defaults and errors; request checks
 // (machine type, operation, address, serial) shared by the CLI and the queue.
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// deploy/components/temporal-credentials against deploy/kubernetes and the configuration (src/config/load.ts).
 // The kustomize component deploy/components/temporal-credentials, checked by structure: it patches
 // the Deployment and container deploy/kubernetes ships, gives the API key under the variable its
 // configuration names, and mounts the mTLS files read-only where its configuration reads them.

@@ -1,3 +1,4 @@
+// src/log.ts (redact), src/config/load.ts and src/temporal/connection.ts: the places a credential could be written.
 // No credential in what tend writes: the logger's masking, config errors, `config validate`'s
 // description, and Temporal connection errors, each tried with a distinctive key.
 import assert from 'node:assert/strict';

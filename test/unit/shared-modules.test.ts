@@ -1,3 +1,4 @@
+// src/workers/worker.ts (sharedWorkflowModules) and every module the workflow code (src/workflows/) loads.
 // The modules the worker loads once and shares between workflows (sharedWorkflowModules) are
 // exactly the workflow code's pure modules, the workflow code loads no package but the SDK's
 // (zod costs 1 MiB a workflow and cannot be shared), and none of them keeps anything that could change:
