@@ -98,7 +98,7 @@ export function appKey(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
 
-/** The App's workflow id (DESIGN.md); messages.ts, which holds the workflow's messages, exports it too. */
+/** The App's workflow id (docs/apps.md); messages.ts, which holds the workflow's messages, exports it too. */
 export function appWorkflowId(namespace: string, name: string): string {
   return `app/${namespace}/${name}`;
 }

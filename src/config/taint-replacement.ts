@@ -1,6 +1,6 @@
 // The taintReplacement section: the FoundationDB operator's
 // automaticReplacementOptions names for taint replacement
-// (seeds/tainted-node-eviction.md), so an operator's block can be pasted in.
+// (docs/taint.md), so an operator's block can be pasted in.
 // tend's additions: podSelector (which pods tend manages: required, tend has no
 // FoundationDBCluster to say so), namespaces, and the breaker.
 import { z } from 'zod';

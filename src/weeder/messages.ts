@@ -18,7 +18,7 @@ export const WEEDER_FAILED = 'WeederFailed';
 /** The workflow type readers expect under a weeder id (src/workflows/weeder.ts). */
 export const WEEDER_WORKFLOW_TYPE = 'weederWorkflow';
 
-/** The window's workflow id, as DESIGN.md names it: one per Service. */
+/** The window's workflow id, as docs/weeder.md names it: one per Service. */
 export function weederWorkflowId(namespace: string, service: string): string {
   return `weeder/${namespace}/${service}`;
 }

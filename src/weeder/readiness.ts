@@ -1,5 +1,5 @@
 // Readiness of a Service, decided over all of its EndpointSlices, as
-// DESIGN.md defines it: ready when at least one endpoint's `conditions.ready`
+// docs/weeder.md defines it: ready when at least one endpoint's `conditions.ready`
 // is not false (the API documents a missing value as ready); a Service with no
 // endpoint at all is not ready. Pure: used by the watcher and the activity.
 

@@ -2,7 +2,7 @@
 // configuration. A workflow names its Service (namespace and name) and
 // nothing else: the dependants' selectors and the window's length are looked
 // up here, when an activity runs. Anything that reaches the worker through
-// Temporal is untrusted (DESIGN.md, "Temporal conventions"). Pure.
+// Temporal is untrusted (docs/security.md, "Every message"). Pure.
 import { preview } from '../checks/preview.ts';
 import type { LabelSelector } from '../config/label-selector.ts';
 import { dns1123LabelProblem } from '../config/kube-names.ts';

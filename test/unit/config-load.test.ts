@@ -40,7 +40,7 @@ const weederWith = (fields: string) =>
 
 describe('config', () => {
   describe('valid files', () => {
-    it("loads DESIGN.md's example", async () => {
+    it('loads the example with every section (test/fixtures/config/design-example.yaml)', async () => {
       const config = await loadConfig({ file: fixture('design-example.yaml') });
       assert.deepEqual(config.temporal, { address: 'localhost:7233', namespace: 'default', taskQueue: 'tend' });
       assert.deepEqual(config.kubernetes, { kubeconfig: '~/.kube/config' });

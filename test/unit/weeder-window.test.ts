@@ -141,7 +141,7 @@ describe('weeder: the window', () => {
     assert.equal(heartbeatTimeoutMs(300_000), 60_000);
     assert.equal(heartbeatTimeoutMs(3_600_000), 60_000);
   });
-  it('names the workflow as DESIGN.md does', () => assert.equal(weederWorkflowId('ns', 'etcd'), 'weeder/ns/etcd'));
+  it('names the workflow as docs/weeder.md does', () => assert.equal(weederWorkflowId('ns', 'etcd'), 'weeder/ns/etcd'));
   it('reports the result with the stop reason', () => {
     const w = new WindowState();
     w.extend(0, 60_000);

@@ -1,6 +1,6 @@
 // The simulated kubelet: plays the kubelet for N fake nodes against a real
-// control plane, since this machine has no container runtime. See DESIGN.md,
-// "The real parts, and the sandbox".
+// control plane, since this machine has no container runtime. See README.md,
+// "The simulated kubelet".
 //
 // Each node is two halves, as in a real kubelet: NodeAgent keeps the Node and
 // its Lease alive, PodRunner plays the pods bound to it. The watches are shared
