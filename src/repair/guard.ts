@@ -149,15 +149,19 @@ export async function takeGuard(access: GuardAccess, want: Want, o: {
 
 /**
  * Extends our guard: `renewed`; `lost` when another worker holds it now (ours lapsed and was taken: the
- * command must stop); `gone` when the Node is (nothing left to guard on). Throws on an API error.
+ * command must stop); `released` when it holds our command's end already (a renewal that lost the race
+ * with the release must not take the guard again: it would hold a finished run's machine until it
+ * lapsed, and a retry cut off from that run would then run the command again instead of taking its
+ * exit code); `gone` when the Node is (nothing left to guard on). Throws on an API error.
  */
-export async function renewGuard(access: GuardAccess, mine: GuardRecord, now = Date.now()): Promise<'renewed' | 'lost' | 'gone'> {
+export async function renewGuard(access: GuardAccess, mine: GuardRecord, now = Date.now()): Promise<'renewed' | 'lost' | 'released' | 'gone'> {
   for (let conflicts = 0; ; conflicts++) {
     if (conflicts === 10) throw new Error('the Node changed under each of 10 renewals in a row');
     const node = await access.read();
     if (!node) return 'gone';
     const found = parseGuard(node.value);
     if (found?.holder.id !== mine.holder.id) return 'lost';
+    if (found.until === 0) return 'released';
     if (await access.write(node.resourceVersion, JSON.stringify({ ...mine, until: now + GUARD_TTL_MS }))) return 'renewed';
   }
 }

@@ -88,8 +88,10 @@ export async function runGuarded(access: GuardAccess, want: Omit<Want, 'holder'>
   const mine = got.taken;
   const lost = new AbortController();
   let renewedAt = Date.now();
+  /** The renewal under way: the release waits for it, so the two never cross (src/repair/guard.ts renewGuard). */
+  let renewing: Promise<void> = Promise.resolve();
   const renewer = setInterval(() => {
-    renewGuard(access, mine).then((out) => {
+    renewing = renewing.then(() => renewGuard(access, mine)).then((out) => {
       if (out === 'renewed' || out === 'gone') renewedAt = Date.now();
       if (out === 'lost') lost.abort();
     }, (err: unknown) => log.warn({ ...fields, error: errorMessage(err) }, 'repair: could not renew the entry\'s guard'))
@@ -107,6 +109,7 @@ export async function runGuarded(access: GuardAccess, want: Omit<Want, 'holder'>
     return r;
   } finally {
     clearInterval(renewer);
+    await renewing;
     await releaseGuard(access, mine, r?.exitCode ?? null)
       .catch((err: unknown) => log.warn({ ...fields, error: errorMessage(err) }, 'repair: could not release the entry\'s guard; it lapses by itself'));
   }
