@@ -204,9 +204,19 @@ export const REPAIR_COMMAND_ACTIVITIES = ['repairRunCommand', 'repairWatchHealth
 /**
  * Which worker the activities are for: `main` (tend's task queue: they refuse
  * to run commands when repair.taskQueue sends them elsewhere), or `commands`
- * (the worker polling repair.taskQueue; it has no Kubernetes connection).
+ * (the worker polling repair.taskQueue; Kubernetes, when it has a connection,
+ * serves the guard on the entry's Node only).
  */
 export type RepairRole = 'main' | 'commands';
+
+/**
+ * What the worker polling repair.taskQueue registers: the command activities only, guarded on the
+ * entry's Node through `kube` when it has a connection (without one, per host only).
+ */
+export function repairCommandActivities(kube: KubeClients | undefined, config: RepairConfig | undefined, gates?: SafetyGates) {
+  const all = createRepairActivities(kube, config, 'commands', gates);
+  return Object.fromEntries(REPAIR_COMMAND_ACTIVITIES.map((name) => [name, all[name]])) as Pick<typeof all, (typeof REPAIR_COMMAND_ACTIVITIES)[number]>;
+}
 
 export function createRepairActivities(kube: KubeClients | undefined, config?: RepairConfig, role: RepairRole = 'main', gates?: SafetyGates) {
   /**
@@ -235,7 +245,7 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
   const podTarget = (p: PodView) => ({ apiVersion: 'v1', kind: 'Pod', namespace: p.namespace, name: p.name, uid: p.uid });
 
   function kubeOrRefuse(): KubeClients {
-    if (!kube) notConfigured('this worker runs repair commands only (repair.taskQueue); it has no Kubernetes connection');
+    if (!kube) notConfigured('this worker runs repair commands only (repair.taskQueue) and has no Kubernetes connection');
     return kube;
   }
 
@@ -279,13 +289,21 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
    * A repair or success command's run under the entry's guard on its Node
    * (src/repair/guard.ts): no other worker runs a command on that machine
    * meanwhile, and a retry finds the end of the run it was cut off from there.
-   * No Node (or no Kubernetes connection: repair.taskQueue) leaves the per-host
-   * record alone to guard it.
+   * The same on a command worker of its own (repair.taskQueue) given a
+   * Kubernetes connection. No Node, or a command worker without a connection
+   * (it said so at start-up), leaves the per-host record alone to guard it.
    */
   async function guardedRun(key: EntryKey & { step: number; kind: string }, c: ResolvedCommand, signal: AbortSignal, runNo: number, cutOffRun?: number): Promise<RunResult> {
     const node = kube ? await nodeOf(key.address) : undefined;
     const once = (s: AbortSignal) => run(key, key.step, key.kind, c, s, runNo);
-    if (!node) return once(signal);
+    if (!node) {
+      // On a command worker the cluster may not be the main worker's (another kubeconfig): said, not guessed.
+      if (kube && role === 'commands') {
+        log.warn({ index: key.index, step: key.step, kind: key.kind, address: key.address },
+          'repair: no Node has this InternalIP in the cluster this command worker reaches; the command is guarded per host only');
+      }
+      return once(signal);
+    }
     const want = { entry: key.index, step: key.step, kind: key.kind, run: runNo, ...(cutOffRun !== undefined ? { cutOffRun } : {}) };
     return runGuarded(nodeGuardAccess(kubeOrRefuse().core, node.metadata!.name!), want, signal, once, () => stopped(signal));
   }

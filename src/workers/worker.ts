@@ -1,16 +1,19 @@
 // The worker: hosts every workflow and activity on one task queue; with
 // repair.taskQueue set, the repair commands run on a worker of their own.
 import { Worker } from '@temporalio/worker';
+import type * as k8s from '@kubernetes/client-node';
 import { installRuntime } from './runtime.ts';
 import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { workerActivities, type Capability } from '../activities/index.ts';
 import { ConfigError, OperatorError, UsageError } from '../errors.ts';
-import { beginRepairShutdown } from '../activities/repair.ts';
+import { beginRepairShutdown, repairCommandActivities } from '../activities/repair.ts';
 import { withholdFromCommands } from '../repair/process.ts';
+import { GUARD_ANNOTATION } from '../repair/guard.ts';
 import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
 import { connectNative, type TemporalSettings } from '../temporal/connection.ts';
 import { log } from '../log.ts';
@@ -172,8 +175,9 @@ const STATE_POLL_MS = 500;
 /**
  * Where a worker polls and what it registers. With repair.taskQueue set,
  * `--capabilities repair` is the repair command worker: it polls only that
- * task queue, registers only the command activities and no workflows, and
- * needs no Kubernetes connection. Any other worker polls the main task queue.
+ * task queue, registers only the command activities and no workflows, and uses
+ * a Kubernetes connection for the guard on the entry's Node only
+ * (commandsGuard). Any other worker polls the main task queue.
  * Bad combinations are configuration errors, named.
  */
 export function workerPlan(opts: Pick<WorkerOptions, 'temporal' | 'repair'>, scope: WorkerScope = {}):
@@ -196,6 +200,24 @@ export function workerPlan(opts: Pick<WorkerOptions, 'temporal' | 'repair'>, sco
   return { kind: 'main', taskQueue: opts.temporal.taskQueue, ...(caps ? { capabilities: caps } : {}) };
 }
 
+/**
+ * Whether the repair command worker has a Kubernetes connection to take the guard on the entry's Node
+ * with (src/repair/guard.ts): yes when one is given in any of the places the main worker reads one from
+ * (kubernetes.kubeconfig or --kubeconfig, a context, in-cluster credentials, $KUBECONFIG, ~/.kube/config),
+ * and then it must work (a broken one is a configuration error, as on the main worker). None at all: the
+ * worker runs guarded per host only, and says so at start-up (docs/repair.md).
+ */
+export function commandsGuard(opts: KubeOptions, env: NodeJS.ProcessEnv = process.env, home = homedir()): 'node' | { perHostOnly: string } {
+  if (opts.kubeconfig || opts.context || env.KUBERNETES_SERVICE_HOST || env.KUBECONFIG || existsSync(join(home, '.kube', 'config'))) return 'node';
+  return { perHostOnly: 'no Kubernetes connection is configured (kubernetes.kubeconfig, --kubeconfig, in-cluster credentials, $KUBECONFIG or ~/.kube/config)' };
+}
+
+/** The worker's Kubernetes connection: the main worker's always; the command worker's when it has one to guard with. */
+function kubeFor(commandsOnly: boolean, opts: KubeOptions): { kc?: k8s.KubeConfig; perHostOnly?: string } {
+  const guard = commandsOnly ? commandsGuard(opts) : 'node';
+  return guard === 'node' ? { kc: loadKubeConfig(opts) } : guard;
+}
+
 /** Connects to both sides, then runs until `signal` aborts. */
 export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope: WorkerScope = {}): Promise<void> {
   const plan = workerPlan(opts, scope);
@@ -204,9 +226,11 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
   // The variable holding tend's Temporal API key, whatever its name, never reaches a repair command.
   withholdFromCommands(opts.temporal.apiKeyEnv);
   const commandsOnly = plan.kind === 'repair-commands';
-  // The repair command worker runs commands only: it needs no Kubernetes connection (nor rights).
-  const kc = commandsOnly ? undefined : loadKubeConfig(opts.kubernetes);
+  // The repair command worker uses Kubernetes for the guard only (Node list, get and patch); without a
+  // connection it still runs commands, guarded per host only, and says so below.
+  const { kc, perHostOnly } = kubeFor(commandsOnly, opts.kubernetes);
   const version = kc ? await checkKubernetes(kc) : undefined;
+  const kube = kc ? kubeClients(kc) : undefined;
   const connection = await connectNative(opts.temporal);
   const code = commandsOnly ? undefined : await workflowCode();
   // Versioning applies to the worker that runs workflows; the repair command worker runs
@@ -228,8 +252,9 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
       namespace: opts.temporal.namespace,
       taskQueue: plan.taskQueue,
       ...code,
-      activities: workerActivities({ ...(kc ? { kube: kubeClients(kc) } : {}), config: opts, pause, modes },
-        commandsOnly ? { repairCommandsOnly: true } : { ...(plan.capabilities ? { capabilities: plan.capabilities } : {}) }),
+      activities: commandsOnly
+        ? repairCommandActivities(kube, opts.repair, { pause, modes })
+        : workerActivities({ ...(kube ? { kube } : {}), config: opts, pause, modes }, { ...(plan.capabilities ? { capabilities: plan.capabilities } : {}) }),
       shutdownGraceTime: opts.repair ? `${SHUTDOWN_GRACE_SECONDS}s` : 0,
       maxCachedWorkflows: WORKFLOW_CACHE_SIZE,
       ...(deployment && buildId ? {
@@ -240,10 +265,18 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
         },
       } : {}),
     }));
+    if (perHostOnly) {
+      log.warn({ guard: 'per host only' }, `repair commands worker: ${perHostOnly}, so no command is guarded on its entry's Node: ` +
+        'two command workers on different hosts can run one entry\'s command at once (after a partition, a retry). ' +
+        'Give this worker a Kubernetes connection (Node list, get and patch), or run one command worker per group of machines (docs/repair.md)');
+    }
     log.info({
       taskQueue: plan.taskQueue, temporal: opts.temporal.address,
       ...(commandsOnly
-        ? { runs: 'repair commands only (repair.taskQueue)' }
+        ? {
+          runs: 'repair commands only (repair.taskQueue)',
+          ...(version ? { kubernetes: version, guard: `the entry's Node (${GUARD_ANNOTATION})` } : { guard: 'per host only (no Kubernetes connection)' }),
+        }
         : {
           kubernetes: version, ...(plan.capabilities ? { capabilities: plan.capabilities } : {}),
           ...(opts.repair?.taskQueue ? { repairCommandsOn: opts.repair.taskQueue } : {}),

@@ -2,7 +2,8 @@
 // (no commands run there) and `tend worker --capabilities repair` on the
 // "management host", whose commands write a marker file saying where they
 // ran. With the command worker stopped, an entry waits (its health check
-// pending on the commands' task queue) and goes on when it starts again.
+// pending on the commands' task queue) and goes on when it starts again. The
+// guard between two command workers: test/e2e/repair-guard-commands.test.ts.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -62,11 +63,11 @@ describe('repair commands on a task queue of their own (e2e, two workers)', func
     await main?.stop();
   });
 
-  it('the command worker polls only the commands\' task queue, without Kubernetes, and is ready on its HTTP port', async () => {
+  it('the command worker polls only the commands\' task queue, guards on the entry\'s Node through the configuration\'s Kubernetes connection, and is ready on its HTTP port', async () => {
     const started = commands!.output.split('\n').find((l) => l.includes('worker started'))!;
     assert.match(started, new RegExp(`"taskQueue":"${COMMAND_QUEUE}"`));
     assert.match(started, /repair commands only/);
-    assert.doesNotMatch(started, /"kubernetes"/);
+    assert.match(started, /"guard":"the entry's Node \(tend\.dev\/repair-run\)"/);
     const serving = commands!.output.split('\n').find((l) => l.includes('serving /metrics'))!;
     const port = Number(/"port":(\d+)/.exec(serving)?.[1]);
     assert.ok(port > 0, serving);
