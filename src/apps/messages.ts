@@ -9,7 +9,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ValueLimits } from '../checks/limits.ts';
 import { checkMessage } from '../checks/message.ts';
-import { maxLength, minLength, number, oneOf, optional, strictObject, string, type Shape } from '../checks/shape.ts';
+import { maxLength, minLength, number, object, oneOf, optional, strictObject, string, type Shape } from '../checks/shape.ts';
 import type { AppEntityData } from './entity.ts';
 import { MAX_RESTART_TIMEOUT_SECONDS, type ActualState, type DesiredState } from './types.ts';
 
@@ -73,7 +73,8 @@ export const MAX_QUEUED_COMMANDS = 64;
 
 const wholeNumber = (what: string) => number(`${what} must be a whole number`, (n) => (Number.isSafeInteger(n) && n >= 0 ? undefined : `${what} must be a whole number`));
 
-const appChangedShape: Shape<AppChanged> = strictObject({
+// Fields it does not take are dropped, as they always were: a run that took such a signal replays the same way.
+const appChangedShape: Shape<AppChanged> = object({
   generation: wholeNumber('generation'),
   uid: optional(string(`uid must be a UID of at most ${UID_MAX} characters`,
     minLength(1, `uid must be a UID of at most ${UID_MAX} characters`), maxLength(UID_MAX, `uid must be a UID of at most ${UID_MAX} characters`))),
@@ -88,7 +89,7 @@ const restartShape: Shape<RestartRequest> = strictObject({
 
 /**
  * An appChanged payload, or why it is ignored (`appChanged signal ignored: ...`, src/checks/message.ts): a generation (a whole
- * number), an optional UID and an optional stopped generation at most the generation; nothing else.
+ * number), an optional UID and an optional stopped generation at most the generation; other fields dropped.
  */
 export function appChangedOf(args: unknown): AppChanged | { ignored: string } {
   const c = checkMessage(appChangedShape, args, 'appChanged signal ignored', { limits: MESSAGE_LIMITS });

@@ -189,6 +189,24 @@ export function strictObject<E extends Entries>(entries: E, error?: string): Sha
   });
 }
 
+/**
+ * An object with at least these fields: a field not listed is dropped, not refused. For the
+ * signals whose readers always ignored fields they do not take (a running workflow that took such
+ * a message must replay the same way); anything that may carry a command is a strictObject.
+ */
+export function object<E extends Entries>(entries: E, error?: string): Shape<ObjectOf<E>> {
+  const strict = strictObject(entries, error);
+  return shape((value, path, issues) => {
+    if (!isRecord(value)) return strict.run(value, path, issues);
+    const listed: Record<string, unknown> = {};
+    for (const key of Object.keys(entries)) if (Object.hasOwn(value, key)) listed[key] = value[key];
+    return strict.run(listed, path, issues);
+  });
+}
+
+/** Any value, unread: its parts are checked by the caller (a list whose bad items are skipped, not refused). */
+export const anyValue: Shape<unknown> = shape((value) => value);
+
 /** An object used as a map: every key checked by `key`, every value by `value`. */
 export function record<V>(key: Shape<string>, value: Shape<V>): Shape<Record<string, V>> {
   return shape((input, path, issues) => {

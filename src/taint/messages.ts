@@ -4,6 +4,8 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { MatchedTaint } from './match.ts';
 import { pastLimits } from '../checks/limits.ts';
+import { checkMessage } from '../checks/message.ts';
+import { anyValue, array, maxItems, maxLength, minLength, number, object, optional, parse, string } from '../checks/shape.ts';
 import type { NodeLimit } from './breaker.ts';
 import type { Grant, SlotRequest } from './slots.ts';
 
@@ -127,8 +129,8 @@ export const slotsStatusQuery = defineQuery<SlotsStatus>('status');
 
 // --- reading messages from outside --------------------------------------------------------
 // Anyone with write access to the namespace can send these: each reader takes any JSON value,
-// measures it first (pastLimits), never throws, and returns what it could take and, when it
-// refused something, why (a reason, never the value).
+// checks it with src/checks/message.ts (measured first, then field by field), never throws, and
+// returns what it could take and, when it refused something, why (a reason, never the value).
 
 /** A field of a message that may be anything. */
 export function fieldOf(m: unknown, field: string): unknown {
@@ -163,24 +165,37 @@ export function takeEach(m: unknown, field: string, max: number, take: (item: un
   return first && `${refused} of ${list.length} (${first})`;
 }
 
-/** The uids of a grant (any value), within NODE_MESSAGE_BOUNDS; why the message was refused, if it was. */
+/** A grant from the coordinator: at most NODE_MESSAGE_BOUNDS.uids pod uids (an item that is none is skipped). */
+const grantShape = object({
+  uids: array(anyValue, 'its uids are not a list', maxItems(NODE_MESSAGE_BOUNDS.uids, `more than ${NODE_MESSAGE_BOUNDS.uids} uids`)),
+});
+const uidShape = string(undefined, minLength(1), maxLength(NODE_MESSAGE_BOUNDS.uidChars));
+
+/** The uids of a grant (any value); none, and why, when the message is refused. */
 export function grantedUids(m: unknown): { uids: string[]; why?: string } {
-  const why = pastLimits(m);
-  const uids = fieldOf(m, 'uids');
-  if (why || !Array.isArray(uids) || uids.length > NODE_MESSAGE_BOUNDS.uids) {
-    return { uids: [], why: why ?? (Array.isArray(uids) ? `more than ${NODE_MESSAGE_BOUNDS.uids} uids` : 'its uids are not a list') };
-  }
-  return { uids: uids.filter((u): u is string => typeof u === 'string' && u.length > 0 && u.length <= NODE_MESSAGE_BOUNDS.uidChars) };
+  const c = checkMessage(grantShape, m, 'a grant');
+  if (!c.ok) return { uids: [], why: c.reason };
+  return { uids: c.value.uids.filter((u): u is string => parse(uidShape, u).ok) };
 }
 
-/** The watcher's first sights of a node's taints (any value): those well formed, within NODE_MESSAGE_BOUNDS. */
-export function taintHints(m: unknown): { taints: (MatchedTaint & { seenAt: number })[]; why?: string } {
-  const why = pastLimits(m);
-  const taints = fieldOf(m, 'taints');
-  if (why || !Array.isArray(taints)) return { taints: [], ...(why || taints !== undefined ? { why: why ?? 'its taints are not a list' } : {}) };
-  const short = (v: unknown) => typeof v === 'string' && v.length <= NODE_MESSAGE_BOUNDS.keyChars;
+/** The watcher's message: the node's configured taints as it sees them (match.ts MatchedTaint), each with its first sight. */
+const hintsShape = object({ taints: optional(array(anyValue, 'its taints are not a list')) });
+const key = string(undefined, maxLength(NODE_MESSAGE_BOUNDS.keyChars));
+/** What a hint needs of a taint (the other fields of match.ts MatchedTaint are the node's to read). */
+const hintShape = object({ key, effect: key, seenAt: number() });
+
+/**
+ * The watcher's first sights of a node's taints (any value): the first NODE_MESSAGE_BOUNDS.taints,
+ * those well formed; none, and why, when the message is refused. No payload is a plain "look again".
+ */
+export function taintHints(m: unknown): { taints: { key: string; effect: string; seenAt: number }[]; why?: string } {
+  if (m === undefined) return { taints: [] };
+  const c = checkMessage(hintsShape, m, 'the taints');
+  if (!c.ok) return { taints: [], why: c.reason };
   return {
-    taints: taints.slice(0, NODE_MESSAGE_BOUNDS.taints).filter((t): t is MatchedTaint & { seenAt: number } =>
-      short(fieldOf(t, 'key')) && short(fieldOf(t, 'effect')) && typeof fieldOf(t, 'seenAt') === 'number' && Number.isFinite(fieldOf(t, 'seenAt'))),
+    taints: (c.value.taints ?? []).slice(0, NODE_MESSAGE_BOUNDS.taints).flatMap((t) => {
+      const h = parse(hintShape, t);
+      return h.ok ? [h.value] : [];
+    }),
   };
 }

@@ -13,6 +13,8 @@
 // and their strings are bounded (SLOT_BOUNDS), and what is past a bound is
 // refused with its reason, never thrown. docs/taint.md.
 import { breakerOpen, type NodeLimit } from './breaker.ts';
+import { checkMessage } from '../checks/message.ts';
+import { anyValue, maxLength, minLength, object, optional, string } from '../checks/shape.ts';
 
 export interface SlotRequest {
   node: string;
@@ -109,19 +111,29 @@ const finite = (v: unknown): number | undefined => (typeof v === 'number' && Num
 const chars = (r: SlotRequest) => r.node.length + r.uid.length + r.pod.length;
 
 /**
- * A request as the coordinator keeps it, or why it is refused: `raw` is any value. Its time is
- * clamped to `now` (a message's clock is not the workflow's).
+ * A request as a node's workflow sends it (requestReplacements, slotsHeld; a grant carried over
+ * continue-as-new has its times besides): its pod's name is for people (any other value: none),
+ * its time a hint (any other value: now).
+ */
+const requestShape = object({
+  node: string(undefined, (n) => nodeNameProblem(n)),
+  uid: string(undefined, minLength(1), maxLength(SLOT_BOUNDS.uidChars)),
+  pod: optional(anyValue),
+  requestedAt: optional(anyValue),
+}, 'a request is not an object');
+
+/**
+ * A request as the coordinator keeps it, or why it is refused: `raw` is any value, checked by
+ * src/checks/message.ts. Its time is clamped to `now` (a message's clock is not the workflow's).
  */
 export function slotRequestOf(raw: unknown, now: number): SlotRequest | string {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return 'a request is not an object';
-  const r = raw as Record<string, unknown>;
-  const node = nodeNameProblem(r.node);
-  if (node) return node;
-  if (typeof r.uid !== 'string' || r.uid.length === 0 || r.uid.length > SLOT_BOUNDS.uidChars) return `a uid is not a string of 1 to ${SLOT_BOUNDS.uidChars} characters`;
-  const pod = typeof r.pod === 'string' ? r.pod : '';
+  const c = checkMessage(requestShape, raw, 'a request');
+  if (!c.ok) return c.reason;
+  const { node, uid } = c.value;
+  const pod = typeof c.value.pod === 'string' ? c.value.pod : '';
   if (pod.length > SLOT_BOUNDS.podChars) return `a pod's name is longer than ${SLOT_BOUNDS.podChars} characters`;
-  const at = finite(r.requestedAt);
-  return { node: r.node as string, uid: r.uid, pod, requestedAt: at === undefined ? now : Math.max(0, Math.min(now, at)) };
+  const at = finite(c.value.requestedAt);
+  return { node, uid, pod, requestedAt: at === undefined ? now : Math.max(0, Math.min(now, at)) };
 }
 
 /**

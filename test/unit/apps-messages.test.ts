@@ -22,7 +22,8 @@ describe('App messages: appChanged', () => {
     { name: 'an empty UID', payload: { generation: 1, uid: '' }, ignored: /uid: uid must be a UID of at most 128 characters \(got ""\)$/ },
     { name: 'a UID too long', payload: { generation: 1, uid: 'u'.repeat(129) }, ignored: /uid must be a UID of at most 128 characters \(got "u+…/ },
     { name: 'a stop past the generation', payload: { generation: 2, stoppedGeneration: 3 }, ignored: /^appChanged signal ignored: stoppedGeneration must be at most generation \(got 3 and 2\)$/ },
-    { name: 'a field it does not take', payload: { generation: 2, command: 'x' }, ignored: /^appChanged signal ignored: Unrecognized key: "command"$/ },
+    // Dropped, as it always was (a run that took one replays the same way); the restart update, a command, refuses one.
+    { name: 'a field it does not take', payload: { generation: 2, command: 'x' }, taken: { generation: 2 } },
     { name: 'nested deep', payload: { generation: 1, uid: deep }, ignored: /^appChanged signal ignored: refused unread: nested deeper than 2 levels$/ },
     { name: 'many fields', payload: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, i])), ignored: /refused unread: more than 16 values/ },
   ];

@@ -3,7 +3,7 @@
 // still works deeply frozen, as the worker shares it between workflows.
 import assert from 'node:assert/strict';
 import {
-  above, array, boolean, integer, literal, max, maxItems, maxLength, min, minItems, number, oneOf, optional, parse,
+  above, anyValue, array, boolean, integer, literal, max, maxItems, maxLength, min, minItems, number, object, oneOf, optional, parse,
   pattern, record, strictObject, string, transform, union, type Shape,
 } from '../../src/checks/shape.ts';
 
@@ -57,6 +57,20 @@ describe('message checks', () => {
     ]);
     assert.deepEqual(reasons(s, JSON.parse('{"name":"x","on":true,"__proto__":{"polluted":1}}')), ['|Unrecognized key: "__proto__"|unrecognized_keys']);
     assert.deepEqual(reasons(s, { name: 'x', on: true, tags: ['a', 'b', 'c'] }), ['tags|Too big: expected array to have <=2 items|custom']);
+  });
+
+  it('loose objects: the listed fields checked as a strict object checks them, the others dropped; any value taken unread', () => {
+    const s = object({ uid: string(), at: optional(number()), extra: optional(anyValue) }, 'needs {uid}');
+    assert.deepEqual(accepted(s, { uid: 'u', command: 'rm', argv: [] }), { uid: 'u' });
+    assert.deepEqual(accepted(s, { uid: 'u', extra: [1, { a: 2 }] }), { uid: 'u', extra: [1, { a: 2 }] });
+    assert.deepEqual(reasons(s, 'x'), ['|needs {uid}|invalid_type']);
+    assert.deepEqual(reasons(s, { uid: 1, at: 'now', command: 'rm' }), [
+      'uid|Invalid input: expected string, received number|invalid_type',
+      'at|Invalid input: expected number, received string|invalid_type',
+    ]);
+    const taken = accepted(s, JSON.parse('{"uid":"u","__proto__":{"polluted":1}}'));
+    assert.deepEqual(Object.keys(taken), ['uid']);
+    assert.equal(({} as { polluted?: number }).polluted, undefined);
   });
 
   it('arrays, records, unions and transforms', () => {
