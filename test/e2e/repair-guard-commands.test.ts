@@ -4,7 +4,8 @@
 // sees it); the command's attempt times out and is retried on the other worker while the command
 // still runs. The retry waits for the guard instead of running the command again; once the first
 // worker is back, it leaves the exit code in the guard and the retry takes it. The command runs
-// once. A command worker given no Kubernetes connection at all starts, and says it guards per host only.
+// once. A command worker given a kubeconfig it cannot use does not start; one given no Kubernetes
+// connection at all starts, and says it guards per host only.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -102,7 +103,8 @@ describe('the guard on the entry\'s Node holds between two repair command worker
     holder.child.kill('SIGSTOP');
     stopped.add(holder);
     await waitFor('the retry on the other worker waits for the guard (or runs the command again)', () =>
-      starts().length > 1 || other.logs.includes('the entry\'s guard is held; waiting for it'), { timeoutMs: 60_000 });
+      // Temporal may first hand the retries to the stopped worker's polls already waiting there, each timing out in turn.
+      starts().length > 1 || other.logs.includes('the entry\'s guard is held; waiting for it'), { timeoutMs: 120_000 });
     assert.deepEqual(starts(), [first], 'the retry ran the command while the first run still went on');
     assert.match(other.logs, /an earlier attempt started this command/);
     const held = await guardOnNode();
@@ -119,6 +121,18 @@ describe('the guard on the entry\'s Node holds between two repair command worker
     assert.match(other.logs, /the run this attempt was cut off from ended on another worker; its exit code is taken/);
     const released = await guardOnNode();
     assert.deepEqual({ entry: released?.entry, until: released?.until, exitCode: released?.exitCode }, { entry: e.index, until: 0, exitCode: 0 });
+  });
+
+  it('a command worker given a kubeconfig it cannot use does not start: a configuration error (exit 2) naming it', async () => {
+    const broken = hostConfig('broken', (c) => {
+      c.kubernetes = { kubeconfig: join(world.dir, 'missing.kubeconfig') };
+      c.repair.taskQueue = `${COMMAND_QUEUE}-broken`;
+    });
+    const p = new TendProcess(['worker', '--config', broken, '--capabilities', 'repair']);
+    const code = await waitFor('the command worker exits', () => p.exited && p.child.exitCode, { timeoutMs: 60_000 });
+    assert.equal(code, 2, p.output);
+    assert.match(p.logs, /kubeconfig: \S*missing\.kubeconfig: file not found/);
+    assert.doesNotMatch(p.output, /worker started/);
   });
 
   it('a command worker given no Kubernetes connection starts, and says it guards per host only', async () => {
