@@ -24,10 +24,11 @@ const Cause = proto.temporal.api.enums.v1.WorkflowTaskFailedCause;
 /**
  * Workflow task failures that are part of Temporal's ordinary work, not of a
  * workflow's code: new events arrived while a task completed (the task runs
- * again with them), a sticky queue reset, a reset, a pause.
+ * again with them), a sticky queue reset, a reset, a pause, a terminate while
+ * a task ran (the fuzzer ends each hand start it has looked at).
  */
 const ORDINARY_CAUSES = new Set<number>([
-  Cause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND, Cause.WORKFLOW_TASK_FAILED_CAUSE_RESET_STICKY_TASK_QUEUE,
+  Cause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND, Cause.WORKFLOW_TASK_FAILED_CAUSE_RESET_STICKY_TASK_QUEUE, Cause.WORKFLOW_TASK_FAILED_CAUSE_FORCE_CLOSE_COMMAND,
   Cause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW, Cause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_UPDATE,
   Cause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_PAUSE_REQUESTED_BEFORE_TASK_STARTED,
 ]);

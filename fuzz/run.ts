@@ -28,7 +28,7 @@ import { Tend } from '../faults/world.ts';
 import { Draw } from './generate.ts';
 import { type Context, exportedBounds, type Message, nextMessage, targets } from './targets.ts';
 import { commandRuns, cordons, historySize, identity, outsideConfiguration, repairLimit, stuckTask, taskFailures, type Violation } from './invariants.ts';
-import { eachAtMost, fuzzClient, Lanes, send } from './send.ts';
+import { bounded, eachAtMost, fuzzClient, Lanes, send } from './send.ts';
 import { cordonedNodes, MAX_CONCURRENT_REPAIRS, MAX_CONCURRENT_REPLACEMENTS, probeApps, probeRepair, probeTaint, probeWeeder, setUp, startSafety, taintLater, TASK_QUEUE, uncordon, untaint, untaintLater, type ProbeResult, type Setup } from './world.ts';
 import { expectedId, formatReport, type Row, rowKey } from './report.ts';
 
@@ -51,11 +51,12 @@ export interface FuzzReport {
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 /**
- * After the time limit: the batch in hand's sends still in flight (20 s), its probes (each bounded
- * by its usual time, the weeder's the longest at 4 min), its checks (a cordon waited out 30 s, the
- * histories read) and the run's end (its workflows given a minute to end, tend 30 s to stop).
+ * After the time limit, at most: the batch in hand's sends still in flight (20 s), its probe round
+ * (PROBE_MAX_MS, 4 min), its checks (the later taint lifted, a cordon waited out, the histories
+ * read: 2 min) and the run's end (the watcher stopped, its workflows given a minute to end, the
+ * worker stopped: 2.5 min), with room to spare.
  */
-const TAIL_MS = 8 * 60_000;
+const TAIL_MS = 10 * 60_000;
 const usage = `usage: npm run fuzz -- [--messages N] [--seed S] [--time-limit SECONDS] [--batch N] [--concurrency N]
                      [--state-dir DIR] [--port-offset N] [--report FILE] [--down]
   --time-limit  no message is sent past it (default 3600); the run then checks the batch in hand
@@ -119,16 +120,32 @@ const client = await fuzzClient(info.temporalAddress);
 const dir = join(stateDir, 'fuzz-runs', new Date().toISOString().replace(/[:.]/g, '-'));
 await mkdir(dir, { recursive: true, mode: 0o700 });
 
-/** Workflows on tend-fuzz's task queue still running: none at the start (an earlier run cut short), none at the end. */
-async function running(): Promise<{ workflowId: string; runId: string }[]> {
-  const out: { workflowId: string; runId: string }[] = [];
-  for await (const wf of client.workflow.list({ query: `TaskQueue="${TASK_QUEUE}" AND ExecutionStatus="Running"` })) out.push({ workflowId: wf.workflowId, runId: wf.runId });
+/** Workflows on tend-fuzz's task queue still running (`everywhere`: on any task queue). */
+async function running(everywhere = false): Promise<{ workflowId: string; runId: string; taskQueue: string }[]> {
+  const out: { workflowId: string; runId: string; taskQueue: string }[] = [];
+  await bounded(60_000, 'the list of running workflows', (async () => {
+    for await (const wf of client.workflow.list({ query: `${everywhere ? '' : `TaskQueue="${TASK_QUEUE}" AND `}ExecutionStatus="Running"` })) {
+      out.push({ workflowId: wf.workflowId, runId: wf.runId, taskQueue: wf.taskQueue });
+    }
+  })());
   return out;
 }
-async function terminateAll(why: string) {
-  for (const wf of await running()) await client.workflow.getHandle(wf.workflowId, wf.runId).terminate(why).catch(() => undefined);
+async function terminate(wfs: { workflowId: string; runId: string }[], why: string) {
+  await eachAtMost(8, wfs, async (wf) => {
+    await bounded(10_000, 'terminate', client.workflow.getHandle(wf.workflowId, wf.runId).terminate(why)).catch(() => undefined);
+  });
 }
-await terminateAll('fuzz: a fresh start');
+const terminateAll = async (why: string) => terminate(await running(), why);
+
+/**
+ * A fresh start: nothing of an earlier run cut short, and nothing under tend's well-known ids or its
+ * per-Node and per-entry ids on any task queue (an earlier test's, on a shared test sandbox): tend
+ * fails closed on such a workflow, and the run's queries and updates to it would wait for a worker.
+ */
+const tendsId = (id: string) => [REPAIR_QUEUE_WORKFLOW_ID, SLOTS_WORKFLOW_ID, SAFETY_WORKFLOW_ID].includes(id) || /^(repair|taint)\//.test(id);
+const leftovers = (await running(true)).filter((wf) => wf.taskQueue === TASK_QUEUE || tendsId(wf.workflowId));
+if (leftovers.length) say(`ending what was left running: ${leftovers.map((wf) => `${wf.workflowId} (task queue ${wf.taskQueue})`).join(', ')}`);
+await terminate(leftovers, 'fuzz: a fresh start');
 await deleteRunNamespaces();
 
 const ts = targets();
@@ -155,27 +172,32 @@ const reported = new Set<string>();
 let sent = 0;
 let batches = 0;
 
+/** What a read of the run's facts gets when no answer comes (a workflow on a task queue nobody polls never answers a query). */
+const answered = <T>(what: string, p: Promise<T>, otherwise: T) => bounded(10_000, what, p).catch(() => otherwise);
+
 async function readContext(s: Setup): Promise<Context> {
   const c: Context = {
     taskQueue: TASK_QUEUE, namespace: s.namespace, outside: 'kube-system', nodes: s.nodes, service: 'db', app: 'web',
     appGeneration: 1, repairIndexes: [], runningEntries: [], pods: [], inFlight: [], running: {}, seed,
   };
-  for await (const wf of client.workflow.list({ query: `TaskQueue="${TASK_QUEUE}" AND ExecutionStatus="Running"` })) {
-    (c.running[wf.type] ??= []).push(wf.workflowId);
-  }
-  const app = await getApp(kube, s.namespace, 'web').catch(() => undefined);
+  await answered('the list of running workflows', (async () => {
+    for await (const wf of client.workflow.list({ query: `TaskQueue="${TASK_QUEUE}" AND ExecutionStatus="Running"` })) {
+      (c.running[wf.type] ??= []).push(wf.workflowId);
+    }
+  })(), undefined);
+  const app = await answered('App web', getApp(kube, s.namespace, 'web'), undefined);
   if (app) {
     c.appGeneration = app.metadata.generation ?? 1;
     c.appUid = (app.metadata as { uid?: string }).uid;
   }
-  const list = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).query(listQuery).catch(() => []);
+  const list = await answered('the queue\'s list', client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).query(listQuery), []);
   c.repairIndexes = list.map((e) => e.index);
-  const queue = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).describe().catch(() => undefined);
+  const queue = await answered('the queue\'s description', client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).describe(), undefined);
   c.queueChain = (queue?.raw.workflowExecutionInfo as { firstRunId?: string } | undefined)?.firstRunId ?? undefined;
   for (const e of list) if (e.status === 'processing' && c.queueChain) c.runningEntries.push({ index: e.index, queue: c.queueChain });
-  const pods = (await kube.core.listNamespacedPod({ namespace: s.namespace, labelSelector: 'fuzz.tend.dev/managed=true' })).items;
+  const pods = (await answered('the managed pods', kube.core.listNamespacedPod({ namespace: s.namespace, labelSelector: 'fuzz.tend.dev/managed=true' }), { items: [] })).items;
   c.pods = pods.filter((x) => x.spec?.nodeName).map((x) => ({ node: x.spec!.nodeName!, uid: x.metadata!.uid!, pod: `${s.namespace}/${x.metadata!.name}` }));
-  const slots = await client.workflow.getHandle(SLOTS_WORKFLOW_ID).query(slotsStatusQuery).catch(() => undefined);
+  const slots = await answered('the coordinator\'s status', client.workflow.getHandle(SLOTS_WORKFLOW_ID).query(slotsStatusQuery), undefined);
   c.inFlight = (slots?.inFlight ?? []).map((g) => ({ node: g.node, uid: g.uid, pod: g.pod }));
   return c;
 }
@@ -237,7 +259,7 @@ async function checkHistories(): Promise<Violation[]> {
     const type = typeOf.get(r.type) ?? r.type;
     const h = client.workflow.getHandle(r.workflowId, r.runId);
     try {
-      const desc = await h.describe();
+      const desc = await bounded(30_000, 'its description', h.describe());
       const raw = desc.raw as { workflowExecutionInfo?: { historyLength?: unknown; historySizeBytes?: unknown }; pendingWorkflowTask?: { attempt?: number } | null };
       const length = Number(raw.workflowExecutionInfo?.historyLength ?? 0);
       // Each run's size and stuck task once: they last.
@@ -249,7 +271,7 @@ async function checkHistories(): Promise<Violation[]> {
       if (lasting.length) reported.add(r.runId);
       const seen = seenEvents.get(r.runId) ?? 0;
       if (length > seen) {
-        const events = (await h.fetchHistory()).events ?? [];
+        const events = (await bounded(60_000, 'its history', h.fetchHistory())).events ?? [];
         out.push(...taskFailures(type, r.workflowId, events, seen));
         seenEvents.set(r.runId, Number(events.at(-1)?.eventId ?? 0));
       }
@@ -261,50 +283,62 @@ async function checkHistories(): Promise<Violation[]> {
   return out;
 }
 
-/** A hand start is looked at once this old (a refusal comes with its first workflow task)... */
-const HAND_START_LOOK_MS = 5_000;
-/** ...and judged by this age even if its first workflow task has not run yet. */
+/** A hand start on tend's task queue under an id not its own is given this long to refuse to run... */
+const HAND_START_REFUSE_MS = 10_000;
+/** ...and one whose first workflow task has not run is judged by this age all the same. */
 const HAND_START_JUDGE_MS = 60_000;
+/** How often hand starts are looked at while a batch runs. */
+const HAND_START_LOOK_MS = 2_000;
+
+type HandStart = (typeof handStarts)[number];
 
 /**
- * Each hand start's fate: refused (it failed or was never started), taken (it ran or runs); any still
- * running is ended. While the batch runs (`all` false), those not yet HAND_START_LOOK_MS old are left for
- * later, and so are those on tend's task queue whose first workflow task has not run: each is ended
- * soon after it is started, so that one under a tend workflow's id does not keep that workflow out
- * for long (tend fails closed on it: docs/security.md).
+ * A hand start's fate: refused (it failed or was never started), taken (it ran or runs); one still
+ * running is ended; 'later' while it may still refuse (`all`: judged now, whatever its state).
+ * Each is ended as soon as it can be judged (one on another task queue at once: nothing will run it):
+ * one under a tend workflow's id keeps that workflow out while it runs (tend fails closed on it, and
+ * its watcher looks again only at its next resync; docs/security.md), and the probes beside the
+ * messages measure tend's usual times.
  */
+async function settleHandStart(start: HandStart, all: boolean): Promise<Violation[] | 'later'> {
+  const { m, runId, at } = start;
+  const age = Date.now() - at;
+  const h = client.workflow.getHandle(m.workflowId, runId);
+  const desc = await bounded(10_000, 'a hand start\'s description', h.describe()).catch(() => undefined);
+  const st = desc?.status.name ?? 'UNKNOWN';
+  if (!all && st === 'RUNNING' && m.start!.taskQueue === TASK_QUEUE) {
+    const firstTaskRun = !(desc?.raw as { pendingWorkflowTask?: unknown } | undefined)?.pendingWorkflowTask;
+    if (!firstTaskRun && age < HAND_START_JUDGE_MS) return 'later';
+    if (expectedId(m) !== m.workflowId && age < HAND_START_REFUSE_MS) return 'later';
+  }
+  const row = rows.get(rowKey(m.type, 'start', 'start'))!;
+  if (st === 'FAILED' || st === 'TERMINATED' || st === 'TIMED_OUT' || st === 'CANCELLED') {
+    row.refused++;
+  } else {
+    row.accepted++;
+  }
+  if (st === 'RUNNING') await bounded(10_000, 'terminate', h.terminate('fuzz: a hand start is ended once looked at')).catch(() => undefined);
+  return m.start!.taskQueue === TASK_QUEUE && expectedId(m) !== m.workflowId ? identity(m.type, m.workflowId, st, m.note) : [];
+}
+
+/** Every hand start not judged yet, looked at again (`all`: judged now). */
 async function settleHandStarts(all: boolean): Promise<Violation[]> {
   const out: Violation[] = [];
   const starts = handStarts;
   handStarts = [];
-  const later: typeof starts = [];
   await eachAtMost(8, starts, async (start) => {
-    const { m, runId, at } = start;
-    const age = Date.now() - at;
-    if (!all && age < HAND_START_LOOK_MS) return void later.push(start);
-    const h = client.workflow.getHandle(m.workflowId, runId);
-    const desc = await h.describe().catch(() => undefined);
-    const st = desc?.status.name ?? 'UNKNOWN';
-    const firstTaskRun = !(desc?.raw as { pendingWorkflowTask?: unknown } | undefined)?.pendingWorkflowTask;
-    if (!all && st === 'RUNNING' && m.start!.taskQueue === TASK_QUEUE && !firstTaskRun && age < HAND_START_JUDGE_MS) return void later.push(start);
-    const row = rows.get(rowKey(m.type, 'start', 'start'))!;
-    if (st === 'FAILED' || st === 'TERMINATED' || st === 'TIMED_OUT' || st === 'CANCELLED') {
-      row.refused++;
-    } else {
-      row.accepted++;
-    }
-    if (m.start!.taskQueue === TASK_QUEUE && expectedId(m) !== m.workflowId) out.push(...identity(m.type, m.workflowId, st, m.note));
-    if (st === 'RUNNING') await h.terminate('fuzz: a hand start is ended once looked at').catch(() => undefined);
+    const r = await settleHandStart(start, all);
+    if (r === 'later') handStarts.push(start);
+    else out.push(...r);
   });
-  handStarts.push(...later);
   return out;
 }
 
 /** Operator's commands a broken message got through: not violations (the sender could send them valid), listed. */
 const operatorTaken: string[] = [];
 async function undoOperator() {
-  await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).executeUpdate(enableUpdate, { args: [] }).catch(() => undefined);
-  await startSafety(client).catch(() => undefined);
+  await bounded(10_000, 'enable', client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).executeUpdate(enableUpdate, { args: [] })).catch(() => undefined);
+  await bounded(10_000, 'resume', startSafety(client)).catch(() => undefined);
 }
 
 /** Namespaces of this run, and of runs cut short before they removed theirs. */
@@ -314,9 +348,19 @@ async function deleteRunNamespaces() {
 }
 
 /** The non-valid messages sent to these types in the 5 s before `at`, newest first. */
+const said = (x: { m: Message; at: number }) => `${x.m.kind} ${x.m.handler} to ${x.m.workflowId} ${x.m.family} (${x.m.note}) at ${new Date(x.at).toISOString().slice(11, 23)}`;
+
 function justBefore(sent: { m: Message; at: number }[], at: number, types: string[]): string {
-  const near = sent.filter((x) => types.includes(x.m.type) && x.at <= at && x.at >= at - 5000).sort((a, b) => b.at - a.at);
-  return near.slice(0, 6).map((x) => `${x.m.kind} ${x.m.handler} to ${x.m.workflowId} ${x.m.family} (${x.m.note}) at ${new Date(x.at).toISOString().slice(11, 23)}`).join('; ') || 'none';
+  const near = sent.filter((x) => x.m.family !== 'valid' && types.includes(x.m.type) && x.at <= at && x.at >= at - 5000).sort((a, b) => b.at - a.at);
+  return near.slice(0, 6).map(said).join('; ') || 'none';
+}
+
+/** What was sent to these types while a probe ran: hand starts first (one under a tend id keeps tend's workflow out), then the non-valid messages. */
+function during(sent: { m: Message; at: number }[], from: number, to: number, types: string[]): string {
+  const near = sent.filter((x) => types.includes(x.m.type) && x.at >= from && x.at <= to);
+  const starts = near.filter((x) => x.m.kind === 'start');
+  const others = near.filter((x) => x.m.kind !== 'start' && x.m.family !== 'valid');
+  return `${starts.length} hand start(s) and ${others.length} non-valid message(s), e.g. ${[...starts, ...others].slice(0, 6).map(said).join('; ') || 'none'}`;
 }
 
 const capabilityRow: Record<ProbeResult['capability'], string> = { repair: 'repair-queue', taint: 'taint-replacements', apps: 'app', weeder: 'weeder' };
@@ -324,11 +368,18 @@ const capabilityTypes: Record<ProbeResult['capability'], string[]> = {
   repair: ['repair-queue', 'repair/<index>'], taint: ['taint-replacements', 'taint/<node>'], apps: ['app'], weeder: ['weeder'],
 };
 
+/**
+ * The longest a probe may take, whatever it waits for (the weeder's is the longest: its dependants
+ * ready, crash-looping, then weeded): past it, it failed.
+ */
+const PROBE_MAX_MS = 240_000;
+
 /** One round of normal operation: each capability's probe, side by side; each result with its time. */
-async function probeRound(s: Setup, k: number): Promise<(ProbeResult & { ms: number })[]> {
+async function probeRound(s: Setup, k: number): Promise<(ProbeResult & { from: number; ms: number })[]> {
   const timed = (capability: ProbeResult['capability'], probe: () => Promise<ProbeResult>) => {
     const t = Date.now();
-    return probe().catch((err: Error) => ({ capability, ok: false, detail: `the probe failed: ${err.message}` })).then((r) => ({ ...r, ms: Date.now() - t }));
+    return bounded(PROBE_MAX_MS, `the ${capability} probe`, probe())
+      .catch((err: Error) => ({ capability, ok: false, detail: `the probe failed: ${err.message}` })).then((r) => ({ ...r, from: t, ms: Date.now() - t }));
   };
   return Promise.all([
     timed('repair', () => probeRepair(client, s, k)),
@@ -350,7 +401,7 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
   const held = s.nodes[(n + 2) % s.nodes.length]!.name;
   await taintLater(kube, held);
   // Normal operation beside the messages, all along: each capability's probe, round after round until the sending ends.
-  const results: (ProbeResult & { ms: number })[] = [];
+  const results: (ProbeResult & { from: number; ms: number })[] = [];
   let sending = true;
   const operation = (async () => {
     do results.push(...await probeRound(s, roundsRun++));
@@ -361,8 +412,7 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
   let c = await readContext(s);
   const t1 = Date.now();
   const delivered = new Map<string, number>();
-  const sentTo = new Map<string, Message[]>();
-  /** When each non-valid message was sent, to name the ones just before a limit was passed. */
+  /** When each message was sent, to name the ones just before a limit was passed or while a probe failed. */
   const sentAt: { m: Message; at: number }[] = [];
   const lanes = new Lanes(concurrency);
   // Hand starts looked at and ended while the batch runs.
@@ -391,10 +441,8 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
     row.sent++;
     row.families[m.family] = (row.families[m.family] ?? 0) + 1;
     sent++;
-    if (!sentTo.has(m.type)) sentTo.set(m.type, []);
-    sentTo.get(m.type)!.push(m);
     await lanes.add(m.workflowId, async () => {
-      if (m.family !== 'valid') sentAt.push({ m, at: Date.now() });
+      sentAt.push({ m, at: Date.now() });
       const o = await send(client, m);
       // An operator's command taken from a broken message (a pause, a disable) is undone at once, as an operator would.
       if (m.operator && o.outcome !== 'refused') {
@@ -406,7 +454,13 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
         if (!refusals.has(rowKey(m.type, m.handler, m.kind))) refusals.set(rowKey(m.type, m.handler, m.kind), `${m.family} (${m.note}): ${o.reason}`);
       } else if (o.outcome === 'accepted') row.accepted++;
       else if (o.outcome === 'delivered') delivered.set(rowKey(m.type, m.handler, m.kind), (delivered.get(rowKey(m.type, m.handler, m.kind)) ?? 0) + 1);
-      else handStarts.push({ m, runId: o.runId, at: Date.now() });
+      else {
+        // Looked at at once: one on another task queue is ended straight away.
+        const start = { m, runId: o.runId, at: Date.now() };
+        const r = await settleHandStart(start, false);
+        if (r === 'later') handStarts.push(start);
+        else settled.push(...r);
+      }
     });
   }
   await lanes.drain();
@@ -421,10 +475,9 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
   const found: Violation[] = [];
   for (const r of results) {
     if (r.ok) continue;
-    const suspects = capabilityTypes[r.capability].flatMap((t) => sentTo.get(t) ?? []).filter((m) => m.family !== 'valid');
     found.push({
       type: capabilityRow[r.capability], handler: '(liveness)', invariant: `${r.capability} does its job on a normal event within its usual time`,
-      detail: `${r.detail}; this batch sent its workflows ${suspects.length} non-valid message(s), e.g. ${suspects.slice(0, 6).map((m) => `${m.handler} ${m.family} (${m.note})`).join('; ') || 'none'}`,
+      detail: `${r.detail} (the probe ran from ${new Date(r.from).toISOString().slice(11, 19)}); while it ran, its workflows were sent ${during(sentAt, r.from, r.from + r.ms, capabilityTypes[r.capability])}`,
     });
   }
   found.push(...settled, ...await settleHandStarts(true));
@@ -510,7 +563,7 @@ try {
   tend = new Tend(setup.config, dir, 'fuzz', true, await freeLoopbackPort());
   tend.start();
   await waitFor('tend\'s worker and watcher to serve', () => tend!.ready(), { timeoutMs: 300_000 });
-  await startSafety(client);
+  await bounded(60_000, 'tend-safety started', startSafety(client));
   while (sent < total && Date.now() < deadline) {
     await batch(setup, batches, tend.worker.log);
     batches++;
@@ -535,12 +588,12 @@ try {
   await settleHandStarts(true).catch(() => undefined);
   const goOn = (wf: { workflowId: string }) => wf.workflowId === SAFETY_WORKFLOW_ID || wf.workflowId === REPAIR_QUEUE_WORKFLOW_ID;
   await eachAtMost(8, (await running().catch(() => [])).filter((wf) => wf.workflowId !== SAFETY_WORKFLOW_ID), async (wf) => {
-    await client.workflow.getHandle(wf.workflowId, wf.runId).cancel().catch(() => undefined);
+    await bounded(10_000, 'cancel', client.workflow.getHandle(wf.workflowId, wf.runId).cancel()).catch(() => undefined);
   });
   await waitFor('the run\'s workflows to end', async () => (await running()).every(goOn), { timeoutMs: 60_000 }).catch(async () => {
     say(`still running a minute after they were cancelled, terminated: ${(await running().catch(() => [])).filter((wf) => !goOn(wf)).map((wf) => wf.workflowId).join(', ')}`);
   });
-  await terminateAll('fuzz: the run is over');
+  await terminateAll('fuzz: the run is over').catch(() => undefined);
   await tend?.stop();
   if (setup) {
     for (const n of setup.nodes) {

@@ -60,12 +60,23 @@ export type Outcome =
 /** How long one send may take: past it, an update still running counts as taken in. */
 export const SEND_TIMEOUT_MS = 10_000;
 
-async function within<T>(ms: number, p: Promise<T>): Promise<T | 'timeout'> {
+export async function within<T>(ms: number, p: Promise<T>): Promise<T | 'timeout'> {
   let timer: NodeJS.Timeout | undefined;
   // Its failure after the timeout is not this send's to report.
   p.catch(() => undefined);
   try {
     return await Promise.race([p, new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `p`, or a failure naming `what` once `ms` have passed without it (it goes on, unheeded). */
+export async function bounded<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  p.catch(() => undefined);
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms / 1000} s`)), ms)))]);
   } finally {
     clearTimeout(timer);
   }
