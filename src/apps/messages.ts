@@ -13,7 +13,7 @@ import { maxLength, minLength, number, object, oneOf, optional, strictObject, st
 import type { AppEntityData } from './entity.ts';
 import { MAX_RESTART_TIMEOUT_SECONDS, type ActualState, type DesiredState } from './types.ts';
 
-export { appWorkflowId } from './types.ts';
+export { appOfWorkflowId, appWorkflowId } from './types.ts';
 
 /** The failure type of an App outside the worker's configuration, or a start input that is not one. */
 export const APPS_REFUSED = 'AppsRefused';

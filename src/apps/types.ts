@@ -103,6 +103,11 @@ export function appWorkflowId(namespace: string, name: string): string {
   return `app/${namespace}/${name}`;
 }
 
+/** The App an App's workflow id names (`app/<namespace>/<name>`), or undefined when it names none. */
+export function appOfWorkflowId(id: string): { namespace: string; name: string } | undefined {
+  return id.startsWith('app/') ? parseAppKey(id.slice('app/'.length)) : undefined;
+}
+
 /** Parses `NAMESPACE/NAME`; undefined when it is not one. */
 export function parseAppKey(text: string): { namespace: string; name: string } | undefined {
   const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(text);

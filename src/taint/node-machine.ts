@@ -75,6 +75,20 @@ export const TAINT_CLEAR_UNTIL_DONE_PATCH = 'taint-clear-until-done';
 export const TAINT_GIVE_BACK_FIRST_PATCH = 'taint-give-back-first';
 
 /**
+ * A workflow started under a node's id (`taint/<node>`) with an input that does not name that node
+ * (a hand start with junk) serves the node its id names, the input ignored: the watcher's
+ * signal-with-start that reaches it is served, instead of being lost with a run that refuses.
+ * Before, it was refused. docs/upgrading.md.
+ */
+export const TAINT_ID_NAMES_NODE_PATCH = 'taint-id-names-node';
+
+/** The node a node workflow's id names (`taint/<node>`), or undefined when it names none. */
+export function nodeOfId(id: string): string | undefined {
+  const node = id.startsWith('taint/') ? id.slice('taint/'.length) : undefined;
+  return node !== undefined && !nodeNameProblem(node) && nodeWorkflowId(node) === id ? node : undefined;
+}
+
+/**
  * Bounds on a start input (carried state): a node's data (a few hundred pods) and the
  * coordinator's (SLOT_BOUNDS) fit well within them; past them the input is ignored.
  */

@@ -23,6 +23,16 @@ export function weederWorkflowId(namespace: string, service: string): string {
   return `weeder/${namespace}/${service}`;
 }
 
+/** A DNS label, as a namespace's and a Service's names are. */
+const LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** The Service a weeder workflow id names (`weeder/<namespace>/<service>`), or undefined when it names none. */
+export function serviceOfWeederId(id: string): { namespace: string; service: string } | undefined {
+  const parts = id.split('/');
+  if (parts.length !== 3 || parts[0] !== 'weeder' || !LABEL.test(parts[1]!) || !LABEL.test(parts[2]!)) return undefined;
+  return { namespace: parts[1]!, service: parts[2]! };
+}
+
 export interface ExtendArgs {
   /** How long from now the window lasts at least; the configured watchDuration when absent. */
   seconds?: number;

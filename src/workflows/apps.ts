@@ -11,7 +11,7 @@ import type { Activities } from '../activities/index.ts';
 import { preview } from '../checks/preview.ts';
 import { AppEntity, continueAsNewDue, decideNext, type AppEntityData, type NextStep, type WaitOutcome } from '../apps/entity.ts';
 import {
-  appChangedOf, appChangedSignal, appDeletedSignal, appStateQuery, APPS_REFUSED, appWorkflowId, MAX_QUEUED_COMMANDS, restartRequestProblem,
+  appChangedOf, appChangedSignal, appDeletedSignal, appOfWorkflowId, appStateQuery, APPS_REFUSED, appWorkflowId, MAX_QUEUED_COMMANDS, restartRequestProblem,
   restartUpdate, startUpdate, stopUpdate, type AppCommandResult, type RestartRequest,
 } from '../apps/messages.ts';
 import type { AppCommand } from '../apps/revisions.ts';
@@ -88,7 +88,22 @@ export const HELD_RETRY_MS = 5_000;
 /** Observe mode with writes to make: how often the App is looked at again. */
 export const OBSERVED_RECHECK_MS = 30_000;
 
-export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
+/**
+ * A workflow started under an App's id with an input that does not name that App (a hand start
+ * with junk) serves the App its id names, the input ignored: the watcher's signal-with-start that
+ * reaches it is served, instead of being lost with a run that refuses. Before, it was refused
+ * (app-own-id). docs/upgrading.md.
+ */
+export const APP_ID_NAMES_APP_PATCH = 'app-id-names-app';
+
+export async function appWorkflow(given: AppWorkflowInput): Promise<string> {
+  let input = given;
+  const idProblem = ownIdProblem(input, workflowInfo().workflowId);
+  const own = idProblem ? appOfWorkflowId(workflowInfo().workflowId) : undefined;
+  if (own && patched(APP_ID_NAMES_APP_PATCH)) {
+    log.warn(`the start input is ignored (${idProblem}): this run serves the App ${own.namespace}/${own.name}, the App its id names`);
+    input = own;
+  }
   const carried = carriedFromOwnRun(input?.state);
   const entity = new AppEntity(carried && carried.namespace === input?.namespace && carried.name === input?.name
     ? carried : { namespace: input?.namespace, name: input?.name });
@@ -105,8 +120,7 @@ export async function appWorkflow(input: AppWorkflowInput): Promise<string> {
   // so do updates waiting on it) before anything is read or written. The
   // handlers are set first, so that an update sent with the start (`tend
   // app`'s update-with-start) is not rejected unseen.
-  const idProblem = ownIdProblem(input, workflowInfo().workflowId);
-  if (idProblem && patched(APP_OWN_ID_PATCH)) return run.refuse(`refused: ${idProblem}; nothing was read or changed`);
+  if (idProblem && input === given && patched(APP_OWN_ID_PATCH)) return run.refuse(`refused: ${idProblem}; nothing was read or changed`);
   try {
     await appInScope({ namespace: input?.namespace, name: input?.name });
     run.scope = 'ok';

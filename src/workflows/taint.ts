@@ -22,7 +22,7 @@ import { failureMessage, refusalOf } from './failures.ts';
 import { carriedFromOwnRun } from './carried.ts';
 import { STEP_RETRY_MS, type EvictOutcome, type ReplaceOp } from '../taint/replace.ts';
 import {
-  CARRIED_LIMITS, clearingDetails, clears, NodeInbox, nodeInputProblem, NodeRun, nodeSlots, replacedPods, TAINT_CLEAR_UNTIL_DONE_PATCH, TAINT_GIVE_BACK_FIRST_PATCH, TAINT_LIST_MARKS_PATCH, TAINT_START_LIST_PATCH, TAINT_START_LOCAL_PATCH, type NodeFirstRead,
+  CARRIED_LIMITS, clearingDetails, clears, NodeInbox, nodeInputProblem, nodeOfId, NodeRun, nodeSlots, TAINT_ID_NAMES_NODE_PATCH, replacedPods, TAINT_CLEAR_UNTIL_DONE_PATCH, TAINT_GIVE_BACK_FIRST_PATCH, TAINT_LIST_MARKS_PATCH, TAINT_START_LIST_PATCH, TAINT_START_LOCAL_PATCH, type NodeFirstRead,
 } from '../taint/node-machine.ts';
 import { Coordinator, TAINT_ADOPT_CONFIRMED_PATCH, TAINT_VERIFY_GIVE_BACK_PATCH } from '../taint/coordinator.ts';
 import { byNode, Slots, slotsDetails, type Grant, type SlotData } from '../taint/slots.ts';
@@ -69,9 +69,11 @@ export interface TaintNodeResult {
 
 export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNodeResult> {
   const why = nodeInputProblem(input, workflowInfo().workflowId);
-  if (why) throw refused(why);
-  const node = input.node;
-  const carried = carriedData(node, carriedFromOwnRun(input?.data));
+  const own = why ? nodeOfId(workflowInfo().workflowId) : undefined;
+  if (own && patched(TAINT_ID_NAMES_NODE_PATCH)) log.warn(`the start input is ignored (${why}): this run serves node ${own}, the node its id names`);
+  else if (why) throw refused(why);
+  const node = own ?? input.node;
+  const carried = own ? undefined : carriedData(node, carriedFromOwnRun(input?.data));
   // The data this run acts on (undefined until the first read, for a new run).
   let d: NodeTaintData | undefined = carried;
   const slots: ExternalHandle = getExternalWorkflowHandle(SLOTS_WORKFLOW_ID);

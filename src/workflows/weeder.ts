@@ -39,7 +39,9 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { preview } from '../checks/preview.ts';
-import { armedWeedingSignal, armSignal, extendSignal, stopSignal, stopUpdate, WEEDER_FAILED, WEEDER_REFUSED, weederWorkflowId, windowQuery } from '../weeder/messages.ts';
+import {
+  armedWeedingSignal, armSignal, extendSignal, serviceOfWeederId, stopSignal, stopUpdate, WEEDER_FAILED, WEEDER_REFUSED, weederWorkflowId, windowQuery,
+} from '../weeder/messages.ts';
 import { WindowRun, type WeederTarget, type WindowPorts } from './weeder-window-run.ts';
 import { carriedWindow, heartbeatTimeoutMs, WindowState, type WeederInput, type WeederResult } from '../weeder/window.ts';
 import { failureMessage, refusalOf } from './failures.ts';
@@ -94,19 +96,33 @@ export const WATCH_ATTEMPTS = 10;
  */
 export const WEEDER_OWN_ID_PATCH = 'weeder-own-id';
 
+/**
+ * A workflow started under a Service's weeder id with an input that does not name that Service
+ * (a hand start with junk) serves the Service its id names, the input ignored: the watcher's
+ * signal-with-start that reaches it is served, instead of being lost with a run that refuses.
+ * Before, it was refused (weeder-own-id). docs/upgrading.md.
+ */
+export const WEEDER_ID_NAMES_SERVICE_PATCH = 'weeder-id-names-service';
+
 export async function weederWorkflow(input: WeederInput): Promise<WeederResult> {
   // Everything in the input arrived through Temporal: the workflow's own id
   // must be its Service's, the Service is checked against the worker's
   // configuration (a refusal fails the workflow, non-retryably, before
   // anything is done) and a carried window must be one.
-  const named: Record<string, unknown> = isRecord(input) ? input as unknown as Record<string, unknown> : {};
+  let named: Record<string, unknown> = isRecord(input) ? input as unknown as Record<string, unknown> : {};
+  const idProblem = ownIdProblem(named, workflowInfo().workflowId);
+  const own = idProblem ? serviceOfWeederId(workflowInfo().workflowId) : undefined;
+  if (own && patched(WEEDER_ID_NAMES_SERVICE_PATCH)) {
+    log.warn(`the start input is ignored (${idProblem}): this run serves ${own.namespace}/${own.service}, the Service its id names`);
+    named = { ...own };
+  } else if (idProblem && patched(WEEDER_OWN_ID_PATCH)) {
+    throw ApplicationFailure.nonRetryable(`refused: ${idProblem}; nothing was watched or deleted`, WEEDER_REFUSED);
+  }
   const carried = carriedWindow(named.carried, Date.now());
   const state = new WindowState('window' in carried ? carried.window : undefined);
   // Answered from the first activation on: a query that reaches a new run
   // (after continue-as-new) before its settings are read sees the carried window.
   setHandler(windowQuery, () => state.snapshot());
-  const idProblem = ownIdProblem(named, workflowInfo().workflowId);
-  if (idProblem && patched(WEEDER_OWN_ID_PATCH)) throw ApplicationFailure.nonRetryable(`refused: ${idProblem}; nothing was watched or deleted`, WEEDER_REFUSED);
   const target = { namespace: named.namespace as string, service: named.service as string };
   const watchMs = (await weederSettings(target)).watchDuration.ms;
   if ('refused' in carried) throw ApplicationFailure.nonRetryable(`refused: ${carried.refused}`, WEEDER_REFUSED);

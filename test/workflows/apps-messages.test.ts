@@ -12,7 +12,7 @@ import { deepJson, failedWorkflowTasks, hugeJson, rawSignal, rawUpdate } from '.
 import { appStubs } from './apps-stubs.ts';
 import type { AppEntityData } from '../../src/apps/entity.ts';
 import { appChangedSignal, appStateQuery } from '../../src/apps/messages.ts';
-import { APP_GENERATION_CONFIRMED_PATCH, APP_OWN_ID_PATCH } from '../../src/workflows/apps.ts';
+import { APP_GENERATION_CONFIRMED_PATCH, APP_ID_NAMES_APP_PATCH, APP_OWN_ID_PATCH } from '../../src/workflows/apps.ts';
 
 describe('App entity workflow: messages are hints, handlers are total (workflow test)', function () {
   this.timeout(180_000);
@@ -80,19 +80,35 @@ describe('App entity workflow: messages are hints, handlers are total (workflow 
     });
   });
 
-  it('a start under another App\'s id (or with no App named) is refused before anything is read', async () => {
+  it('a start under an App\'s id whose input names another App (or none) serves the App its id names: the watcher\'s signal is not lost', async () => {
     const q = taskQueue('apps-id');
     const stubs = appStubs();
     await withWorker(env, q, stubs.activities, async (client) => {
       for (const args of [{ namespace: 'wf', name: 'other' }, { namespace: 'wf' }, 'wf/impostor']) {
-        const h = await client.workflow.start('appWorkflow', { workflowId: 'app/wf/impostor', taskQueue: q, args: [args as never] });
+        const before = stubs.reconciles.length;
+        const h = await client.workflow.start('appWorkflow', { workflowId: 'app/wf/own', taskQueue: q, args: [args as never] });
+        await h.signal(appChangedSignal, { generation: 1, uid: 'uid-1' });
+        await waitFor('the App its id names reconciled', async () => firstReconciled(await h.query(appStateQuery)));
+        assert.deepEqual(stubs.reconciles.slice(before).map((r) => `${r.namespace}/${r.name}`), ['wf/own'], 'the App its id names, once');
+        await h.terminate('done');
+        await replaysWithPatches(client, h.workflowId, [APP_ID_NAMES_APP_PATCH]);
+      }
+    });
+  });
+
+  it('a start under an id that names no App is refused before anything is read', async () => {
+    const q = taskQueue('apps-no-id');
+    const stubs = appStubs();
+    await withWorker(env, q, stubs.activities, async (client) => {
+      for (const workflowId of ['not-an-app/wf/x', 'app/wf', 'app/WF/x']) {
+        const h = await client.workflow.start('appWorkflow', { workflowId, taskQueue: q, args: [{ namespace: 'wf', name: 'x' }] });
         const err = await h.result().then(() => undefined, (e: unknown) => e);
-        assert.ok(err instanceof WorkflowFailedError, 'refused');
-        assert.match(String((err.cause as Error).message), /is not its App's|names its App by namespace and name/);
+        assert.ok(err instanceof WorkflowFailedError, `${workflowId} refused`);
+        assert.match(String((err.cause as Error).message), /is not its App's/);
         assert.equal((err.cause as { type?: string }).type, 'AppsRefused');
+        await replaysWithPatches(client, workflowId, [APP_OWN_ID_PATCH]);
       }
       assert.equal(stubs.started.filter((a) => a === 'appInScope' || a === 'reconcileApp').length, 0, 'nothing read');
-      await replaysWithPatches(client, 'app/wf/impostor', [APP_OWN_ID_PATCH]);
     });
   });
 });

@@ -7,6 +7,7 @@ import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { replaysWithPatches, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { TAINT_VERIFY_GIVE_BACK_PATCH } from '../../src/taint/coordinator.ts';
+import { TAINT_ID_NAMES_NODE_PATCH } from '../../src/taint/node-machine.ts';
 import { nodeStatus, SLOTS, slotsStatus, startNode, startSlots, stubPod, taintWorkflowEnv, untaintNode as untaint } from '../harness/taint-workflows.ts';
 import { TaintStubs } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';
@@ -136,17 +137,38 @@ describe('taint workflows: messages from outside (stub activities)', function ()
     });
   });
 
-  it('a node workflow under an id that is not its node\'s, or a coordinator under another id, refuses before any activity', async () => {
+  it('a node workflow under an id that names no node, or a coordinator under another id, refuses before any activity', async () => {
     const stubs = new TaintStubs();
     const node = fresh();
     stubs.taint(node, [stubPod('i')]);
     const queue = taskQueue('taint-identity');
     await withWorker(env(), queue, stubs.activities(), async (client) => {
-      const wrong = await client.workflow.start('taintNodeWorkflow', { taskQueue: queue, workflowId: `taint/not-${node}`, args: [{ node }] });
-      await assert.rejects(wrong.result(), (err: Error) => /taint\/not-/.test(String((err as { cause?: Error }).cause?.message)));
+      for (const workflowId of [`not-taint/${node}`, `taint/${node}/x`, `taint/Not_A_Node`]) {
+        const wrong = await client.workflow.start('taintNodeWorkflow', { taskQueue: queue, workflowId, args: [{ node }] });
+        await assert.rejects(wrong.result(), (err: Error) => /runs as taint\//.test(String((err as { cause?: Error }).cause?.message)));
+      }
       const other = await client.workflow.start('taintReplacementsWorkflow', { taskQueue: queue, workflowId: 'not-the-coordinator', args: [{}] });
       await assert.rejects(other.result(), (err: Error) => /not-the-coordinator/.test(String((err as { cause?: Error }).cause?.message)));
       assert.deepEqual(stubs.calls.map((c) => c.name), [], 'no activity ran');
+    });
+  });
+
+  it('a node workflow under a node\'s id whose input names another node (or none) serves the node its id names: the watcher\'s signal is not lost', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.taint(node, [stubPod('j')]);
+    const queue = taskQueue('taint-id-names-node');
+    await withWorker(env(), queue, stubs.activities(), async (client) => {
+      await startSlots(client, queue);
+      for (const args of [{ node: `other-${node}` }, { node: 7, data: { node, pods: {} } }, 'junk']) {
+        const h = await client.workflow.start('taintNodeWorkflow', { taskQueue: queue, workflowId: `taint/${node}`, args: [args as never] });
+        await waitFor('the pod of the node its id names marked', async () => (await nodeStatus(h)).some((p) => p.pod === 'db-j' && !!p.condition),
+          { timeoutMs: 30_000 });
+        await untaint(stubs, h, node);
+        await replaysWithPatches(client, h.workflowId, [TAINT_ID_NAMES_NODE_PATCH]);
+        stubs.taint(node, [stubPod('j')]);
+      }
+      assert.ok(stubs.calls.every((c) => (c.input as { node?: string } | undefined)?.node === undefined || (c.input as { node: string }).node === node), 'only its own node read');
     });
   });
 });

@@ -11,7 +11,7 @@ import { waitFor } from '../harness/wait.ts';
 import { weederRun, WeederStubs } from '../harness/weeder.ts';
 import { deepJson, failedWorkflowTasks, hugeJson, rawSignal, rawUpdate } from '../harness/raw-messages.ts';
 import { extendSignal, stopSignal, windowQuery } from '../../src/weeder/messages.ts';
-import { WEEDER_OWN_ID_PATCH } from '../../src/workflows/weeder.ts';
+import { WEEDER_ID_NAMES_SERVICE_PATCH, WEEDER_OWN_ID_PATCH } from '../../src/workflows/weeder.ts';
 
 describe('weeder workflow: every handler is total and bounded', function () {
   this.timeout(180_000);
@@ -83,17 +83,38 @@ describe('weeder workflow: every handler is total and bounded', function () {
       }
     }));
 
-  it('a start under another Service\'s id (or naming no Service) is refused before anything is read', () =>
+  it('a start under a Service\'s weeder id whose input names another Service (or none) serves the Service its id names: the watcher\'s signal is not lost', () =>
+    withWorker(env, queue, stubs.activities, async (client) => {
+      for (const args of [{ namespace: 'ns', service: 'other' }, { namespace: 'ns' }, 'ns/db']) {
+        const run = weederRun();
+        const [{ namespace, service }] = run.args;
+        // A junk start in the moment before the watcher's signal-with-start: the signal reaches it.
+        const junk = await client.workflow.start('weederWorkflow', { workflowId: run.workflowId, taskQueue: queue, args: [args as never] });
+        const h = await client.workflow.signalWithStart('weederWorkflow', { ...run, taskQueue: queue, signal: extendSignal, signalArgs: [{ reason: 'transition' }] });
+        assert.equal(h.signaledRunId, junk.firstExecutionRunId, 'the signal went to the junk start');
+        await waitFor('the window open for the Service its id names', async () => (await h.query(windowQuery)).transitions === 1);
+        await waitFor('its dependants watched', () => stubs.of(run.workflowId, 'watch').length > 0);
+        const watched = stubs.of(run.workflowId, 'watch')[0]!.input as { namespace: string; service: string };
+        assert.deepEqual({ namespace: watched.namespace, service: watched.service }, { namespace, service });
+        // UnhandledCommand: the server's answer when a signal lands while a task completes (retried at once), not a failure of the workflow's.
+        assert.deepEqual((await failedWorkflowTasks(h)).filter((cause) => cause !== 'UnhandledCommand'), []);
+        await h.signal(stopSignal, { reason: 'done' });
+        assert.equal((await h.result()).stopped, 'done');
+        await replaysWithPatches(client, run.workflowId, [WEEDER_ID_NAMES_SERVICE_PATCH]);
+      }
+    }));
+
+  it('a start under an id that names no Service is refused before anything is read', () =>
     withWorker(env, queue, stubs.activities, async (client) => {
       const run = weederRun();
-      for (const args of [{ namespace: 'ns', service: 'other' }, { namespace: 'ns' }, 'ns/db']) {
-        const h = await client.workflow.start('weederWorkflow', { workflowId: run.workflowId, taskQueue: queue, args: [args as never] });
+      for (const workflowId of [`not-a-weeder-${run.args[0].service}`, `weeder/ns/${run.args[0].service}/x`, `weeder/NS/${run.args[0].service}`]) {
+        const h = await client.workflow.start('weederWorkflow', { workflowId, taskQueue: queue, args: run.args });
         const err = await h.result().then(() => undefined, (e: unknown) => e);
-        assert.ok(err instanceof WorkflowFailedError, 'refused');
-        assert.match(String((err.cause as Error).message), /is not its Service's|names its Service by namespace and service/);
+        assert.ok(err instanceof WorkflowFailedError, `${workflowId} refused`);
+        assert.match(String((err.cause as Error).message), /is not its Service's/);
         assert.equal((err.cause as { type?: string }).type, 'WeederRefused');
+        assert.equal(stubs.of(workflowId, 'watch').length, 0, 'nothing watched');
+        await replaysWithPatches(client, workflowId, [WEEDER_OWN_ID_PATCH]);
       }
-      assert.equal(stubs.of(run.workflowId, 'watch').length, 0, 'nothing watched');
-      await replaysWithPatches(client, run.workflowId, [WEEDER_OWN_ID_PATCH]);
     }));
 });
