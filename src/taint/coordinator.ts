@@ -33,6 +33,25 @@ export const TAINT_VERIFY_GIVE_BACK_PATCH = 'taint-verify-give-back';
  */
 export const TAINT_ADOPT_CONFIRMED_PATCH = 'taint-adopt-confirmed';
 
+/**
+ * A grant that cannot be delivered (the node's workflow is not running) takes every request and
+ * grant of that node out, not only the grant: a flood of requests in the name of a node that has
+ * no workflow (anyone can send requestReplacements) costs one grant, not one grant per request,
+ * before real nodes are served again. Before, only the undelivered grant was freed.
+ * docs/upgrading.md.
+ */
+export const TAINT_UNDELIVERED_WITHDRAWS_PATCH = 'taint-undelivered-withdraws';
+
+/** The coordinator's patched behaviours, each asked once at its start (docs/upgrading.md). */
+export interface CoordinatorPatches {
+  /** TAINT_VERIFY_GIVE_BACK_PATCH */
+  verifies: boolean;
+  /** TAINT_ADOPT_CONFIRMED_PATCH */
+  adoptsConfirmed: boolean;
+  /** TAINT_UNDELIVERED_WITHDRAWS_PATCH */
+  withdrawsUndelivered: boolean;
+}
+
 /** Nodes whose workflow is asked what it holds at once. */
 export const VERIFY_AT_ONCE = 16;
 
@@ -52,6 +71,7 @@ export class Coordinator {
   readonly slots: Slots;
   readonly verifies: boolean;
   readonly adoptsConfirmed: boolean;
+  readonly withdrawsUndelivered: boolean;
   /** The settings may have changed (a signal said so, or none read yet): read them. */
   settingsStale = true;
   /** The node counts likewise. */
@@ -60,10 +80,11 @@ export class Coordinator {
   retryAt: number | undefined;
   private phase: Phase = 'settings';
 
-  constructor(slots: Slots, verifies: boolean, adoptsConfirmed = false) {
+  constructor(slots: Slots, patches: CoordinatorPatches) {
     this.slots = slots;
-    this.verifies = verifies;
-    this.adoptsConfirmed = adoptsConfirmed;
+    this.verifies = patches.verifies;
+    this.adoptsConfirmed = patches.adoptsConfirmed;
+    this.withdrawsUndelivered = patches.withdrawsUndelivered;
   }
 
   /** requestReplacements: each request queued (its node the message's). */
@@ -169,8 +190,9 @@ export class Coordinator {
     this.slots.holderFound(node, found, now);
   }
 
-  /** A grant could not be delivered: the node's workflow has ended, nobody will use or release these slots. */
+  /** A grant could not be delivered: the node's workflow has ended, nobody will use or release these slots (nor ask for the rest). */
   undelivered(node: string, uids: readonly string[]): void {
+    if (this.withdrawsUndelivered) return this.slots.withdraw(node);
     for (const uid of uids) this.slots.release(uid, node);
   }
 

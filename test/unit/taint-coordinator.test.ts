@@ -32,7 +32,7 @@ function coordinator(verifies: boolean, adopts = false): Coordinator {
   const s = Slots.carried(undefined, NOW);
   s.setSettings({ maxConcurrentReplacements: 1, maxTaintedNodes: '100%' });
   s.setCounts({ taintedNodes: 1, totalNodes: 10 });
-  const c = new Coordinator(s, verifies, adopts);
+  const c = new Coordinator(s, { verifies, adoptsConfirmed: adopts, withdrawsUndelivered: adopts });
   assert.equal(c.requests({ node: 'n1', requests: [{ node: 'n1', uid: 'g', pod: 'ns/g', requestedAt: NOW }] }, NOW), undefined);
   s.decideGrants(NOW);
   assert.equal(c.requests({ node: 'n1', requests: [{ node: 'n1', uid: 'q', pod: 'ns/q', requestedAt: NOW }] }, NOW), undefined);
@@ -105,6 +105,20 @@ describe('taint: the coordinator\'s messages (Coordinator)', () => {
     assert.deepEqual(co.slots.toData().inFlight.map((g) => g.uid).sort(), ['g', 'h']);
   });
 
+  it('a grant that cannot be delivered: its node\'s requests and grants all taken out (before taint-undelivered-withdraws: the grant only)', () => {
+    const co = coordinator(true, true);
+    // A flood in the name of a node without a workflow: one undelivered grant takes it all out.
+    co.requests({ node: 'ghost', requests: Array.from({ length: 1000 }, (_, i) => ({ node: 'ghost', uid: `f${i}`, pod: 'ns/f', requestedAt: NOW })) }, NOW);
+    assert.equal(co.slots.toData().queue.length, 1001);
+    co.undelivered('ghost', ['f0']);
+    assert.deepEqual(co.slots.toData().queue.map((r) => r.uid), ['q']);
+    co.undelivered('n1', ['g']);
+    assert.deepEqual({ queue: co.slots.toData().queue, inFlight: co.slots.toData().inFlight }, { queue: [], inFlight: [] });
+    const before = coordinator(true, false);
+    before.undelivered('n1', ['g']);
+    assert.deepEqual({ queue: before.slots.toData().queue.map((r) => r.uid), inFlight: before.slots.toData().inFlight }, { queue: ['q'], inFlight: [] });
+  });
+
   it('a grant that cannot be delivered frees its slot; a holder that refuses to answer is not asked again', () => {
     const co = coordinator(true);
     co.undelivered('n1', ['g']);
@@ -151,7 +165,7 @@ describe('taint: a coordinator\'s turn (Coordinator.next)', () => {
     it(c.name, () => {
       const co = coordinator(true, true);
       // The one slot is g's; q waits. Free it for q (a row that checks g keeps it).
-      if (!c.checkDue) co.undelivered('n1', ['g']);
+      if (!c.checkDue) co.slots.release('g');
       co.settingsStale = c.fresh === true;
       co.countsStale = c.fresh === true;
       co.retryAt = c.retryAt;

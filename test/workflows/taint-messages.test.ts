@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { replaysWithPatches, taskQueue, withWorker } from '../harness/workflow-env.ts';
-import { TAINT_VERIFY_GIVE_BACK_PATCH } from '../../src/taint/coordinator.ts';
+import { TAINT_UNDELIVERED_WITHDRAWS_PATCH, TAINT_VERIFY_GIVE_BACK_PATCH } from '../../src/taint/coordinator.ts';
 import { TAINT_ID_NAMES_NODE_PATCH } from '../../src/taint/node-machine.ts';
 import { nodeStatus, SLOTS, slotsStatus, startNode, startSlots, stubPod, taintWorkflowEnv, untaintNode as untaint } from '../harness/taint-workflows.ts';
 import { TaintStubs } from '../harness/taint.ts';
@@ -81,6 +81,32 @@ describe('taint workflows: messages from outside (stub activities)', function ()
       await slots.signal('settings');
       const h = await startNode(client, queue, node);
       await waitFor('the node\'s pod granted and evicted', () => stubs.evicted('b') === 1, { timeoutMs: 120_000 });
+      await untaint(stubs, h, node);
+    });
+  });
+
+  it('a flood of requests in the name of nodes without a workflow costs one grant per node: a real node behind it is served at once', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.taint(node, [stubPod('c')]);
+    const queue = taskQueue('taint-flood');
+    await withWorker(env(), queue, stubs.activities(), async (client) => {
+      const slots = await startSlots(client, queue);
+      stubs.slotSettings.maxConcurrentReplacements = 0;
+      await slots.signal('settings');
+      for (let batch = 0; batch < 4; batch++) {
+        const requests = Array.from({ length: 1000 }, (_, i) => ({ node: `ghost-${batch}`, uid: `h-${batch}-${i}`, pod: `ns/p-${i}`, requestedAt: 0 }));
+        await slots.signal('requestReplacements', { node: `ghost-${batch}`, requests });
+      }
+      const h = await startNode(client, queue, node);
+      await waitFor('the flood and the real request queued', async () => (await slotsStatus(client)).queue.some((r) => r.node === node), { timeoutMs: 60_000 });
+      // One slot at a time, the real request last in line: each ghost node costs one undelivered grant.
+      stubs.slotSettings.maxConcurrentReplacements = 1;
+      await slots.signal('settings');
+      await waitFor('the node\'s pod granted and evicted', () => stubs.evicted('c') === 1, { timeoutMs: 60_000 });
+      const s = await slotsStatus(client);
+      assert.ok(s.granted <= 5, `${s.granted} grants for 4 ghost nodes and a real one`);
+      await replaysWithPatches(client, SLOTS, [TAINT_UNDELIVERED_WITHDRAWS_PATCH]);
       await untaint(stubs, h, node);
     });
   });
