@@ -1,9 +1,11 @@
 // The message fuzzer's table: per workflow type and handler, the messages
 // sent and what became of them, and every violation with what caused it.
-import { appWorkflowId } from '../src/apps/types.ts';
+import { appOfWorkflowId, appWorkflowId } from '../src/apps/types.ts';
 import { REPAIR_QUEUE_WORKFLOW_ID, repairEntryWorkflowId } from '../src/repair/messages.ts';
 import { SAFETY_WORKFLOW_ID } from '../src/safety/messages.ts';
 import { nodeWorkflowId, SLOTS_WORKFLOW_ID } from '../src/taint/messages.ts';
+import { nodeOfId } from '../src/taint/node-machine.ts';
+import { serviceOfWeederId } from '../src/weeder/messages.ts';
 import type { Violation } from './invariants.ts';
 import { type Kind, type Message, weederWorkflowId } from './targets.ts';
 
@@ -28,16 +30,20 @@ export const rowKey = (type: string, handler: string, kind: string) => `${type}\
 
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
-/** The workflow id a hand start's input says it should run under (undefined: any, or none can be told). */
+/**
+ * The workflow id a hand start should run under: the one its input names, or, for the per-object
+ * workflows, the id it was started under when that names an object (the run serves that object and
+ * ignores its input: docs/security.md).
+ */
 export function expectedId(m: Pick<Message, 'type' | 'args' | 'workflowId'>): string | undefined {
   const a = (m.args[0] ?? {}) as Record<string, unknown>;
   switch (m.type) {
     case 'repair-queue': return REPAIR_QUEUE_WORKFLOW_ID;
     case 'repair/<index>': return repairEntryWorkflowId(str(a.index));
     case 'taint-replacements': return SLOTS_WORKFLOW_ID;
-    case 'taint/<node>': return nodeWorkflowId(str(a.node));
-    case 'weeder': return weederWorkflowId(str(a.namespace), str(a.service));
-    case 'app': return appWorkflowId(str(a.namespace), str(a.name));
+    case 'taint/<node>': return nodeOfId(m.workflowId) ? m.workflowId : nodeWorkflowId(str(a.node));
+    case 'weeder': return serviceOfWeederId(m.workflowId) ? m.workflowId : weederWorkflowId(str(a.namespace), str(a.service));
+    case 'app': return appOfWorkflowId(m.workflowId) ? m.workflowId : appWorkflowId(str(a.namespace), str(a.name));
     case 'tend-safety': return SAFETY_WORKFLOW_ID;
     default: return m.workflowId;
   }

@@ -518,7 +518,13 @@ async function batch(s: Setup, n: number, logFile: string): Promise<void> {
       detail: `${r.detail} (the probe ran from ${new Date(r.from).toISOString().slice(11, 19)}); while it ran, its workflows were sent ${during(sentAt, r.from, r.from + r.ms, capabilityTypes[r.capability])}`,
     });
   }
-  found.push(...settled, ...await settleHandStarts(true));
+  // The last hand starts, each judged once it can be (by HAND_START_JUDGE_MS after it was sent at the latest).
+  for (;;) {
+    settled.push(...await settleHandStarts(false));
+    if (!handStarts.length) break;
+    await sleep(1000);
+  }
+  found.push(...settled);
   // Signals: taken or ignored, as the worker logged it.
   const ignored = await ignoredSince(logFile, logFrom);
   for (const [key, n] of delivered) {
