@@ -40,7 +40,7 @@ export const sharedWorkflowModules: readonly string[] = [
   'safety/messages.ts',
   'repair/entry.ts', 'repair/validate.ts', 'repair/decide.ts', 'repair/messages.ts', 'repair/queue.ts', 'repair/entry-machine.ts',
   'taint/breaker.ts', 'taint/match.ts', 'taint/messages.ts', 'taint/node.ts', 'taint/replace.ts', 'taint/slots.ts', 'taint/node-machine.ts', 'taint/coordinator.ts',
-  'weeder/messages.ts', 'weeder/window.ts', 'weeder/armed.ts', 'weeder/crashloop.ts',
+  'weeder/messages.ts', 'weeder/window.ts', 'weeder/armed.ts', 'weeder/crashloop.ts', 'weeder/window-run.ts',
   'apps/messages.ts', 'apps/entity.ts', 'apps/types.ts',
 ].map((m) => fileURLToPath(new URL(`../${m}`, import.meta.url)));
 

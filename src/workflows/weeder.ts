@@ -31,7 +31,7 @@
 //
 // The arming rules (what a lane's end leads to) are src/weeder/armed.ts; the
 // window's state is src/weeder/window.ts; a run's lanes and deletions are
-// src/workflows/weeder-window-run.ts; the messages and their checks are
+// src/weeder/window-run.ts; the messages and their checks are
 // src/weeder/messages.ts. This file hands them Temporal's calls.
 import {
   allHandlersFinished, ActivityCancellationType, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log,
@@ -42,11 +42,11 @@ import { preview } from '../checks/preview.ts';
 import {
   armedWeedingSignal, armSignal, extendSignal, serviceOfWeederId, stopSignal, stopUpdate, WEEDER_FAILED, WEEDER_REFUSED, weederWorkflowId, windowQuery,
 } from '../weeder/messages.ts';
-import { WindowRun, type WeederTarget, type WindowPorts } from './weeder-window-run.ts';
+import { WindowRun, type WeederTarget, type WindowPorts } from '../weeder/window-run.ts';
 import { carriedWindow, heartbeatTimeoutMs, WindowState, type WeederInput, type WeederResult } from '../weeder/window.ts';
 import { failureMessage, refusalOf } from './failures.ts';
 
-export { WEED_HOLD_MS, WEEDER_ARMED_DELETES_PATCH, WEEDER_REPROPOSE_SKIPPED_PATCH, WEEDER_SAFETY_HOLD_PATCH } from './weeder-window-run.ts';
+export { WEED_HOLD_MS, WEEDER_ARMED_DELETES_PATCH, WEEDER_REPROPOSE_SKIPPED_PATCH, WEEDER_SAFETY_HOLD_PATCH } from '../weeder/window-run.ts';
 
 // The Service must be one the worker is configured for: asked once per run,
 // before anything else (a refusal fails the workflow, non-retryably).
@@ -151,7 +151,7 @@ function ownIdProblem(named: Record<string, unknown>, workflowId: string): strin
   return workflowId === own ? undefined : `this workflow's id ${preview(workflowId, 120)} is not its Service's (${preview(own, 120)})`;
 }
 
-/** Temporal's calls, for the window's run (src/workflows/weeder-window-run.ts). */
+/** Temporal's calls, for the window's run (src/weeder/window-run.ts). */
 function ports(target: WeederTarget): WindowPorts {
   return {
     now: () => Date.now(),

@@ -1,4 +1,4 @@
-// A weeder window's run (src/workflows/weeder-window-run.ts) driven through its ports with
+// A weeder window's run (src/weeder/window-run.ts) driven through its ports with
 // stand-ins for Temporal: a table of situations, each with the activities' answers, and what the
 // run asked for (activities, in order), what it recorded and how it ended. The workflow tests
 // prove the same against the real server; these reach the turns one at a time.
@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   WEED_HOLD_MS, WEEDER_ARMED_DELETES_PATCH, WEEDER_REPROPOSE_SKIPPED_PATCH, WEEDER_SAFETY_HOLD_PATCH, WindowRun, type Scope, type WindowPorts,
-} from '../../src/workflows/weeder-window-run.ts';
+} from '../../src/weeder/window-run.ts';
 import { WindowState, type Candidate, type WatchOutput, type WeedOutcome, type WeederResult } from '../../src/weeder/window.ts';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');

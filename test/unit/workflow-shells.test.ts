@@ -1,5 +1,5 @@
 // The workflows are short shells over their capabilities' pure machines (src/*/...-machine.ts,
-// src/taint/coordinator.ts, src/weeder/armed.ts, src/workflows/weeder-window-run.ts): handlers that check and hand over, one run loop,
+// src/taint/coordinator.ts, src/weeder/armed.ts, src/weeder/window-run.ts): handlers that check and hand over, one run loop,
 // continue-as-new. Their size is held here, so that decisions grow in the machines, where a table
 // test reaches them, and not back into workflow closures.
 import assert from 'node:assert/strict';

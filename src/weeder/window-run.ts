@@ -8,12 +8,12 @@
 // workflows either, so that it can join the weeder's pure modules in
 // src/weeder/ (and the worker's shared modules) as it is.
 import { preview } from '../checks/preview.ts';
-import { announcementOps, laneAnswered, laneFailed, type LaneOp, type LaneRun } from '../weeder/armed.ts';
-import { checkExtendArgs, checkReasonArgs, type StopAnswer } from '../weeder/messages.ts';
+import { announcementOps, laneAnswered, laneFailed, type LaneOp, type LaneRun } from './armed.ts';
+import { checkExtendArgs, checkReasonArgs, type StopAnswer } from './messages.ts';
 import {
   ARM_LIMIT_MS, checkArmedWeeding, lanesWanted, windowOpen, type Candidate, type Lane, type PodSeen, type WatchOutput, type WeedOutcome, type WeederResult,
   type WindowSnapshot, type WindowState,
-} from '../weeder/window.ts';
+} from './window.ts';
 
 /**
  * A deletion observe mode recorded or the pause held is asked again with a
