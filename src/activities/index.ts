@@ -4,7 +4,7 @@ import type { KubeClients } from '../kube/client.ts';
 import type { Config } from '../config/schema.ts';
 import { createAppActivities } from './apps.ts';
 import { createClusterActivities } from './cluster.ts';
-import { createRepairActivities, REPAIR_COMMAND_ACTIVITIES } from './repair.ts';
+import { createRepairActivities, repairCommandActivities } from './repair.ts';
 import { createTaintActivities } from './taint.ts';
 import { createWeederActivities } from './weeder.ts';
 import type { ModeGate, PauseGate, SafetyGates } from './safety-gate.ts';
@@ -40,7 +40,8 @@ export interface ActivityOptions {
   capabilities?: readonly Capability[];
   /**
    * The worker polling repair.taskQueue: only the activities that run the
-   * operator's repair commands, and no Kubernetes connection (deps.kube unused).
+   * operator's repair commands, guarded on the entry's Node through deps.kube
+   * when it has one (per host only without).
    */
   repairCommandsOnly?: boolean;
 }
@@ -63,10 +64,7 @@ export type Activities = ReturnType<typeof createActivities>;
  * polls repair.taskQueue, only the repair command activities.
  */
 export function workerActivities(deps: { kube?: KubeClients; config: WorkerSections; pause?: PauseGate; modes?: ModeGate }, opts: ActivityOptions = {}): Partial<Activities> {
-  if (opts.repairCommandsOnly) {
-    const repair = createRepairActivities(undefined, deps.config.repair, 'commands', gatesOf(deps));
-    return Object.fromEntries(REPAIR_COMMAND_ACTIVITIES.map((name) => [name, repair[name]])) as Partial<Activities>;
-  }
+  if (opts.repairCommandsOnly) return repairCommandActivities(deps.kube, deps.config.repair, gatesOf(deps)) as Partial<Activities>;
   if (!deps.kube) throw new Error('workerActivities: a Kubernetes connection is needed for these activities');
   const kube = deps.kube;
   const wanted = new Set<Capability>(opts.capabilities ?? CAPABILITIES);

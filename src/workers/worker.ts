@@ -11,7 +11,7 @@ import { homedir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { workerActivities, type Capability } from '../activities/index.ts';
 import { ConfigError, OperatorError, UsageError } from '../errors.ts';
-import { beginRepairShutdown, repairCommandActivities } from '../activities/repair.ts';
+import { beginRepairShutdown } from '../activities/repair.ts';
 import { withholdFromCommands } from '../repair/process.ts';
 import { GUARD_ANNOTATION } from '../repair/guard.ts';
 import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
@@ -252,9 +252,8 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
       namespace: opts.temporal.namespace,
       taskQueue: plan.taskQueue,
       ...code,
-      activities: commandsOnly
-        ? repairCommandActivities(kube, opts.repair, { pause, modes })
-        : workerActivities({ ...(kube ? { kube } : {}), config: opts, pause, modes }, { ...(plan.capabilities ? { capabilities: plan.capabilities } : {}) }),
+      activities: workerActivities({ ...(kube ? { kube } : {}), config: opts, pause, modes },
+        commandsOnly ? { repairCommandsOnly: true } : { ...(plan.capabilities ? { capabilities: plan.capabilities } : {}) }),
       shutdownGraceTime: opts.repair ? `${SHUTDOWN_GRACE_SECONDS}s` : 0,
       maxCachedWorkflows: WORKFLOW_CACHE_SIZE,
       ...(deployment && buildId ? {
