@@ -62,7 +62,7 @@ const usage = `usage: npm run fuzz -- [--messages N] [--seed S] [--time-limit SE
   --time-limit  no message is sent past it (default 3600); the run then checks the batch in hand
                 and ends what it started, within ${TAIL_MS / 60_000} more minutes, or stops itself saying so
   --batch       messages per batch, each beside one round of normal operation, then checked (default 1000)
-  --concurrency messages in flight at once, to different workflows (default 8)`;
+  --concurrency messages in flight at once, to different workflows (default 16)`;
 
 function fail(message: string): never {
   console.error(`fuzz: ${message}\n${usage}`);
@@ -77,7 +77,7 @@ try {
       seed: { type: 'string' },
       'time-limit': { type: 'string', default: '3600' },
       batch: { type: 'string', default: '1000' },
-      concurrency: { type: 'string', default: '8' },
+      concurrency: { type: 'string', default: '16' },
       'state-dir': { type: 'string', default: join(repo, '.tend', 'fuzz') },
       'port-offset': { type: 'string', default: '90' },
       report: { type: 'string' },

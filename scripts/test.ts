@@ -47,7 +47,7 @@ const defaultLanes = ['e2e', 'offline'];
  */
 const slowestFirst = [
   'taint-throttle', 'faults-run', 'weeder-durability', 'repair-drain', 'two-replicas', 'taint-replacement', 'repair-kill', 'apps',
-  'repair', 'sandbox', 'weeder-cascade', 'metrics', 'weeder-record', 'observe-apps', 'weeder-rules', 'weeder-recreate', 'pause-taint',
+  'repair', 'fuzz-short', 'sandbox', 'weeder-cascade', 'metrics', 'weeder-record', 'observe-apps', 'weeder-rules', 'weeder-recreate', 'pause-taint',
   'observe-taint', 'taint-fdb', 'security-capabilities',
 ];
 /** Each further sandbox's ports: the first's plus this many (clear of every port the tests use, and of their +50 sandboxes). */
