@@ -42,6 +42,15 @@ export const TAINT_ADOPT_CONFIRMED_PATCH = 'taint-adopt-confirmed';
  */
 export const TAINT_UNDELIVERED_WITHDRAWS_PATCH = 'taint-undelivered-withdraws';
 
+/**
+ * A hint about a node (a give-back, a withdrawal, slots held) that comes while that node's
+ * workflow is being asked what it holds has the node asked again after the answer: the answer
+ * may predate what the hint tells (a grant the node held when it answered and gave back since).
+ * Before, the answer took the node off the list to ask, and the slot stayed in flight until its
+ * grant's next check (GRANT_CHECK_SECONDS). docs/upgrading.md.
+ */
+export const TAINT_HINT_WHILE_ASKING_PATCH = 'taint-hint-while-asking';
+
 /** The coordinator's patched behaviours, each asked once at its start (docs/upgrading.md). */
 export interface CoordinatorPatches {
   /** TAINT_VERIFY_GIVE_BACK_PATCH */
@@ -50,6 +59,8 @@ export interface CoordinatorPatches {
   adoptsConfirmed: boolean;
   /** TAINT_UNDELIVERED_WITHDRAWS_PATCH */
   withdrawsUndelivered: boolean;
+  /** TAINT_HINT_WHILE_ASKING_PATCH (off when absent) */
+  asksAgain?: boolean;
 }
 
 /** Nodes whose workflow is asked what it holds at once. */
@@ -72,6 +83,11 @@ export class Coordinator {
   readonly verifies: boolean;
   readonly adoptsConfirmed: boolean;
   readonly withdrawsUndelivered: boolean;
+  readonly asksAgain: boolean;
+  /** Nodes whose workflow is being asked what it holds (an ask under way). */
+  private readonly asking = new Set<string>();
+  /** Of those, the ones a hint came for meanwhile: asked again after the answer. */
+  private readonly hintedWhileAsking = new Set<string>();
   /** The settings may have changed (a signal said so, or none read yet): read them. */
   settingsStale = true;
   /** The node counts likewise. */
@@ -85,6 +101,13 @@ export class Coordinator {
     this.verifies = patches.verifies;
     this.adoptsConfirmed = patches.adoptsConfirmed;
     this.withdrawsUndelivered = patches.withdrawsUndelivered;
+    this.asksAgain = patches.asksAgain === true;
+  }
+
+  /** A hint about `node` was taken (`why` undefined): if its workflow is being asked, it is asked again after the answer. */
+  private hinted(node: unknown, why: string | undefined): string | undefined {
+    if (why === undefined && this.asksAgain && typeof node === 'string' && this.asking.has(node)) this.hintedWhileAsking.add(node);
+    return why;
   }
 
   /** requestReplacements: each request queued (its node the message's). */
@@ -94,7 +117,7 @@ export class Coordinator {
 
   /** releaseReplacements: verified, a hint that the node's holder is asked; before, each slot freed. */
   releases(m: unknown): string | undefined {
-    if (this.verifies) return pastLimits(m) ?? this.slots.giveBackHint(fieldOf(m, 'node'));
+    if (this.verifies) return pastLimits(m) ?? this.hinted(fieldOf(m, 'node'), this.slots.giveBackHint(fieldOf(m, 'node')));
     return takeEach(m, 'uids', SLOT_BOUNDS.requestsPerSignal, (uid) => {
       if (typeof uid === 'string') this.slots.release(uid);
       return undefined;
@@ -104,14 +127,14 @@ export class Coordinator {
   /** withdrawNode: verified, a hint as releaseReplacements; before, all the node's slots freed. */
   withdrawal(m: unknown): string | undefined {
     const why = pastLimits(m);
-    if (this.verifies || why) return why ?? this.slots.giveBackHint(fieldOf(m, 'node'));
+    if (this.verifies || why) return why ?? this.hinted(fieldOf(m, 'node'), this.slots.giveBackHint(fieldOf(m, 'node')));
     if (!nodeNameProblem(fieldOf(m, 'node'))) this.slots.withdraw(fieldOf(m, 'node') as string);
     return undefined;
   }
 
   /** slotsHeld: a fresh coordinator told the slots a node holds: a hint that the node is asked; before, each adopted. */
   held(m: unknown, now: number): string | undefined {
-    if (this.adoptsConfirmed) return pastLimits(m) ?? this.slots.holdsHint(fieldOf(m, 'node'));
+    if (this.adoptsConfirmed) return pastLimits(m) ?? this.hinted(fieldOf(m, 'node'), this.slots.holdsHint(fieldOf(m, 'node')));
     return takeEach(m, 'held', SLOT_BOUNDS.requestsPerSignal, (h, node) => sameNode(h, node) ?? this.slots.adopt(h, now));
   }
 
@@ -133,7 +156,11 @@ export class Coordinator {
           break;
         case 'ask':
           this.phase = 'check';
-          if (this.slots.verify.size > 0 && this.retryAt === undefined) return { kind: 'ask', nodes: [...this.slots.verify].slice(0, VERIFY_AT_ONCE) };
+          if (this.slots.verify.size > 0 && this.retryAt === undefined) {
+            const nodes = [...this.slots.verify].slice(0, VERIFY_AT_ONCE);
+            for (const node of nodes) this.asking.add(node);
+            return { kind: 'ask', nodes };
+          }
           break;
         case 'check': {
           // Grants whose holder may have ended without giving them back (terminated, timed out,
@@ -187,7 +214,9 @@ export class Coordinator {
 
   /** What a node's workflow said it holds (or that it is not running). */
   holder(node: string, found: HolderFound, now: number): void {
+    this.asking.delete(node);
     this.slots.holderFound(node, found, now);
+    if (this.hintedWhileAsking.delete(node)) this.slots.holdsHint(node);
   }
 
   /** A grant could not be delivered: the node's workflow has ended, nobody will use or release these slots (nor ask for the rest). */
@@ -198,6 +227,8 @@ export class Coordinator {
 
   /** Asking a node's workflow what it holds failed: asked again after STEP_RETRY_MS (a refusal: never). */
   unanswered(node: string, refused: boolean, now: number): void {
+    this.asking.delete(node);
+    this.hintedWhileAsking.delete(node);
     if (refused) this.slots.verify.delete(node);
     else this.retryAt = now + STEP_RETRY_MS;
   }

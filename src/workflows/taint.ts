@@ -24,7 +24,9 @@ import { STEP_RETRY_MS, type EvictOutcome, type ReplaceOp } from '../taint/repla
 import {
   CARRIED_LIMITS, clearingDetails, clears, NodeInbox, nodeInputProblem, nodeOfId, NodeRun, nodeSlots, TAINT_ID_NAMES_NODE_PATCH, replacedPods, TAINT_CLEAR_UNTIL_DONE_PATCH, TAINT_GIVE_BACK_FIRST_PATCH, TAINT_LIST_MARKS_PATCH, TAINT_START_LIST_PATCH, TAINT_START_LOCAL_PATCH, type NodeFirstRead,
 } from '../taint/node-machine.ts';
-import { Coordinator, TAINT_ADOPT_CONFIRMED_PATCH, TAINT_UNDELIVERED_WITHDRAWS_PATCH, TAINT_VERIFY_GIVE_BACK_PATCH } from '../taint/coordinator.ts';
+import {
+  Coordinator, TAINT_ADOPT_CONFIRMED_PATCH, TAINT_HINT_WHILE_ASKING_PATCH, TAINT_UNDELIVERED_WITHDRAWS_PATCH, TAINT_VERIFY_GIVE_BACK_PATCH,
+} from '../taint/coordinator.ts';
 import { byNode, Slots, slotsDetails, type Grant, type SlotData } from '../taint/slots.ts';
 
 type ExternalHandle = ReturnType<typeof getExternalWorkflowHandle>;
@@ -331,6 +333,7 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
     verifies: patched(TAINT_VERIFY_GIVE_BACK_PATCH),
     adoptsConfirmed: patched(TAINT_ADOPT_CONFIRMED_PATCH),
     withdrawsUndelivered: patched(TAINT_UNDELIVERED_WITHDRAWS_PATCH),
+    asksAgain: patched(TAINT_HINT_WHILE_ASKING_PATCH),
   });
   let dirty = true;
   /** What a handler could not take is logged; the loop runs again. */

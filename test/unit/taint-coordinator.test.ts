@@ -119,6 +119,28 @@ describe('taint: the coordinator\'s messages (Coordinator)', () => {
     assert.deepEqual({ queue: before.slots.toData().queue.map((r) => r.uid), inFlight: before.slots.toData().inFlight }, { queue: ['q'], inFlight: [] });
   });
 
+  it('a give-back that comes while its node is being asked has the node asked again after the answer (before taint-hint-while-asking: the answer ended it)', () => {
+    for (const asksAgain of [true, false]) {
+      const s = Slots.carried(undefined, NOW);
+      s.setSettings({ maxConcurrentReplacements: 1, maxTaintedNodes: '100%' });
+      s.setCounts({ taintedNodes: 1, totalNodes: 10 });
+      const co = new Coordinator(s, { verifies: true, adoptsConfirmed: true, withdrawsUndelivered: true, asksAgain });
+      co.settingsStale = co.countsStale = false;
+      co.requests({ node: 'n1', requests: [{ node: 'n1', uid: 'p', pod: 'ns/p', requestedAt: NOW }] }, NOW);
+      assert.equal(co.releases({ node: 'n1', uids: [] }), undefined);
+      const ask = co.next(NOW, { woken: false, continueSuggested: false });
+      assert.deepEqual(ask, { kind: 'ask', nodes: ['n1'] });
+      // The node takes a grant and gives it back while the answer is on its way: the answer still shows it held.
+      co.releases({ node: 'n1', uids: ['p'] });
+      co.holder('n1', { running: true, held: ['p'], asking: [] }, NOW);
+      assert.deepEqual(co.slots.toData().verify ?? [], asksAgain ? ['n1'] : [], asksAgain ? 'asked again' : 'not asked again');
+      if (asksAgain) {
+        co.holder('n1', { running: true, held: [], asking: [] }, NOW);
+        assert.deepEqual([...co.slots.toData().inFlight, ...co.slots.toData().queue].map((r) => r.uid), [], 'the second answer frees it');
+      }
+    }
+  });
+
   it('a grant that cannot be delivered frees its slot; a holder that refuses to answer is not asked again', () => {
     const co = coordinator(true);
     co.undelivered('n1', ['g']);
