@@ -326,7 +326,8 @@ type HandStart = (typeof handStarts)[number];
 
 /**
  * A hand start's fate: refused (it failed or was never started), taken (it ran or runs); one still
- * running is ended; 'later' while it may still refuse (`all`: judged now, whatever its state).
+ * running is ended, unless it runs as tend's own workflow (tend's task queue, its own id); 'later'
+ * while it may still refuse (`all`: judged now, whatever its state).
  * Each is ended as soon as it can be judged (one on another task queue at once: nothing will run it):
  * one under a tend workflow's id keeps that workflow out while it runs (tend fails closed on it, and
  * its watcher looks again only at its next resync; docs/security.md), and the probes beside the
@@ -349,7 +350,10 @@ async function settleHandStart(start: HandStart, all: boolean): Promise<Violatio
   } else {
     row.accepted++;
   }
-  if (st === 'RUNNING') await bounded(10_000, 'terminate', h.terminate('fuzz: a hand start is ended once looked at')).catch(() => undefined);
+  // One that runs on tend's task queue under its own id is tend's workflow (it serves what its id names,
+  // its input ignored): left running, as a terminate would be an operator's act, not a message's.
+  const tends = st === 'RUNNING' && m.start!.taskQueue === TASK_QUEUE && expectedId(m) === m.workflowId;
+  if (st === 'RUNNING' && !tends) await bounded(10_000, 'terminate', h.terminate('fuzz: a hand start is ended once looked at')).catch(() => undefined);
   if (start.squat) start.squat.to = Date.now();
   return m.start!.taskQueue === TASK_QUEUE && expectedId(m) !== m.workflowId ? identity(m.type, m.workflowId, st, m.note) : [];
 }
