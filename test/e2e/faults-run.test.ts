@@ -5,37 +5,17 @@
 // violated makes it exit 1, which this test accepts (the checkers themselves
 // are proved on planted violations in test/unit/faults-invariants.test.ts).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { repoRoot } from '../harness/env.ts';
 import { connectClient } from '../../src/temporal/connection.ts';
 import { sandbox } from '../harness/hooks.ts';
 import { waitFor } from '../harness/wait.ts';
+import { runScript } from '../harness/script.ts';
 import type { RoundRecord } from '../../faults/report.ts';
 import { CAPABILITIES, FAULT_KINDS } from '../../faults/report.ts';
 
-function run(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(repoRoot, 'faults/run.ts'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => {
-      stderr += d;
-      process.stderr.write(`      ${String(d).trimEnd().replace(/\n/g, '\n      ')}\n`);
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the fault run did not end within ${timeoutMs / 1000} s\n${stderr.slice(-3000)}`));
-    }, timeoutMs);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const run = (args: string[], timeoutMs: number) => runScript('faults/run.ts', args, timeoutMs);
 
 describe('fault run (e2e): one round per capability', function () {
   this.timeout(30 * 60_000);

@@ -6,14 +6,13 @@
 // time limit (on a loaded machine it then says how many it sent, and those must
 // show no violation) and ends within its own bound, which this test outlasts.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { repoRoot } from '../harness/env.ts';
 import { connectClient } from '../../src/temporal/connection.ts';
 import { sandbox } from '../harness/hooks.ts';
 import { waitFor } from '../harness/wait.ts';
+import { runScript } from '../harness/script.ts';
 import type { FuzzReport } from '../../fuzz/run.ts';
 
 const MESSAGES = 300;
@@ -21,27 +20,7 @@ const MESSAGES = 300;
 const TIME_LIMIT_S = 240;
 const RUN_BOUND_MS = (TIME_LIMIT_S + 10 * 60) * 1000;
 
-/** `npm run fuzz` as CI runs it: its exit code and output (exit 1, violations, is an answer too); its progress shown as it goes. */
-function run(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(repoRoot, 'fuzz/run.ts'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => {
-      stderr += d;
-      process.stderr.write(`      ${String(d).trimEnd().replace(/\n/g, '\n      ')}\n`);
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the run did not end within ${timeoutMs / 1000} s, past its own bound\n${stderr.slice(-3000)}`));
-    }, timeoutMs);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const run = (args: string[], timeoutMs: number) => runScript('fuzz/run.ts', args, timeoutMs);
 
 describe('message fuzzer (e2e): a short run', function () {
   // The run's own bound, a minute for node to start it and one for the checks below.
