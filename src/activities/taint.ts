@@ -28,6 +28,7 @@ import {
   listingTime, startMark, type ConditionWrite, type ListedPod, type OwnerRef, type TaintSettings,
 } from '../taint/node.ts';
 import { controllerWhole } from '../taint/replace.ts';
+import type { NodeFirstRead } from '../taint/node-machine.ts';
 import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metrics/registry.ts';
 import { recordWould, writeHold, type SafetyGates } from './safety-gate.ts';
 import { log } from '../log.ts';
@@ -70,19 +71,8 @@ export interface TaintNodeStartInput {
   at?: number;
 }
 
-/** taintNodeStart's answer: the node's state; when it carries a configured taint, its pods listed and marked too. */
-export interface TaintNodeStartResult {
-  /** The configured taints the Node carries, each with the first sight (seenAt) the mark was decided with. */
-  taints: MatchedTaint[];
-  settings: TaintSettings;
-  /** When the pods were listed (ms); absent when the node carries no configured taint (nothing listed). */
-  listedAt?: number;
-  /** The first mark written on `written` (absent when none was due). */
-  mark?: Pick<ConditionWrite, 'detected' | 'replacing'>;
-  pods?: ListedPod[];
-  written?: string[];
-  marked?: Record<string, number>;
-}
+/** taintNodeStart's answer: what the node workflow's first read takes (src/taint/node-machine.ts). */
+export type TaintNodeStartResult = NodeFirstRead;
 
 /**
  * The handle of tend's own workflow running under `id` (of `type`, on `taskQueue`), 'not running'

@@ -203,9 +203,12 @@ export function nodeSlots(d: Readonly<NodeTaintData>): NodeSlots {
 
 /** What a node's first read brings (taintNodeState, or taintNodeStart which also lists and marks). */
 export interface NodeFirstRead {
+  /** The configured taints the Node carries, each with the first sight (seenAt) the mark was decided with. */
   taints: MatchedTaint[];
   settings: TaintSettings;
+  /** When the pods were listed (ms); absent when the node carries no configured taint (nothing listed). */
   listedAt?: number;
+  /** The first mark written on `written` (absent when none was due). */
   mark?: Pick<ConditionWrite, 'detected' | 'replacing'>;
   pods?: ListedPod[];
   written?: string[];
