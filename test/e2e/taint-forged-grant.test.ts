@@ -7,7 +7,7 @@ import type { TendProcess } from '../harness/cli.ts';
 import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { temporalCli } from '../harness/temporal.ts';
-import { cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintStatusJson } from '../harness/taint.ts';
+import { budget, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintStatusJson } from '../harness/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 const MAINTENANCE = 'example.org/maintenance';
@@ -66,11 +66,7 @@ describe('taint replacement: a forged grant', function () {
     const a = await pinned('a', 'sim-1');
     const b = await pinned('b', 'sim-2');
     // a holds the only slot: its eviction blocked by a budget.
-    await kube.policy.createNamespacedPodDisruptionBudget({
-      namespace: ns, body: { metadata: { name: 'a' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'a' } } } },
-    });
-    await waitFor('the PDB to be observed', async () =>
-      (await kube.policy.readNamespacedPodDisruptionBudget({ namespace: ns, name: 'a' })).status?.observedGeneration === 1);
+    await budget(kube, ns, 'a', 1);
     tainted.add(`sim-1|${MAINTENANCE}`);
     await taint(kube, 'sim-1', { key: MAINTENANCE, value: 'x', effect: 'NoSchedule' });
     await waitFor('a holding the only slot, its eviction blocked', async () => {

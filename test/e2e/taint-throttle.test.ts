@@ -10,7 +10,7 @@ import { testStateDir } from '../harness/env.ts';
 import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { temporalCli } from '../harness/temporal.ts';
-import { condition, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintConfig, taintStatusJson, untaint } from '../harness/taint.ts';
+import { budget, condition, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintConfig, taintStatusJson, untaint } from '../harness/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 const MAINTENANCE = 'example.org/maintenance';
@@ -118,12 +118,7 @@ describe('taint replacement: limits and failures', function () {
   it('a blocking PodDisruptionBudget is retried with back-off, visible, and never violated', async () => {
     const cfg = await start({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 1 }], taintReplacementTimeSeconds: 1 });
     const pods = await createDeployment('db', 2);
-    await kube.policy.createNamespacedPodDisruptionBudget({
-      namespace: ns,
-      body: { metadata: { name: 'db' }, spec: { minAvailable: 2, selector: { matchLabels: { app: 'db' } } } },
-    });
-    await waitFor('the PDB to be observed', async () =>
-      (await kube.policy.readNamespacedPodDisruptionBudget({ namespace: ns, name: 'db' })).status?.observedGeneration === 1);
+    await budget(kube, ns, 'db', 2);
     const victim = pods[0]!;
     await taintNode(victim.spec!.nodeName!);
     const row = await waitFor('the eviction shown blocked after retries', async () => {
@@ -156,11 +151,7 @@ describe('taint replacement: limits and failures', function () {
     };
     const a = await pinned('a', 'sim-1');
     const b = await pinned('b', 'sim-2');
-    await kube.policy.createNamespacedPodDisruptionBudget({
-      namespace: ns, body: { metadata: { name: 'a' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'a' } } } },
-    });
-    await waitFor('the PDB to be observed', async () =>
-      (await kube.policy.readNamespacedPodDisruptionBudget({ namespace: ns, name: 'a' })).status?.observedGeneration === 1);
+    await budget(kube, ns, 'a', 1);
     await taintNode('sim-1');
     await waitFor('a holding the only slot, its eviction blocked', async () => {
       const s = await taintStatusJson(cfg);

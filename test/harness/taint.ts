@@ -272,3 +272,12 @@ export async function readyPodsOn(kube: KubeClients, ns: string, name: string, n
     return ps.length === replicas && ps;
   }, { timeoutMs: 60_000 });
 }
+
+/** A PodDisruptionBudget of `minAvailable` over the pods labelled app=`app`, once the disruption controller has observed it. */
+export async function budget(kube: KubeClients, namespace: string, app: string, minAvailable: number): Promise<void> {
+  await kube.policy.createNamespacedPodDisruptionBudget({
+    namespace, body: { metadata: { name: app }, spec: { minAvailable, selector: { matchLabels: { app } } } },
+  });
+  await waitFor(`the PDB ${app} to be observed`, async () =>
+    (await kube.policy.readNamespacedPodDisruptionBudget({ namespace, name: app })).status?.observedGeneration === 1);
+}
