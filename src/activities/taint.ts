@@ -29,6 +29,7 @@ import {
 } from '../taint/node.ts';
 import { controllerWhole } from '../taint/replace.ts';
 import type { NodeFirstRead } from '../taint/node-machine.ts';
+import { anyValue, maxLength, minLength, object, optional, parse, string } from '../checks/shape.ts';
 import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metrics/registry.ts';
 import { recordWould, writeHold, type SafetyGates } from './safety-gate.ts';
 import { log } from '../log.ts';
@@ -104,11 +105,12 @@ export interface NodeSlotsFound {
 
 const uidList = (v: unknown): string[] => (Array.isArray(v) ? v.slice(0, NODE_MESSAGE_BOUNDS.uids) : [])
   .filter((u): u is string => typeof u === 'string' && u.length <= NODE_MESSAGE_BOUNDS.uidChars);
-const holdList = (v: unknown, held: ReadonlySet<string>): { uid: string; pod: string }[] => (Array.isArray(v) ? v.slice(0, NODE_MESSAGE_BOUNDS.uids) : [])
+const holdShape = object({ uid: string(undefined, minLength(1), maxLength(NODE_MESSAGE_BOUNDS.uidChars)), pod: optional(anyValue) });
+/** The confirmed holds a node's answer names, well formed (the coordinator adopts only those it also holds: slots.ts holderFound). */
+const holdList = (v: unknown): { uid: string; pod: string }[] => (Array.isArray(v) ? v.slice(0, NODE_MESSAGE_BOUNDS.uids) : [])
   .flatMap((h: unknown) => {
-    const uid = typeof h === 'object' && h !== null ? (h as { uid?: unknown }).uid : undefined;
-    const pod = typeof h === 'object' && h !== null ? (h as { pod?: unknown }).pod : undefined;
-    return typeof uid === 'string' && held.has(uid) ? [{ uid, pod: typeof pod === 'string' ? pod.slice(0, SLOT_BOUNDS.podChars) : '' }] : [];
+    const r = parse(holdShape, h);
+    return r.ok ? [{ uid: r.value.uid, pod: typeof r.value.pod === 'string' ? r.value.pod.slice(0, SLOT_BOUNDS.podChars) : '' }] : [];
   });
 
 /**
@@ -123,8 +125,7 @@ export async function nodeSlotsOf(client: Client, node: string, taskQueue: strin
   if (found === 'not running') return none;
   if (typeof found === 'string') return { ...none, impostor: found };
   const slots = await found.query(nodeSlotsQuery);
-  const held = uidList(slots?.held);
-  return { running: true, held, asking: uidList(slots?.asking), confirmed: holdList(slots?.confirmed, new Set(held)) };
+  return { running: true, held: uidList(slots?.held), asking: uidList(slots?.asking), confirmed: holdList(slots?.confirmed) };
 }
 
 /**
