@@ -17,6 +17,7 @@ import {
 import type { AppCommand } from '../apps/revisions.ts';
 import { carriedFromOwnRun } from './carried.ts';
 import { failureMessage, refusalOf } from './failures.ts';
+import { patchesBeforeLocalActivity } from './patches.ts';
 
 // Retries are bounded: a reconcile that still fails after them is recorded
 // (the `state` query, the workflow's details in the Web UI), its command is
@@ -121,6 +122,8 @@ export async function appWorkflow(given: AppWorkflowInput): Promise<string> {
   // handlers are set first, so that an update sent with the start (`tend
   // app`'s update-with-start) is not rejected unseen.
   if (idProblem && input === given && patched(APP_OWN_ID_PATCH)) return run.refuse(`refused: ${idProblem}; nothing was read or changed`);
+  // The first reconcile, right after the scope's answer, asks for this one (src/workflows/patches.ts).
+  patchesBeforeLocalActivity([APP_NEW_UID_RECONCILES_PATCH]);
   try {
     await appInScope({ namespace: input?.namespace, name: input?.name });
     run.scope = 'ok';

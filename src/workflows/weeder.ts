@@ -42,9 +42,10 @@ import { preview } from '../checks/preview.ts';
 import {
   armedWeedingSignal, armSignal, extendSignal, serviceOfWeederId, stopSignal, stopUpdate, WEEDER_FAILED, WEEDER_REFUSED, weederWorkflowId, windowQuery,
 } from '../weeder/messages.ts';
-import { WindowRun, type WeederTarget, type WindowPorts } from '../weeder/window-run.ts';
+import { WEEDER_ARMED_DELETES_PATCH, WindowRun, type WeederTarget, type WindowPorts } from '../weeder/window-run.ts';
 import { carriedWindow, heartbeatTimeoutMs, WindowState, type WeederInput, type WeederResult } from '../weeder/window.ts';
 import { failureMessage, refusalOf } from './failures.ts';
+import { patchesBeforeLocalActivity } from './patches.ts';
 
 export { WEED_HOLD_MS, WEEDER_ARMED_DELETES_PATCH, WEEDER_REPROPOSE_SKIPPED_PATCH, WEEDER_SAFETY_HOLD_PATCH } from '../weeder/window-run.ts';
 
@@ -124,6 +125,8 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
   // (after continue-as-new) before its settings are read sees the carried window.
   setHandler(windowQuery, () => state.snapshot());
   const target = { namespace: named.namespace as string, service: named.service as string };
+  // The armed lane, started right after the settings' answer, asks for this one (src/workflows/patches.ts).
+  patchesBeforeLocalActivity([WEEDER_ARMED_DELETES_PATCH]);
   const watchMs = (await weederSettings(target)).watchDuration.ms;
   if ('refused' in carried) throw ApplicationFailure.nonRetryable(`refused: ${carried.refused}`, WEEDER_REFUSED);
 

@@ -4,6 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { historyFromJSON } from './history-json.ts';
+import type { HistoryEvent } from './split.ts';
 import { workflowBundleOptions } from '../../src/workers/worker.ts';
 import type { HistoryAndWorkflowId } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type ReplayResult, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -23,6 +24,8 @@ export interface RecordedHistory {
   status: string;
   continued: boolean;
   history: HistoryAndWorkflowId['history'];
+  /** The history as the file holds it (`temporal workflow show -o json`). */
+  json: { events: HistoryEvent[] };
 }
 
 interface Manifest {
@@ -40,8 +43,8 @@ export async function loadHistories(dir = historiesDir): Promise<RecordedHistory
     const files = new Set((await readdir(join(dir, label))).filter((f) => f.endsWith('.json') && f !== 'manifest.json'));
     for (const h of manifest.histories) {
       if (!files.delete(h.file)) throw new Error(`${manifestFile} lists ${h.file}, which is not in ${join(dir, label)}`);
-      const history = historyFromJSON(JSON.parse(await readFile(join(dir, label, h.file), 'utf8')));
-      out.push({ name: `${label}/${h.file}`, label, ...h, history });
+      const json = JSON.parse(await readFile(join(dir, label, h.file), 'utf8')) as RecordedHistory['json'];
+      out.push({ name: `${label}/${h.file}`, label, ...h, history: historyFromJSON(json), json });
     }
     if (files.size > 0) throw new Error(`${join(dir, label)} holds histories its manifest.json does not list: ${[...files].join(', ')}`);
   }

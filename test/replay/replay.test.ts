@@ -5,6 +5,9 @@
 import assert from 'node:assert/strict';
 import type { ReplayResult, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { bundle, loadHistories, workflowsPath, replay, type RecordedHistory } from './histories.ts';
+import { historyFromJSON } from './history-json.ts';
+import { patchesOf, splitAfterFirstLocalActivity } from './split.ts';
+import { PATCHES_BEFORE_LOCAL_ACTIVITY_PATCH } from '../../src/workflows/patches.ts';
 
 describe('replay: recorded histories against the current workflow code', function () {
   let histories: RecordedHistory[];
@@ -37,5 +40,18 @@ describe('replay: recorded histories against the current workflow code', functio
       .map(({ h, r }) => `${h.name} (${h.workflowId}): ${r.error!.name}: ${r.error!.message}`);
     assert.deepEqual(failed, []);
     for (const [i, h] of histories.entries()) assert.equal(results[i]!.workflowId, h.workflowId);
+  });
+
+  it('replays the histories that ask for their patches first also when a local activity\'s answer and the code after it fall in two workflow tasks', async () => {
+    const marked = histories.filter((h) => patchesOf(h.json).includes(PATCHES_BEFORE_LOCAL_ACTIVITY_PATCH));
+    const split = marked.flatMap((h) => {
+      const json = splitAfterFirstLocalActivity(h.json);
+      return json ? [{ ...h, name: `${h.name} (split)`, history: historyFromJSON(json), json }] : [];
+    });
+    // The two workflows whose code asks for a patch right after a local activity's answer.
+    assert.deepEqual([...new Set(split.map((h) => h.workflowType))].sort(), ['appWorkflow', 'weederWorkflow'], 'split histories of both recorded');
+    const splitResults = await replay(code, split);
+    assert.deepEqual(split.map((h, i) => ({ h, r: splitResults[i]! })).filter(({ r }) => r.error !== undefined)
+      .map(({ h, r }) => `${h.name}: ${r.error!.message.slice(0, 300)}`), []);
   });
 });
