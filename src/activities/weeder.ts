@@ -42,7 +42,7 @@ import { noteReadyAt, weederOutcomes } from '../metrics/weeder.ts';
 import { controllerOf, decidePod, isDependant } from '../weeder/crashloop.ts';
 import { SERVICE_NAME_LABEL, serviceReady } from '../weeder/readiness.ts';
 import { armedWeedingSignal, WEEDER_REFUSED } from '../weeder/messages.ts';
-import { answerAnnounced as answerFor, deleteAtOnce, toAnnounce } from '../weeder/armed.ts';
+import { answerAnnounced as answerFor, deleteAtOnce, deletingToken, toAnnounce } from '../weeder/armed.ts';
 import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
 import type { Candidate, PodSeen, WatchOutput, WeedOutcome } from '../weeder/window.ts';
 import { recordWould, waitForGates, writeHold, type SafetyGates } from './safety-gate.ts';
@@ -166,7 +166,7 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
       let synced = false;
       // Armed with a token: the dependants announced to the workflow while the
       // Service was down, and the deletions made the moment it was seen ready.
-      const weedToken = typeof input.weedToken === 'string' && input.openOnReady ? input.weedToken : undefined;
+      const weedToken = deletingToken(input, ctx.info.attempt);
       const run = ctx.info.workflowExecution;
       const announced = new Map<string, Candidate>();
       let announcing: Promise<void> | undefined;
@@ -236,7 +236,8 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
        */
       const weedAtOnce = async (): Promise<void> => {
         if (!run) return;
-        const held = writeHold(gates, 'weeder') !== undefined;
+        // Timed out and told so (a heartbeat's answer): another attempt has the watch; this one deletes nothing.
+        const held = writeHold(gates, 'weeder') !== undefined || ctx.cancellationSignal.aborted;
         await announcing;
         const { announceFirst, deletable: wanted } = deleteAtOnce(out.candidates, { present: podsNow, announced, held });
         if (announceFirst.length > 0) await announce(announceFirst);

@@ -36,6 +36,18 @@ export function toAnnounce(
 }
 
 /**
+ * The token the armed watch deletes at once with, or undefined when this
+ * attempt deletes nothing itself: a watch that is not armed, or a retried
+ * attempt, whose predecessor may still run (timed out on a stalled worker and
+ * not yet told) and delete the same pods. A retry's candidates go back to the
+ * workflow, whose deleting activity judges them afresh (a pod being deleted
+ * already is not deleted again).
+ */
+export function deletingToken(input: { weedToken?: unknown; openOnReady?: unknown }, attempt: number): string | undefined {
+  return typeof input.weedToken === 'string' && input.openOnReady === true && attempt === 1 ? input.weedToken : undefined;
+}
+
+/**
  * The moment the Service is seen ready: the candidates the armed watch deletes
  * itself (a controller, and still in its view), and those of them it must
  * announce first (it deletes only what the workflow has the names of). Held by

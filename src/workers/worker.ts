@@ -146,6 +146,15 @@ async function bundlingExplained<T>(code: Awaited<ReturnType<typeof workflowCode
 export const WORKFLOW_CACHE_SIZE = 500;
 
 /**
+ * The longest a heartbeat an activity gives waits before it is sent (the SDK sends at most one per
+ * 0.8 x the activity's heartbeat timeout otherwise). An armed weeder watch (10 s timeout) would
+ * then be timed out by a stall of 2 s on a busy machine, and its retry, elsewhere, act beside it; a
+ * cancellation, a stop, or the news that the attempt was timed out reaches a running activity only
+ * with a heartbeat's answer. Once per 2 s per running heartbeating activity at most.
+ */
+export const HEARTBEAT_THROTTLE_MAX = '2s';
+
+/**
  * On SIGTERM a worker that runs repair commands stops polling and gives
  * running activities this long to finish before it cancels them (a cancelled
  * repair command's process group is killed; the attempt is retried by the next
@@ -256,6 +265,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
         commandsOnly ? { repairCommandsOnly: true } : { ...(plan.capabilities ? { capabilities: plan.capabilities } : {}) }),
       shutdownGraceTime: opts.repair ? `${SHUTDOWN_GRACE_SECONDS}s` : 0,
       maxCachedWorkflows: WORKFLOW_CACHE_SIZE,
+      maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE_MAX,
       ...(deployment && buildId ? {
         workerDeploymentOptions: {
           useWorkerVersioning: true,

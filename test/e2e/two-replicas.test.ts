@@ -96,15 +96,21 @@ describe('two watchers and two workers: every capability, no action done twice (
   });
 
   /** What tend asked of kube-apiserver since `from`, by verb, resource and object name (any answer: a refused second try counts too). */
-  const asked = async (from: number, namespace: string | undefined, verb: string, resource: string) =>
-    (await writes(from)).filter((w) => w.verb === verb && `${w.resource}${w.subresource ? `/${w.subresource}` : ''}` === resource &&
-      (namespace === undefined || w.namespace === namespace)).map(nameOf);
+  const asked = async (from: number, namespace: string | undefined, verb: string, resource: string): Promise<Asked> => {
+    const all = (await writes(from)).filter((w) => w.verb === verb && `${w.resource}${w.subresource ? `/${w.subresource}` : ''}` === resource &&
+      (namespace === undefined || w.namespace === namespace));
+    return Object.assign(all.map(nameOf), { writes: all });
+  };
+  type Asked = string[] & { writes: Write[] };
   const nameOf = (w: Write) => w.name ?? String((w.body as { metadata?: { name?: string } } | undefined)?.metadata?.name ?? '');
-  const once = (names: string[], what: string) => {
+  /** Each name asked for once; past that, every request for a name asked twice, when and with what answer. */
+  const once = (names: Asked, what: string) => {
     const counts = new Map<string, number>();
     for (const n of names) counts.set(n, (counts.get(n) ?? 0) + 1);
     const twice = [...counts].filter(([, c]) => c > 1);
-    assert.deepEqual(twice, [], `${what} done more than once`);
+    const requests = names.writes.filter((w) => counts.get(nameOf(w))! > 1)
+      .map((w) => `${nameOf(w)}: received ${new Date(w.at).toISOString()}, answered ${w.code} after ${w.done - w.at} ms`);
+    assert.deepEqual(twice, [], `${what} done more than once:\n${requests.join('\n')}`);
   };
 
   it('weeder: each crash-looping dependant deleted once', async () => {
