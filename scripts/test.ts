@@ -11,6 +11,10 @@
 //            is its own services over PostgreSQL (which it needs installed). Beside
 //            the offline lane it starts when that one ends, so the machine runs
 //            about as much at once all along.
+//   ship     only when asked (--with-ship, or --lane ship): what an operator installs, built and
+//            run for real (test/ship: the image with podman, compose, the Helm chart, the release
+//            tarball, the getting-started page), on a sandbox of its own. Beside the e2e lane it
+//            starts when that one ends.
 // The tests mostly wait (for timers, back-offs, servers): side by side they cost
 // the run little CPU, and it takes about as long as its longest sandbox.
 // Each line is prefixed with its lane (and sandbox); the exit code is 1 when any
@@ -37,6 +41,8 @@ const lanes: Record<string, string[]> = {
   // The root config (.mocharc.json): the sandbox root hooks, here with TEND_TEST_TEMPORAL=cluster.
   cluster: ['test/cluster/**/*.test.ts', 'test/e2e/weeder-cascade.test.ts', 'test/e2e/taint-replacement.test.ts', 'test/e2e/apps.test.ts',
     'test/e2e/repair.test.ts', 'test/e2e/pause.test.ts'],
+  // The root config too: a sandbox of its own (shipEnv).
+  ship: ['test/ship/**/*.test.ts'],
 };
 /** The lanes `npm test` runs when none is named. */
 const defaultLanes = ['e2e', 'offline'];
@@ -58,13 +64,15 @@ const CLUSTER_PORT_STEP = SANDBOX_PORT_STEP * MAX_SANDBOXES;
 
 const { values, positionals } = parseArgs({
   options: {
-    lane: { type: 'string', multiple: true }, 'with-cluster': { type: 'boolean', default: false }, 'e2e-sandboxes': { type: 'string', default: '2' },
+    lane: { type: 'string', multiple: true }, 'with-cluster': { type: 'boolean', default: false }, 'with-ship': { type: 'boolean', default: false },
+    'e2e-sandboxes': { type: 'string', default: '2' },
   },
   allowPositionals: true,
 });
-// The cluster lane last: beside the offline lane it waits for that one.
-const chosen = [...new Set([...(values.lane ?? defaultLanes), ...(values['with-cluster'] ? ['cluster'] : [])])]
-  .sort((a, b) => Number(a === 'cluster') - Number(b === 'cluster'));
+// The cluster and ship lanes last: each waits for the lane it runs beside.
+const waitsFor: Record<string, string> = { cluster: 'offline', ship: 'e2e' };
+const chosen = [...new Set([...(values.lane ?? defaultLanes), ...(values['with-cluster'] ? ['cluster'] : []), ...(values['with-ship'] ? ['ship'] : [])])]
+  .sort((a, b) => Number(a in waitsFor) - Number(b in waitsFor));
 const unknown = chosen.filter((l) => !(l in lanes));
 if (unknown.length) {
   console.error(`test: no lane named ${unknown.join(', ')}; there are: ${Object.keys(lanes).join(', ')}`);
@@ -185,13 +193,23 @@ function clusterEnv(): NodeJS.ProcessEnv {
   };
 }
 
+/** The ship lane: its own sandbox, past the cluster lane's ports. */
+function shipEnv(): NodeJS.ProcessEnv {
+  return {
+    ...process.env, TEND_TEST_PORT_OFFSET: String(Number(process.env.TEND_TEST_PORT_OFFSET ?? 0) + 2 * CLUSTER_PORT_STEP),
+    TEND_TEST_SANDBOX_DIR: `${process.env.TEND_TEST_SANDBOX_DIR ?? join(repoRoot, '.tend', 'test-sandbox')}-ship`,
+  };
+}
+
 const finished = new Map<string, Promise<unknown>>();
 
 async function run(lane: string): Promise<{ lane: string; code: number; seconds: number }> {
-  // Beside the offline lane, the cluster lane takes its place when it ends.
-  if (lane === 'cluster' && finished.has('offline')) await finished.get('offline');
+  // Beside the lane it waits for, the cluster (ship) lane takes its place when it ends.
+  const after = waitsFor[lane];
+  if (after && finished.has(after)) await finished.get(after);
   if (stopping) return { lane, code: 1, seconds: seconds() };
-  const code = lane === 'e2e' ? await runE2e() : (await mochaRun(lane, lanes[lane]!, lane === 'cluster' ? clusterEnv() : process.env)).code;
+  const env = lane === 'cluster' ? clusterEnv() : lane === 'ship' ? shipEnv() : process.env;
+  const code = lane === 'e2e' ? await runE2e() : (await mochaRun(lane, lanes[lane]!, env)).code;
   return { lane, code, seconds: seconds() };
 }
 
