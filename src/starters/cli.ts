@@ -18,6 +18,7 @@ import { COMMAND_GROUPS, groupOf } from './command-groups.ts';
 import { registerCompletionCommand } from './completion.ts';
 import { parseListenAddress, type ListenAddress } from '../http/address.ts';
 import type { Capability } from '../activities/index.ts';
+import { tendCommit, tendVersion } from '../version.ts';
 
 /** --nodes: the simulated kubelet gives each node a pod range of its own, and has MAX_NODES of them. */
 function nodeCount(v: string): number {
@@ -131,11 +132,10 @@ async function runParts(config: Config, parts: Parts, signal: AbortSignal, onWor
   if (failed) throw (failed as PromiseRejectedResult).reason;
 }
 
-/** `tend --version`: tend's own version, the Temporal SDK it runs on, and Node.js. */
+/** `tend --version`: tend's own version, the commit it was built from (src/version.ts), the Temporal SDK it runs on, and Node.js. */
 export function versionLine(): string {
-  const read = (path: string) => JSON.parse(readFileSync(fileURLToPath(new URL(path, import.meta.url)), 'utf8')) as { version: string };
   const sdk = JSON.parse(readFileSync(fileURLToPath(import.meta.resolve('@temporalio/worker/package.json')), 'utf8')) as { version: string };
-  return `tend ${read('../../package.json').version} (Temporal SDK ${sdk.version}, Node.js ${process.version})`;
+  return `tend ${tendVersion()} (commit ${tendCommit()}, Temporal SDK ${sdk.version}, Node.js ${process.version})`;
 }
 
 /**
@@ -152,7 +152,8 @@ export async function buildProgram(argv: readonly string[] = [], opts: { all?: b
   const program = new Command('tend')
     .configureHelp({ subcommandTerm: (cmd) => terms.get(cmd) ?? new Help().subcommandTerm(cmd) })
     .description('durable Kubernetes remediation on Temporal')
-    .version(versionLine(), '-V, --version', 'print the version of tend, its Temporal SDK and Node.js')
+    // Only when asked for: in a checkout, the commit costs a git process.
+    .version(argv.includes('--version') || argv.includes('-V') ? versionLine() : '', '-V, --version', 'print the version of tend, the commit it was built from, its Temporal SDK and Node.js')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
 

@@ -55,12 +55,12 @@ describe('CLI start-up: a command loads what it uses', () => {
   });
 });
 
-// `tend --version` / `-V`: one line, exit 0, with tend's version from package.json.
+// `tend --version` / `-V`: one line, exit 0, with tend's version from package.json and its commit (test/unit/version.test.ts).
 describe('tend --version', () => {
   for (const flag of ['--version', '-V']) {
-    it(`${flag}: tend's version, its Temporal SDK and Node.js on one line, exit 0`, () => {
-      const out = execFileSync(process.execPath, [cli, flag], { encoding: 'utf8' });
-      assert.equal(out, `tend ${pkg.version} (Temporal SDK 1.24.0, Node.js ${process.version})\n`);
+    it(`${flag}: tend's version, its commit, its Temporal SDK and Node.js on one line, exit 0`, () => {
+      const out = execFileSync(process.execPath, [cli, flag], { encoding: 'utf8', env: { ...process.env, TEND_COMMIT: '0123abcd4567' } });
+      assert.equal(out, `tend ${pkg.version} (commit 0123abcd4567, Temporal SDK 1.24.0, Node.js ${process.version})\n`);
     });
   }
 });
