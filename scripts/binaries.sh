@@ -8,6 +8,8 @@
 #   scripts/binaries.sh --print    print the bin directory without building
 #   scripts/binaries.sh --cluster  also Temporal's server and its SQL schema tool (with the schema
 #                                  files), for `tend sandbox up --temporal cluster`
+#   scripts/binaries.sh --helm     only Helm, for the chart's tests (deploy/helm/tend); prints the
+#                                  helm binary's path as its last line
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +21,9 @@ TEMPORAL_VERSION=v1.5.1
 TEMPORAL_SERVER_VERSION=v1.30.8
 # Its Web UI: the UI server the temporal CLI above embeds (its Go module carries the built pages).
 TEMPORAL_UI_VERSION=v2.42.1
+# Helm for the chart's lint, template and install tests: the newest v3 release (its go directive,
+# 1.26.0, is one this Go satisfies).
+HELM_VERSION=v3.22.0
 ETCD_VERSION=$(awk '/go.etcd.io\/etcd\/server\/v3 v/ {print $NF; exit}' "$here/tools/etcd/go.mod")
 K8S_VERSION=$(awk '/k8s.io\/kubernetes v/ {print $NF; exit}' "$here/tools/kubernetes/go.mod")
 
@@ -27,10 +32,11 @@ etcd_dir="$cache/etcd-$ETCD_VERSION"
 k8s_dir="$cache/kubernetes-$K8S_VERSION"
 kubectl_dir="$cache/kubectl-$K8S_VERSION"
 server_dir="$cache/temporal-server-$TEMPORAL_SERVER_VERSION-ui-$TEMPORAL_UI_VERSION"
+helm_dir="$cache/helm-$HELM_VERSION"
 
 if [ "${1:-}" = "--print" ]; then
-  printf 'TEMPORAL=%s\nETCD=%s\nKUBERNETES=%s\nKUBECTL=%s\nTEMPORAL_SERVER=%s\n' \
-    "$temporal_dir/temporal" "$etcd_dir/etcd" "$k8s_dir" "$kubectl_dir/kubectl" "$server_dir"
+  printf 'TEMPORAL=%s\nETCD=%s\nKUBERNETES=%s\nKUBECTL=%s\nTEMPORAL_SERVER=%s\nHELM=%s\n' \
+    "$temporal_dir/temporal" "$etcd_dir/etcd" "$k8s_dir" "$kubectl_dir/kubectl" "$server_dir" "$helm_dir/helm"
   exit 0
 fi
 
@@ -107,7 +113,26 @@ build_kubectl() {
   (cd "$here/tools/kubernetes" && go build -trimpath -ldflags="$(k8s_ldflags)" -o "$1/kubectl" k8s.io/kubernetes/cmd/kubectl)
 }
 
+# Helm with the flags its own Makefile sets: its version, and the Kubernetes version its client
+# libraries speak, which `helm template` and `helm lint` take for the cluster's when given none.
+build_helm() {
+  local mod k8s major minor
+  mod=$(cd "$1" && go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | awk -F'"' '/"GoMod"/ {print $4}')
+  k8s=$(awk '$1 == "k8s.io/client-go" {print $2; exit}' "$mod")
+  k8s=${k8s#v0.}; major=1; minor=${k8s%%.*}
+  GOBIN="$1" GOFLAGS='-trimpath -mod=mod' CGO_ENABLED=0 go install -ldflags="-s -w \
+    -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean \
+    -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor \
+    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" \
+    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+}
+
 mkdir -p "$cache"
+if [ "${1:-}" = "--helm" ]; then
+  build "helm $HELM_VERSION" "$helm_dir" build_helm
+  echo "$helm_dir/helm"
+  exit 0
+fi
 build "temporal $TEMPORAL_VERSION" "$temporal_dir" build_temporal
 build "etcd $ETCD_VERSION" "$etcd_dir" build_etcd
 build "kubernetes $K8S_VERSION" "$k8s_dir" build_kubernetes
