@@ -95,10 +95,17 @@ export async function withWorker<T>(
 export async function replaysWithPatches(client: Client, workflowId: string, patches: string[]): Promise<void> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
   await Worker.runReplayHistory({ workflowBundle: await workflowBundle(), replayName: workflowId }, history, workflowId);
-  // Patch markers carry the patch id in a JSON payload of their details.
-  const markers = (history.events ?? []).flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {})
-    .flatMap((d) => (d.payloads ?? []).map((pl) => Buffer.from(pl.data ?? new Uint8Array()).toString('utf8')))).join(' ');
+  const markers = patchMarkers(history);
   for (const p of patches) {
-    if (!markers.includes(JSON.stringify(p))) throw new Error(`${workflowId}: no ${p} marker in: ${markers}`);
+    if (!markers.includes(p)) throw new Error(`${workflowId}: no ${p} marker in: ${markers.join(', ')}`);
   }
+}
+
+/** The patch ids a history's markers record, in order (a patch marker carries its id in a JSON payload of its details). */
+export function patchMarkers(history: Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>): string[] {
+  return (history.events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').flatMap((e) =>
+    Object.values(e.markerRecordedEventAttributes?.details ?? {}).flatMap((d) => (d.payloads ?? []).flatMap((pl) => {
+      const id = (JSON.parse(Buffer.from(pl.data ?? new Uint8Array()).toString('utf8')) as { id?: unknown }).id;
+      return typeof id === 'string' ? [id] : [];
+    })));
 }

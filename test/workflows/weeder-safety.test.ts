@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { patchMarkers, startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
 import { weederRun, WeederStubs, type StubCall } from '../harness/weeder.ts';
 import type { WatchInput, WeedPodsInput } from '../../src/activities/weeder.ts';
@@ -45,8 +45,7 @@ describe('weeder workflow: observe mode and the pause (deletions recorded, or he
   const weedInput = (c: StubCall) => c.input as WeedPodsInput;
   const podsOf = (c: StubCall) => weedInput(c).pods.map((p) => p.name);
   const detailsOf = async (h: WorkflowHandle) => (await h.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
-  const markers = async (h: WorkflowHandle) => ((await h.fetchHistory()).events ?? [])
-    .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
+  const markers = async (h: WorkflowHandle) => patchMarkers(await h.fetchHistory()).filter((id) => id === WEEDER_SAFETY_HOLD_PATCH).length;
 
   it('observed: recorded once, asked again with a hold (not proposed again), deleted once the weeder acts', async () => {
     const stubs = new WeederStubs(60_000);

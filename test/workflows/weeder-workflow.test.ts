@@ -7,7 +7,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
+import { patchMarkers, startWorkflowEnv, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
 import { weederRun, WeederStubs, type StubCall } from '../harness/weeder.ts';
 import type { WatchInput, WeedPodsInput } from '../../src/activities/weeder.ts';
@@ -240,7 +240,7 @@ describe('weeder workflow: watching lanes, deletions through their own activity,
     await h.signal(stopSignal, {});
     const result = await h.result() as WeederResult;
     assert.deepEqual(result.weeded.map((p) => p.name), ['a', 'b']);
-    const markers = ((await h.fetchHistory()).events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
+    const markers = patchMarkers(await h.fetchHistory()).filter((id) => id === WEEDER_REPROPOSE_SKIPPED_PATCH).length;
     assert.equal(markers, 1, `one ${WEEDER_REPROPOSE_SKIPPED_PATCH} marker`);
   }));
 
