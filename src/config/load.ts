@@ -5,11 +5,11 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { z } from 'zod';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
-import { expandHome, statusOf } from '../kube/basics.ts';
+import { expandHome } from '../kube/basics.ts';
 import type { KubeOptions } from '../kube/client.ts';
 import { registerSecret } from '../log.ts';
-import { ConfigError, KubeUnreachableError, type ConfigProblem } from '../errors.ts';
-import { dns1123LabelProblem, dns1123SubdomainProblem } from './kube-names.ts';
+import { ConfigError, type ConfigProblem } from '../errors.ts';
+import { readConfigMap } from './config-map.ts';
 import { issueMessage, pathString, problemsOf, type DocumentPath } from './problems.ts';
 import { configSchema, temporalOrigins, type Config } from './schema.ts';
 import { sections, type Section, type SectionName } from './sections.ts';
@@ -21,6 +21,7 @@ import { taintReplacementWarnings } from './taint-replacement.ts';
 const MODE_CAPABILITY_OF: Record<SectionName, ModeCapability> = { weeder: 'weeder', taintReplacement: 'taint', apps: 'apps', repair: 'repair' };
 
 export type { Config } from './schema.ts';
+export { parseConfigMapRef, type ConfigMapRef } from './config-map.ts';
 
 export type ConfigSource = { file: string } | ({ configMap: string } & KubeOptions);
 
@@ -143,62 +144,6 @@ async function readConfigFile(file: string): Promise<string> {
       : `cannot be read: ${(err as Error).message}`;
     throw new ConfigError(file, [{ path: '', message: reason }]);
   }
-}
-
-export interface ConfigMapRef {
-  namespace: string;
-  name: string;
-  key: string;
-}
-
-const configMapKey = /^[-._a-zA-Z0-9]+$/;
-
-/** Reads `namespace/name:key`, the form `--config-map` takes. */
-export function parseConfigMapRef(ref: string): ConfigMapRef {
-  const match = /^([^/:]+)\/([^/:]+):(.+)$/.exec(ref);
-  const problem = (message: string) => new ConfigError(`configmap ${ref}`, [{ path: '', message }]);
-  if (!match) throw problem('must be namespace/name:key, like tend-system/tend:config.yaml');
-  const [, namespace, name, key] = match as unknown as [string, string, string, string];
-  const namespaceProblem = dns1123LabelProblem(namespace);
-  if (namespaceProblem) throw problem(`namespace ${namespaceProblem}`);
-  const nameProblem = dns1123SubdomainProblem(name);
-  if (nameProblem) throw problem(`name ${nameProblem}`);
-  if (key.length > 253 || !configMapKey.test(key)) {
-    throw problem('key must be at most 253 letters, digits, "-", "_" and "."');
-  }
-  return { namespace, name, key };
-}
-
-async function readConfigMap(source: { configMap: string } & KubeOptions): Promise<string> {
-  const { namespace, name, key } = parseConfigMapRef(source.configMap);
-  const origin = `configmap ${source.configMap}`;
-  // The client library is loaded only to read a ConfigMap: a file needs none of it.
-  const { kubeClients, loadKubeConfig, serverOf } = await import('../kube/client.ts');
-  const { kc, core } = kubeClients(loadKubeConfig(source));
-  let configMap;
-  try {
-    configMap = await core.readNamespacedConfigMap({ namespace, name });
-  } catch (err) {
-    const status = statusOf(err);
-    if (status === 404) throw new ConfigError(origin, [{ path: '', message: `ConfigMap ${namespace}/${name} not found` }]);
-    if (status === 401 || status === 403) {
-      throw new ConfigError(origin, [{
-        path: '',
-        message: `not allowed to read ConfigMap ${namespace}/${name} (${status}): tend's identity needs get on configmaps in ${namespace}`,
-      }]);
-    }
-    // fetch says only "fetch failed"; the reason (ECONNREFUSED, a TLS error) is its cause.
-    const cause = (err as { cause?: { message?: string } })?.cause?.message;
-    const reason = ((err as Error)?.message ?? String(err)).split('\n')[0] + (cause ? ` (${cause})` : '');
-    throw new KubeUnreachableError(`cannot read ConfigMap ${namespace}/${name} from ${serverOf(kc)}: ${reason}`);
-  }
-  const text = configMap.data?.[key];
-  if (text === undefined) {
-    const keys = Object.keys(configMap.data ?? {});
-    const has = keys.length > 0 ? `its keys are ${keys.join(', ')}` : 'it has no data';
-    throw new ConfigError(origin, [{ path: '', message: `ConfigMap ${namespace}/${name} has no key ${key}: ${has}` }]);
-  }
-  return text;
 }
 
 /** A few lines saying what the config will do, for `tend config validate`. */

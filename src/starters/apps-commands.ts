@@ -10,7 +10,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { AppCommandResult, RestartRequest, RestartStrategy } from '../apps/messages.ts';
 import { MAX_RESTART_TIMEOUT_SECONDS, parseAppKey, type App } from '../apps/types.ts';
 import type { appWorkflow } from '../workflows/apps.ts';
-import { configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, readerConfig, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
 import { columns, formatOf, jsonAliasOption, outputOption, printOutput, type OutputFormat } from './output.ts';
 
 // Each command loads what it uses when it runs (the Temporal client, the Kubernetes client): `tend app --help` loads neither.
@@ -198,10 +198,13 @@ export function registerAppCommands(program: Command): void {
     .addOption(jsonAliasOption())
     .action(async (key: string, flags: ConfigFlags & { output: OutputFormat; json?: boolean }) => {
       const { namespace, name } = target(key);
-      const config = await configOrSandbox(flags);
-      const { appScopeProblem } = await reading();
-      const problem = appScopeProblem(config.apps, namespace, name);
-      if (problem) throw new UsageError(`refused: ${problem}`);
+      const { config, from } = await readerConfig(flags);
+      // Without a configuration no worker's scope is known: the App is read as kubectl would.
+      if (from !== 'environment') {
+        const { appScopeProblem } = await reading();
+        const problem = appScopeProblem(config.apps, namespace, name);
+        if (problem) throw new UsageError(`refused: ${problem}`);
+      }
       const found = await existingApp(await clusterOf(config), namespace, name);
       const data = { metadata: { annotations: found.metadata.annotations, generation: found.metadata.generation }, spec: found.spec, status: found.status ?? {} };
       await printOutput(formatOf(flags), data, (wide) => formatStatus(found, wide));

@@ -60,7 +60,8 @@ const kubeFlagNames = (flags: ConfigFlags) => ({
 
 export const configOption = () => new Option('-c, --config <file>', 'configuration file').env('TEND_CONFIG');
 export const configMapOption = () =>
-  new Option('--config-map <namespace/name:key>', 'read the configuration from a ConfigMap key instead of a file');
+  new Option('--config-map <namespace[/name][:key]>', 'read the configuration from a ConfigMap key instead of a file (key: config.yaml unless given; ' +
+    'a name not found, or none given: the ConfigMap labelled tend.dev/config=true, as kustomize names it with a hash suffix)');
 
 /** The configuration's reader (zod, yaml), loaded by the commands that read one: `--help` needs none of it. */
 const loader = () => import('../config/load.ts');
@@ -74,7 +75,7 @@ export async function configFrom(flags: ConfigFlags): Promise<Config> {
     }, kubeFlagNames(flags))), flags);
   }
   if (flags.config) return withCluster(await loadConfig({ file: flags.config }), flags);
-  throw new UsageError('no configuration: give --config FILE (or set TEND_CONFIG), or --config-map NAMESPACE/NAME:KEY');
+  throw new UsageError('no configuration: give --config FILE (or set TEND_CONFIG), or --config-map NAMESPACE[/NAME][:KEY]');
 }
 
 /** Aborts on the first SIGINT or SIGTERM, so every part can shut down in order. */
@@ -96,16 +97,50 @@ export function shutdownSignal(): AbortSignal {
  * all, so that the TEMPORAL_* variables and the temporal CLI's profile decide.
  */
 export async function configOrSandbox(flags: ConfigFlags, opts: { orEnvironment?: boolean } = {}): Promise<Config> {
-  if (flags.config || flags.configMap) return configFrom(flags);
+  return (await configFound(flags, opts)).config;
+}
+
+/** Where a command's configuration came from: given (--config, --config-map), the sandbox's, or none (the environment's). */
+export type ConfigFound = { config: Config; from: 'given' | 'sandbox' | 'environment' };
+
+async function configFound(flags: ConfigFlags, opts: { orEnvironment?: boolean }): Promise<ConfigFound> {
+  if (flags.config || flags.configMap) return { config: await configFrom(flags), from: 'given' };
   const { currentSandbox } = await import('../sandbox/sandbox.ts');
   const info = await currentSandbox();
   const { loadConfig, parseConfig } = await loader();
-  if (info) return withCluster(await loadConfig({ file: info.config }), flags);
-  if (opts.orEnvironment) return withCluster(parseConfig('', 'the environment (no --config)'), flags);
+  if (info) return { config: withCluster(await loadConfig({ file: info.config }), flags), from: 'sandbox' };
+  if (opts.orEnvironment) return { config: withCluster(parseConfig('', 'the environment (no --config)'), flags), from: 'environment' };
   throw new UsageError('no configuration given and no sandbox set up: give --config FILE, or run `tend sandbox up`');
 }
 
-const CONFIG_FLAGS = [['config', '--config', 'a file'], ['configMap', '--config-map', 'NAMESPACE/NAME:KEY'], ['kubeconfig', '--kubeconfig', 'a file'], ['context', '--context', 'a context name']] as const;
+export interface ReadFlags extends ConfigFlags {
+  taskQueue?: string;
+}
+
+/** --task-queue NAME (the read commands): the task queue tend's worker polls, where no configuration says it. */
+export const taskQueueOption = () =>
+  new Option('--task-queue <name>', "the task queue tend's worker polls, over the configuration's temporal.taskQueue (default: tend)");
+
+/**
+ * The configuration of a read command (weeder list, taint status, app status, repair-queue list,
+ * pause status), which needs only what kubectl and the temporal CLI need: the one given, else the
+ * local sandbox's, else none at all: the cluster from --kubeconfig, $KUBECONFIG or ~/.kube/config
+ * and Temporal from the TEMPORAL_* variables or a temporal CLI profile, as those tools find them;
+ * the task queue tend's default unless --task-queue names another.
+ */
+export async function readerConfig(flags: ReadFlags): Promise<ConfigFound> {
+  const found = await configFound(flags, { orEnvironment: true });
+  if (flags.taskQueue !== undefined) {
+    const { taskQueueSchema } = await import('../config/bounds.ts');
+    const parsed = taskQueueSchema.safeParse(flags.taskQueue);
+    if (!parsed.success) throw new UsageError(`--task-queue: ${parsed.error.issues[0]?.message ?? 'not a task queue name'}`);
+    // In place: the temporal section is also the key under which its origins and source are kept (config/load.ts).
+    found.config.temporal.taskQueue = parsed.data;
+  }
+  return found;
+}
+
+const CONFIG_FLAGS = [['config', '--config', 'a file'], ['configMap', '--config-map', 'NAMESPACE[/NAME][:KEY]'], ['kubeconfig', '--kubeconfig', 'a file'], ['context', '--context', 'a context name']] as const;
 
 /**
  * Before a command runs, over it and the commands above it (whose options its flags merge):

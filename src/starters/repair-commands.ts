@@ -22,7 +22,9 @@ import { parse } from '../checks/shape.ts';
 import { preview } from '../checks/preview.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { connectClient } from '../temporal/connection.ts';
-import { configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import {
+  configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, readerConfig, taskQueueOption, UsageError, withConfigOptions, type ConfigFlags, type ReadFlags,
+} from './cli-support.ts';
 import { columns, OUTPUT_FORMATS, outputOption, printOutput, type OutputFormat } from './output.ts';
 
 /** The queue refused a request (its validator said why): exit 1 with that message. */
@@ -248,7 +250,7 @@ export function index(v: string): string {
   return digits;
 }
 
-type Flags = ConfigFlags & { output?: string };
+type Flags = ReadFlags & { output?: string };
 
 /** A whole number of seconds, 0 or more (ckecli's --timeout-seconds: 0 checks once). */
 function nonNegativeInt(name: string) {
@@ -311,13 +313,14 @@ export function registerRepairCommands(program: Command): void {
   const act = <A extends unknown[], P = undefined>(
     fn: (client: Client, config: Config, prepared: P, ...args: A) => Promise<void>,
     // `prepare` checks the verb's own input (its options too) before anything connects.
-    opts: { needsWorker?: 'always' | 'when-started'; prepare?: (config: Config, flags: Flags, ...args: A) => P | Promise<P> } = {},
+    // `reader`: a read, which runs without a configuration too (readerConfig).
+    opts: { needsWorker?: 'always' | 'when-started'; reader?: true; prepare?: (config: Config, flags: Flags, ...args: A) => P | Promise<P> } = {},
   ) =>
     async (...args: unknown[]) => {
       const cmd = args[args.length - 1] as Command;
       const typed = argumentsAndOptions(cmd);
       const flags = { ...(args[args.length - 2] as Flags), ...typed.options } as Flags;
-      const config = await configOrSandbox(flags);
+      const config = opts.reader ? (await readerConfig(flags)).config : await configOrSandbox(flags);
       // Each argument through its own parser (INDEX), as commander does.
       const own = cmd.registeredArguments.map((a, i) => {
         const v = typed.args[i];
@@ -376,6 +379,7 @@ export function registerRepairCommands(program: Command): void {
     }));
 
   verb('list', "print the queue entries: as ckecli does (CKE's JSON, null when empty) unless -o says otherwise; on stderr, a warning when no worker polls repair.taskQueue")
+    .addOption(taskQueueOption())
     .addOption(outputOption('json'))
     .action(act(async (client, config, format: OutputFormat) => {
       const entries = await listEntries(client);
@@ -384,6 +388,7 @@ export function registerRepairCommands(program: Command): void {
       await warnWithoutCommandWorker(client, config);
     }, {
       needsWorker: 'when-started',
+      reader: true,
       // Checked before connecting (an -o after "--" is not seen by the option parser).
       prepare: (_config, flags) => {
         const format = String(flags.output ?? 'json');

@@ -21,7 +21,7 @@ import {
 } from '../safety/messages.ts';
 import { FRESH_MS, safetyImpostor, stateOfDescription } from '../safety/pause.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
-import { configOrSandbox, OperatorError, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { configOrSandbox, OperatorError, readerConfig, taskQueueOption, UsageError, withConfigOptions, type ConfigFlags, type ReadFlags } from './cli-support.ts';
 import { columns, outputOption, printOutput, type OutputFormat } from './output.ts';
 
 /** Capability names as typed, checked before connecting: an unknown one exits 2 naming it and the known ones. */
@@ -253,11 +253,12 @@ export function registerSafetyCommands(program: Command): void {
   withConfigOptions(pauseCmd
     .command('status')
     .description('each capability: paused or acting, since when, by whom, why'))
+    .addOption(taskQueueOption())
     .addOption(outputOption())
-    .action(async (own: ConfigFlags & { output: OutputFormat }, cmd: Command) => {
+    .action(async (own: ReadFlags & { output: OutputFormat }, cmd: Command) => {
       // --config before `status` is the parent's (tend pause --config F status): both count.
-      const flags = { ...cmd.parent?.opts(), ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) } as ConfigFlags & { output: OutputFormat };
-      const config = await configOrSandbox(flags, { orEnvironment: true });
+      const flags = { ...cmd.parent?.opts(), ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) } as ReadFlags & { output: OutputFormat };
+      const { config } = await readerConfig(flags);
       const st = await withClient(config, (client) => pauseStatus(client, config.temporal.taskQueue));
       // wide: the same columns (a pause has no more to show).
       await printOutput(flags.output, st, () => formatPauseStatus(st));

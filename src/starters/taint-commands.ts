@@ -2,7 +2,7 @@
 // condition, since when, when it will be replaced, and its state; plus the
 // cluster-wide slots and breaker. Asked of the taint workflows (queries).
 import type { Command } from 'commander';
-import { configOrSandbox, OperatorError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { OperatorError, readerConfig, taskQueueOption, withConfigOptions, type ReadFlags } from './cli-support.ts';
 import { columns, outputOption, printOutput, type OutputFormat } from './output.ts';
 import type { PodStatusRow } from '../taint/node.ts';
 import type { SlotsStatus } from '../taint/messages.ts';
@@ -23,9 +23,10 @@ export function registerTaintCommands(program: Command): void {
   withConfigOptions(taint
     .command('status')
     .description('every managed pod on a tainted node: node, taint, condition, since, replacement time, state'))
+    .addOption(taskQueueOption())
     .addOption(outputOption())
-    .action(async (flags: ConfigFlags & { output: OutputFormat }) => {
-      const config = await configOrSandbox(flags);
+    .action(async (flags: ReadFlags & { output: OutputFormat }) => {
+      const { config } = await readerConfig(flags);
       const status = await taintStatus(config.temporal);
       await printOutput(flags.output, status, (wide) => formatTaintStatus(status, wide));
     });

@@ -2,7 +2,7 @@
 // the pods weeded so far (asked of each window's workflow); and the armed
 // ones, whose Service is not ready (they weed the moment it is ready again).
 import type { Command } from 'commander';
-import { configOrSandbox, withConfigOptions, type ConfigFlags } from './cli-support.ts';
+import { readerConfig, taskQueueOption, withConfigOptions, type ReadFlags } from './cli-support.ts';
 import { columns, formatOf, jsonAliasOption, outputOption, printOutput, type OutputFormat } from './output.ts';
 
 export interface WindowRow {
@@ -27,10 +27,11 @@ export function registerWeederCommands(program: Command): void {
   withConfigOptions(weeder
     .command('list')
     .description('open windows (and armed ones, whose Service is not ready): their Service, until when, and the pods weeded so far'))
+    .addOption(taskQueueOption())
     .addOption(outputOption())
     .addOption(jsonAliasOption())
-    .action(async (flags: ConfigFlags & { output: OutputFormat; json?: boolean }) => {
-      const config = await configOrSandbox(flags);
+    .action(async (flags: ReadFlags & { output: OutputFormat; json?: boolean }) => {
+      const { config } = await readerConfig(flags);
       const { rows, unanswered } = await listWindows(config.temporal);
       await printOutput(formatOf(flags), rows, (wide) => formatWindows(rows, wide));
       if (unanswered.length > 0) {

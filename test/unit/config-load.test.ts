@@ -271,10 +271,18 @@ describe('config', () => {
       assert.deepEqual(parseConfigMapRef('default/tend.config:tend_config-1.yaml'), { namespace: 'default', name: 'tend.config', key: 'tend_config-1.yaml' });
     });
 
+    it('without a key: config.yaml; without a name: none (the labelled one, src/config/config-map.ts)', () => {
+      assert.deepEqual(parseConfigMapRef('tend-system/tend-config'), { namespace: 'tend-system', name: 'tend-config', key: 'config.yaml' });
+      assert.deepEqual(parseConfigMapRef('tend-system'), { namespace: 'tend-system', key: 'config.yaml' });
+      assert.deepEqual(parseConfigMapRef('tend-system:tend.yaml'), { namespace: 'tend-system', key: 'tend.yaml' });
+    });
+
     for (const [ref, fragment] of [
-      ['tend', 'must be namespace/name:key'],
-      ['tend-system/tend', 'must be namespace/name:key'],
-      ['tend:config.yaml', 'must be namespace/name:key'],
+      ['', 'must be namespace/name:key'],
+      ['tend-system/', 'must be namespace/name:key'],
+      ['/tend:config.yaml', 'must be namespace/name:key'],
+      ['tend-system/tend:', 'must be namespace/name:key'],
+      ['a/b/c:config.yaml', 'must be namespace/name:key'],
       ['Tend/tend:config.yaml', 'namespace must be a DNS-1123 label'],
       ['tend/Tend:config.yaml', 'name must be a DNS-1123 subdomain'],
       ['tend/tend:config yaml', 'key must be'],

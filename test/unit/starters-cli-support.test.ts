@@ -83,7 +83,7 @@ describe('CLI: --kubeconfig and --context choose the cluster', () => {
     for (const [args, message] of [
       [['run', '--config', ''], /^tend: --config is empty: give a file$/m],
       [['pause', 'status', '--config', ''], /^tend: --config is empty: give a file$/m],
-      [['doctor', '--config-map', ''], /^tend: --config-map is empty: give NAMESPACE\/NAME:KEY$/m],
+      [['doctor', '--config-map', ''], /^tend: --config-map is empty: give NAMESPACE\[\/NAME\]\[:KEY\]$/m],
       [['app', 'status', 'demo/x', '--config', config, '--kubeconfig', ''], /^tend: --kubeconfig is empty: give a file$/m],
       [['app', 'status', 'demo/x', '--config', config, '--context', ''], /^tend: --context is empty: give a context name$/m],
     ] as const) {
