@@ -23,14 +23,48 @@ WORKDIR /app
 #  - protobufjs's postinstall only prints a version-scheme warning.
 # --omit=dev leaves out the devDependency `node` (Node 24 for older hosts): this image has Node 24.
 COPY package.json package-lock.json ./
-# (npm's cache stays in this stage, which the image does not keep.)
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+# (npm's cache stays in this stage, which the image does not keep.) Behind a proxy that re-signs
+# TLS, give its CA bundle as the build secret `ca` (`--secret id=ca,src=<file>`; `npm run image`
+# passes the file NODE_EXTRA_CA_CERTS names); without it, Node's own roots.
+RUN --mount=type=secret,id=ca,required=false \
+    if [ -f /run/secrets/ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/ca; fi \
+ && npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+# What tend never loads leaves the image:
+#  - the Temporal core bridge ships its native library for five platforms (about 28 MB each);
+#    only this platform's is kept, and the build fails if it is missing.
+#  - type declarations, TypeScript sources, source maps and Markdown: Node loads none of them
+#    from node_modules.
+#  - bare-*: modules for the Bare runtime, which tar-fs, tar-stream and events-universal load only
+#    under Bare's `bare` import condition (Node loads fs, path and events instead).
+RUN case "$(uname -m)" in \
+      x86_64) keep=x86_64-unknown-linux-gnu ;; \
+      aarch64) keep=aarch64-unknown-linux-gnu ;; \
+      *) echo "the Temporal core bridge has no native library for $(uname -m)" >&2; exit 1 ;; \
+    esac \
+ && releases=node_modules/@temporalio/core-bridge/releases \
+ && test -f "$releases/$keep/index.node" \
+ && find "$releases" -mindepth 1 -maxdepth 1 ! -name "$keep" -exec rm -rf {} + \
+ && find node_modules -type f \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.map' -o -iname '*.md' \) -delete \
+ && rm -rf node_modules/bare-*
+
+# ---------------------------------------------------------------------------------------------
+# system: the base image without what only installs packages or builds native addons (npm,
+# corepack, yarn, Node's C headers: about 90 MB of the official image), copied whole into the
+# runtime stage below so that the removed files take no room in a lower layer.
+# ---------------------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS system
+RUN rm -rf /usr/local/lib/node_modules /usr/local/include /usr/local/share/doc /usr/local/share/man \
+      /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-v* \
+ && node --version
 
 # ---------------------------------------------------------------------------------------------
 # runtime: only what tend runs. Everything is owned by root and read-only to tend's user.
 # ---------------------------------------------------------------------------------------------
-FROM ${NODE_IMAGE} AS runtime
-ENV NODE_ENV=production
+FROM scratch AS runtime
+ARG NODE_IMAGE
+COPY --from=system / /
+LABEL org.opencontainers.image.base.name=${NODE_IMAGE}
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production
 WORKDIR /app
 COPY --from=deps /app/node_modules/ node_modules/
 COPY package.json package-lock.json ./
@@ -42,6 +76,15 @@ COPY src/ src/
 # The same as `npm run bundle`, whose script the build context leaves out.
 RUN node --input-type=module -e "const { writeWorkflowBundle } = await import('/app/src/workers/worker.ts'); const r = await writeWorkflowBundle(); console.log('wrote', r.path, r.bytes, 'bytes');" \
  && rm -rf /tmp/* /root/.cache
+
+# The commit the image is built from (`npm run image` passes `git rev-parse HEAD`), which
+# `tend --version` prints; no file when the build is given none.
+ARG TEND_COMMIT=
+RUN case "$TEND_COMMIT" in \
+      "") ;; \
+      *[!0-9a-f]*) echo "TEND_COMMIT is not a commit id" >&2; exit 1 ;; \
+      *) printf '%s\n' "$TEND_COMMIT" > /app/COMMIT ;; \
+    esac
 
 # The node image's unprivileged user `node` (uid 1000, gid 1000), by number so that Kubernetes can
 # check runAsNonRoot; deploy/kubernetes/deployment.yaml uses the same numbers.
