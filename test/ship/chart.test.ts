@@ -5,7 +5,7 @@
 // and cluster-wide, in observe mode (docs/helm.md, "Rights"); then a real helm install, upgrade
 // (the ConfigMap and the Deployment change, the pods roll) and uninstall on the sandbox.
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,20 +28,17 @@ let work = '';
 
 interface Run { code: number | null; stdout: string; stderr: string }
 
-function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 300_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+/** A command to its end: its exit code (null when killed at the time limit) and output. */
+async function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 300_000): Promise<Run> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(command, args, { env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 64 << 20 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: string; stderr?: string };
+    // A command that could not start at all (ENOENT) is the test's error, not an answer.
+    if (typeof e.code === 'string') throw err;
+    return { code: typeof e.code === 'number' ? e.code : null, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
 }
 
 /** helm with its own cache, configuration and data folders, so that nothing of the user's is read or written. */
