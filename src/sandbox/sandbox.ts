@@ -21,6 +21,7 @@ import {
 import { ensurePki, pkiPaths, type Pki } from './certs.ts';
 import { isRunning, logTail, readRecord, startDetached, stopProcess, type ProcessRecord } from './process.ts';
 import { SandboxError } from './errors.ts';
+import { removeKubeletContainers } from './kubelet/podman-leftovers.ts';
 
 export { SandboxError };
 
@@ -48,6 +49,12 @@ export interface SandboxSettings {
    * `cluster`, Temporal's own server, a process per service, over PostgreSQL (temporal-cluster.ts).
    */
   temporal?: 'dev' | 'cluster';
+  /**
+   * Image prefixes whose pods the kubelet runs for real, with podman, on the host network
+   * (src/sandbox/kubelet/podman-pod.ts); none (the default): every pod is simulated. The only
+   * setting a running sandbox takes a change of: `up` restarts the kubelet with it.
+   */
+  runImages?: string[];
   ports: {
     etcdClient: number;
     etcdPeer: number;
@@ -250,6 +257,7 @@ function components(info: SandboxInfo, bin: Binaries, pki: Pki, server?: ServerB
         '--nodes', String(s.nodes), '--time-scale', String(s.timeScale),
         // Several heartbeats per grace period, as with a real kubelet (10 s vs 40 s).
         '--heartbeat-seconds', String(Math.max(1, Math.floor(s.nodeMonitorGraceSeconds / 4))),
+        ...(s.runImages && s.runImages.length > 0 ? ['--run-images', s.runImages.join(','), '--pods-dir', podsDir(info)] : []),
       ],
       ready: () => nodesReady(info),
       // Each node registers, posts its status and creates its Lease: 1,000 of them take
@@ -289,6 +297,8 @@ async function writeAuditPolicy(info: SandboxInfo): Promise<void> {
   if (info.settings.auditLog) await writeFile(auditPolicyFile(info), toYaml(auditPolicy));
 }
 
+/** The files of the pods the kubelet runs for real (volumes, env files). */
+const podsDir = (info: SandboxInfo) => join(info.stateDir, 'pods');
 const pidFile = (info: SandboxInfo, name: string) => join(info.stateDir, 'run', `${name}.pid`);
 const logFile = (info: SandboxInfo, name: string) => join(info.stateDir, 'logs', `${name}.log`);
 
@@ -317,7 +327,15 @@ export async function up(opts: UpOptions = {}): Promise<SandboxInfo> {
     ports: { ...defaultSettings.ports, ...saved?.ports, ...opts.settings?.ports },
   };
   const info = sandboxInfo(stateDir, wanted);
-  if (saved && (await anyRunning(info)) && JSON.stringify(saved) !== JSON.stringify(wanted)) {
+  const running = saved !== undefined && (await anyRunning(info));
+  if (running && JSON.stringify({ ...saved, runImages: undefined }) === JSON.stringify({ ...wanted, runImages: undefined })
+    && JSON.stringify(saved.runImages ?? []) !== JSON.stringify(wanted.runImages ?? [])) {
+    // Only the kubelet reads it: stopped here (and its real containers with it), started again below.
+    say(`restarting kubelet to run images ${JSON.stringify(wanted.runImages ?? [])} for real`);
+    const pf = pidFile(info, 'kubelet');
+    const rec = await readRecord(pf);
+    if (rec) await stopProcess(rec, pf, 30_000);
+  } else if (running && JSON.stringify(saved) !== JSON.stringify(wanted)) {
     throw new SandboxError(
       `the sandbox in ${stateDir} is running with other settings (${JSON.stringify(saved)}); ` +
       'run `tend sandbox down` first to change them');
@@ -539,6 +557,8 @@ export async function down(dir = defaultStateDir(), opts: { purge?: boolean; pro
     if (await isRunning(rec)) opts.progress?.(`stopping ${name} (pid ${rec.pid})`);
     await stopProcess(rec, pf);
   }
+  // The containers of pods run for real: the kubelet stops them as it stops, unless it was killed.
+  if (settings.runImages && settings.runImages.length > 0) await removeKubeletContainers(podsDir(info));
   if (opts.purge && existsSync(stateDir)) {
     for (const entry of await readdir(stateDir)) await rm(join(stateDir, entry), { recursive: true, force: true });
   }

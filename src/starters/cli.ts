@@ -216,10 +216,12 @@ export async function buildProgram(argv: readonly string[] = [], opts: { all?: b
     .option('--min-request-timeout <seconds>', 'kube-apiserver --min-request-timeout (watches end after 1-2x this)', positiveInt('--min-request-timeout'))
     .addOption(new Option('--temporal <kind>', "dev: the temporal CLI's dev server (SQLite); cluster: Temporal's own server, a process per service, on PostgreSQL")
       .choices(['dev', 'cluster']))
-    .action(async (flags: { stateDir?: string; nodes?: number; timeScale?: number; minRequestTimeout?: number; temporal?: 'dev' | 'cluster' }) => {
+    .option('--run-images <prefixes>', "pods whose every image starts with one of these (comma-separated, e.g. localhost/tend) run for real with podman; '' for none")
+    .action(async (flags: { stateDir?: string; nodes?: number; timeScale?: number; minRequestTimeout?: number; temporal?: 'dev' | 'cluster'; runImages?: string }) => {
       const { up } = await import('../sandbox/sandbox.ts');
+      const runImages = flags.runImages?.split(',').map((p) => p.trim()).filter((p) => p !== '');
       const settings = Object.fromEntries(Object.entries({
-        nodes: flags.nodes, timeScale: flags.timeScale, minRequestTimeoutSeconds: flags.minRequestTimeout, temporal: flags.temporal,
+        nodes: flags.nodes, timeScale: flags.timeScale, minRequestTimeoutSeconds: flags.minRequestTimeout, temporal: flags.temporal, runImages,
       }).filter(([, v]) => v !== undefined));
       const info = await up({ stateDir: flags.stateDir, settings, progress: (m) => console.error(`sandbox: ${m}`) });
       printEnv(info);

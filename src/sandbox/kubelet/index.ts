@@ -21,6 +21,13 @@ import { simNode } from './node-status.ts';
 import { NodeAgent, watchNodes } from './nodes.ts';
 import { PodRunner, watchPods } from './pods.ts';
 import type { RunningInformer } from '../../kube/informer.ts';
+import type { KubeClients } from '../../kube/client.ts';
+import type { Logger } from '../../log.ts';
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { Podman } from './podman.ts';
+import type { PodmanRuntime } from './podman-pod.ts';
+import { kubeletLabel, removeKubeletContainers } from './podman-leftovers.ts';
 
 export { startHeartbeats, stopHeartbeats } from './heartbeat.ts';
 export {
@@ -44,6 +51,13 @@ export interface KubeletOptions {
   timeScale?: number;
   /** Node status and Lease renewal period, in real seconds (not scaled). Default 10. */
   heartbeatSeconds?: number;
+  /**
+   * Image prefixes (`localhost/tend`): a pod whose every container image starts with one of them
+   * runs for real, with podman, on the host network (podman-pod.ts). Default none: every pod is simulated.
+   */
+  runImages?: string[];
+  /** Where the pods run for real keep their files (volumes, env files). Required with runImages. */
+  podsDir?: string;
 }
 
 export interface Kubelet {
@@ -67,6 +81,7 @@ export async function startKubelet(opts: KubeletOptions): Promise<Kubelet> {
   const klog = log.child({ component: 'sim-kubelet' });
   const kubeletVersion = await serverVersion(clients.kc);
   const timing = kubeletTiming(timeScale);
+  const podman = opts.runImages && opts.runImages.length > 0 ? await podmanRuntime(clients, opts.runImages, opts.podsDir, klog) : undefined;
 
   const readiness = new ServiceReadiness(clients, klog);
   const agents = new Map<string, NodeAgent>();
@@ -109,6 +124,7 @@ export async function startKubelet(opts: KubeletOptions): Promise<Kubelet> {
         readiness,
         log: klog.child({ node: agent.node.name }),
         frozen: agent.heartbeatsStopped,
+        podman,
       }));
     }
     const podWatch = watchPods(clients, runners, klog);
@@ -129,6 +145,28 @@ async function serverVersion(kc: k8s.KubeConfig): Promise<string> {
     log.warn({ err: errorMessage(err) }, 'cannot read the API server version');
     return 'v0.0.0-sim';
   }
+}
+
+/**
+ * The podman runtime's shared part. Containers a previous run of this kubelet
+ * left (it was killed) are removed first: their pods start again from scratch.
+ */
+async function podmanRuntime(clients: KubeClients, prefixes: string[], podsDir: string | undefined, klog: Logger): Promise<PodmanRuntime> {
+  if (!podsDir) throw new RangeError('runImages needs podsDir: where the pods keep their files');
+  const cluster = clients.kc.getCurrentCluster();
+  if (!cluster) throw new RangeError('the kubeconfig names no cluster');
+  const server = new URL(cluster.server);
+  const caCert = cluster.caData ? Buffer.from(cluster.caData, 'base64').toString('utf8') : cluster.caFile ? await readFile(cluster.caFile, 'utf8') : '';
+  const podman = new Podman();
+  const left = await removeKubeletContainers(podsDir, podman);
+  if (left > 0) klog.info({ containers: left }, 'podman runtime: removed the containers a previous run left');
+  await rm(podsDir, { recursive: true, force: true });
+  await mkdir(podsDir, { recursive: true, mode: 0o700 });
+  klog.info({ prefixes }, 'podman runtime: pods whose images start with these run for real');
+  return {
+    prefixes, podman, clients, podsDir: resolve(podsDir), caCert, kubeletLabel: kubeletLabel(podsDir),
+    apiserver: { apiserverHost: server.hostname, apiserverPort: Number(server.port || 443) },
+  };
 }
 
 /**

@@ -1,13 +1,15 @@
 // Runs the simulated kubelet until SIGTERM or SIGINT:
 //   node src/sandbox/kubelet/main.ts --kubeconfig PATH [--nodes 3] [--time-scale 1]
-//        [--heartbeat-seconds 10] [--name-prefix sim-]
+//        [--heartbeat-seconds 10] [--name-prefix sim-] [--run-images PREFIX,... --pods-dir DIR]
+// --run-images: pods whose every image starts with one of the prefixes run for real, with podman
+// (podman-pod.ts); their files go in --pods-dir.
 import { parseArgs } from 'node:util';
 import { log } from '../../log.ts';
 import { startKubelet } from './index.ts';
 
 function usage(message: string): never {
   process.stderr.write(
-    `${message}\nusage: main.ts --kubeconfig PATH [--nodes N] [--time-scale F] [--heartbeat-seconds S] [--name-prefix P]\n`,
+    `${message}\nusage: main.ts --kubeconfig PATH [--nodes N] [--time-scale F] [--heartbeat-seconds S] [--name-prefix P] [--run-images PREFIX,... --pods-dir DIR]\n`,
   );
   process.exit(2);
 }
@@ -28,6 +30,8 @@ try {
       'time-scale': { type: 'string' },
       'heartbeat-seconds': { type: 'string' },
       'name-prefix': { type: 'string' },
+      'run-images': { type: 'string' },
+      'pods-dir': { type: 'string' },
     },
     strict: true,
   }).values;
@@ -35,6 +39,8 @@ try {
   usage(err instanceof Error ? err.message : String(err));
 }
 if (!args.kubeconfig) usage('--kubeconfig is required');
+const runImages = (args['run-images'] ?? '').split(',').map((p) => p.trim()).filter((p) => p !== '');
+if (runImages.length > 0 && !args['pods-dir']) usage('--run-images needs --pods-dir');
 
 try {
   const kubelet = await startKubelet({
@@ -43,6 +49,8 @@ try {
     timeScale: number('time-scale', args['time-scale']),
     heartbeatSeconds: number('heartbeat-seconds', args['heartbeat-seconds']),
     namePrefix: args['name-prefix'],
+    runImages,
+    podsDir: args['pods-dir'],
   });
   log.info({ nodes: kubelet.nodes }, `simulated kubelet: ${kubelet.nodes.length} nodes registered`);
 

@@ -19,6 +19,9 @@ import { FIELD_MANAGER } from './annotations.ts';
 import type { ServiceReadiness } from './endpoints.ts';
 import { PodIPAllocator } from './ipam.ts';
 import { advance, killPod, newPodSim, nextWake } from './lifecycle.ts';
+import { PodmanPod } from './podman-pod.ts';
+import type { PodmanRuntime } from './podman-pod.ts';
+import { runsForReal } from './podman-spec.ts';
 import type { PodInputs, PodSim, Timing } from './lifecycle.ts';
 import type { SimNode } from './node-status.ts';
 import { KUBELET_CONDITIONS, podStatus, statusDiffers, statusPatch } from './pod-status.ts';
@@ -40,7 +43,14 @@ export interface PodRunnerOptions {
   log: Logger;
   /** Start with the node's heartbeats stopped. */
   frozen: boolean;
+  /** Pods whose images it names run for real, with podman (podman-pod.ts); without it every pod is simulated. */
+  podman?: PodmanRuntime;
 }
+
+/** A pod run for real is judged by its containers alone: no annotation plays with it. */
+const REAL_INPUTS: PodInputs = { healthy: true, crashAfterMs: 0, failingInits: [] };
+/** The most a pod run for real is given to stop (seconds), whatever its grace period. */
+const MAX_REAL_GRACE_SECONDS = 30;
 
 /** One pod the runner knows, by `namespace/name`. A pod recreated under the same name is a new Tracked. */
 interface Tracked {
@@ -49,6 +59,8 @@ interface Tracked {
   /** The pod as last observed. */
   pod: V1Pod;
   sim?: PodSim;
+  /** The pod's containers, when it runs for real. */
+  real?: PodmanPod;
   podIP?: string;
   /** Kubelet conditions as last reported, for their lastTransitionTime. */
   conditions: PodCondition[];
@@ -91,6 +103,8 @@ export class PodRunner {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.pods.values()) clearTimers(t);
+    // A kubelet that stops leaves no container behind: the sandbox's `down` must stop everything it started.
+    await Promise.allSettled([...this.pods.values()].map((t) => t.real?.stop(1)));
     await Promise.allSettled([...this.pods.values()].map((t) => t.writing));
   }
 
@@ -154,6 +168,11 @@ export class PodRunner {
     const sim = t.sim;
     if (!sim || !t.podIP) return;
     this.noticeOtherWriters(t);
+    if (t.real) {
+      t.sim = t.real.snapshot();
+      this.report(t, REAL_INPUTS, now);
+      return;
+    }
     const inputs = this.inputsOf(pod);
     t.sim = advance(sim, inputs, now, this.opts.timing);
     this.report(t, inputs, now);
@@ -168,6 +187,18 @@ export class PodRunner {
     const phase = pod.status?.phase;
     // Finished before this kubelet saw it: a terminal pod never runs again.
     if (phase === 'Succeeded' || phase === 'Failed') return false;
+    const runtime = this.opts.podman;
+    if (runtime && runsForReal(pod, runtime.prefixes)) {
+      // Host network: the pod's address is its node's.
+      t.podIP = this.node.internalIP;
+      t.real = new PodmanPod(runtime, {
+        pod, place: { ...runtime.apiserver, nodeName: this.node.name, hostIP: this.node.internalIP },
+        timing: this.opts.timing, log: this.log.child({ pod: t.key }), onChange: () => this.reconcile(t),
+      });
+      t.sim = t.real.snapshot();
+      this.log.info({ pod: t.key }, 'pod admitted, to run with podman');
+      return true;
+    }
     const adopted = adoptPodSim(pod, now, this.opts.timing);
     const previousIP = pod.status?.podIP;
     if (adopted && previousIP && this.ips.reserve(previousIP)) {
@@ -290,12 +321,24 @@ export class PodRunner {
     if (t.deleting) return;
     t.deleting = true;
     const grace = t.pod.metadata?.deletionGracePeriodSeconds ?? 30;
+    if (t.real) {
+      // Real containers take their own grace period (SIGTERM, then SIGKILL): the kill starts at once.
+      t.killTimer = setTimeout(() => void this.kill(t), 0);
+      return;
+    }
     const delay = scaledMs(Math.min(grace, MAX_KILL_SECONDS), this.opts.timing.timeScale);
     t.killTimer = setTimeout(() => void this.kill(t), delay);
   }
 
   private async kill(t: Tracked): Promise<void> {
     if (this.frozen || this.stopped || t.gone) return;
+    if (t.real && t.sim && !t.sim.killed) {
+      await t.real.stop(Math.min(t.pod.metadata?.deletionGracePeriodSeconds ?? 30, MAX_REAL_GRACE_SECONDS));
+      t.sim = t.real.snapshot(true);
+      this.report(t, REAL_INPUTS, Date.now());
+      await t.writing;
+      if (this.frozen || this.stopped || t.gone) return;
+    }
     const now = Date.now();
     if (t.sim && !t.sim.killed) {
       const inputs = this.inputsOf(t.pod);
@@ -328,6 +371,8 @@ export class PodRunner {
     if (t.gone) return;
     t.gone = true;
     clearTimers(t);
+    // Gone from the API without this kubelet's kill (force-deleted): its containers go too.
+    if (t.real && !t.sim?.killed) void t.real.stop(0).catch((err: unknown) => this.log.warn({ pod: t.key, err: errorMessage(err) }, 'cannot stop the containers of a pod gone'));
     if (t.podIP) this.ips.release(t.podIP);
     if (this.pods.get(t.key) === t) this.pods.delete(t.key);
   }
