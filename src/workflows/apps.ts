@@ -112,8 +112,8 @@ export async function appWorkflow(given: AppWorkflowInput): Promise<string> {
   setHandler(appChangedSignal, (changed) => run.changed(changed));
   setHandler(appDeletedSignal, () => entity.markDeleted());
   setHandler(appStateQuery, () => entity.data);
-  setHandler(startUpdate, run.counted(() => run.apply({ kind: 'start' })), { validator: () => run.refuseCommand() });
-  setHandler(stopUpdate, run.counted(() => run.apply({ kind: 'stop' })), { validator: () => run.refuseCommand() });
+  setHandler(startUpdate, run.counted(() => run.apply({ kind: 'start' })), { validator: (...args: unknown[]) => run.refuseBare('start', args) });
+  setHandler(stopUpdate, run.counted(() => run.apply({ kind: 'stop' })), { validator: (...args: unknown[]) => run.refuseBare('stop', args) });
   setHandler(restartUpdate, run.counted((req?: RestartRequest) => run.restart(req)), { validator: (req?: RestartRequest) => run.refuseRestart(req) });
 
   // The workflow's own id must be its App's, and the App must be in the
@@ -222,6 +222,16 @@ class AppRun {
     if (this.cancelled) throw new Error(`the workflow of App ${this.label} has been cancelled`);
     if (this.e.deleted || this.entity.gone) throw new Error(`App ${this.label} has been deleted`);
     if (this.e.commands.length >= MAX_QUEUED_COMMANDS) throw new Error(`App ${this.label} has ${MAX_QUEUED_COMMANDS} commands waiting already; try again once they are applied`);
+  }
+
+  /**
+   * start and stop take no argument (`tend app start|stop` sends none): one that comes with an
+   * argument is not a command tend sent, and is refused instead of applied.
+   */
+  refuseBare(verb: 'start' | 'stop', args: unknown[]): void {
+    this.refuseCommand();
+    const given = args.filter((a) => a !== undefined && a !== null);
+    if (given.length > 0) throw new Error(`${verb} takes no argument; got ${preview(given.length === 1 ? given[0] : given, 80)}`);
   }
 
   refuseRestart(req: unknown): void {

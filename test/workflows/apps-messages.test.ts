@@ -69,6 +69,15 @@ describe('App entity workflow: messages are hints, handlers are total (workflow 
         assert.equal(r.accepted, false, `restart ${json.slice(0, 30)} refused`);
         assert.ok((r.message ?? '').length < 400, `a short reason: ${(r.message ?? '').slice(0, 400)}`);
       }
+      // start and stop take no argument: one that carries any is no command of tend's, and is refused.
+      for (const verb of ['start', 'stop']) {
+        for (const json of [deep, '"x"', '{}', '[1]', '{"reason":"r"}']) {
+          const r = await rawUpdate(client, h.workflowId, verb, json);
+          assert.equal(r.accepted, false, `${verb} ${json.slice(0, 30)} refused`);
+          assert.match(r.message ?? '', new RegExp(`^${verb} takes no argument`));
+          assert.ok((r.message ?? '').length < 400, `a short reason: ${(r.message ?? '').slice(0, 400)}`);
+        }
+      }
       const s = await h.query(appStateQuery);
       assert.equal(s.watchedUid, undefined, 'no forged uid taken');
       assert.equal(s.commands.length, 0, 'no forged command queued');
