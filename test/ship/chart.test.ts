@@ -84,6 +84,22 @@ const without = (o: Obj, ...keys: string[]): Obj => Object.fromEntries(Object.en
 const section = (name: 'weeder' | 'taintReplacement' | 'apps' | 'repair', namespaces?: string[]): Obj =>
   ({ ...without(demo[name], 'namespaces'), ...(namespaces && name !== 'repair' && { namespaces }) });
 
+/**
+ * The comparison: the same set of objects by kind, namespace and name; each Role's and
+ * ClusterRole's rules the same set of rules (RBAC grants their union, so order is not a
+ * difference), each rule's lists compared as sets; each binding's roleRef and subjects the same.
+ * The rights tests also check that every label `tend rbac` puts on an object is on the chart's
+ * (which adds its own); docs/helm.md, "Rights".
+ */
+const rule = (r: Obj) => JSON.stringify(Object.fromEntries(Object.entries(r).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, [...(v as string[])].sort()])));
+const normal = (objects: Obj[]) => objects
+  .map((o) => ({
+    id: `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`,
+    ...(o.rules && { rules: o.rules.map(rule).sort() }),
+    ...(o.roleRef && { roleRef: o.roleRef, subjects: o.subjects }),
+  }))
+  .sort((a, b) => a.id.localeCompare(b.id));
+
 describe('ship: the Helm chart deploy/helm/tend', function () {
   this.timeout(10 * 60_000);
 
@@ -276,21 +292,6 @@ describe('ship: the Helm chart deploy/helm/tend', function () {
       },
     ];
 
-    /**
-     * The comparison: the same set of objects by kind, namespace and name; each Role's and
-     * ClusterRole's rules the same set of rules (RBAC grants their union, so order is not a
-     * difference), each rule's lists compared as sets; each binding's roleRef and subjects the same;
-     * every label `tend rbac` puts on an object also on the chart's (the chart adds its own).
-     */
-    const rule = (r: Obj) => JSON.stringify(Object.fromEntries(Object.entries(r).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, [...(v as string[])].sort()])));
-    const normal = (objects: Obj[]) => objects
-      .map((o) => ({
-        id: `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`,
-        ...(o.rules && { rules: o.rules.map(rule).sort() }),
-        ...(o.roleRef && { roleRef: o.roleRef, subjects: o.subjects }),
-      }))
-      .sort((a, b) => a.id.localeCompare(b.id));
-
     for (const c of cases) {
       it(c.name, async () => {
         const ns = c.flags ? c.flags[c.flags.indexOf('--namespace') + 1]! : RELEASE_NS;
@@ -384,6 +385,11 @@ describe('ship: the Helm chart deploy/helm/tend', function () {
       assert.equal(await can('create', 'deployments.apps', '-n', 'default'), 'no');
       assert.equal(await can('create', 'pods', '--subresource=eviction', '-n', 'default'), 'yes');
       assert.equal(await can('patch', 'nodes'), 'no');
+      // And they are what `tend rbac` prints for the installed configuration, found by its label.
+      const printed = await runTend(['rbac', '--config-map', ns, '--kubeconfig', kubeconfig(), '--namespace', ns, '--service-account', release, '--name', release]);
+      assert.equal(printed.code, 0, printed.stderr);
+      const live = await kubectl(['get', 'roles,rolebindings,clusterroles,clusterrolebindings', '-A', '-l', `app.kubernetes.io/instance=${release},rbac.tend.dev/generated=true`]);
+      assert.deepEqual(normal(live.items), normal(docs(printed.stdout)));
     });
 
     it('upgrades with a changed value: the ConfigMap and the Deployment change, and the pods roll', async () => {
