@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse, parseAllDocuments, stringify } from 'yaml';
@@ -248,6 +248,18 @@ describe('ship: the Helm chart deploy/helm/tend', function () {
     assert.match(await refused({ metrics: { prometheusRule: { enabled: true } } }), /metrics\.prometheusRule\.enabled: no rule groups/);
   });
 
+  it('metrics: a rules file the chart ships (files/prometheus-rules.yaml) comes first in the PrometheusRule, before the values\' groups', async () => {
+    const copy = join(work, 'chart-with-rules');
+    cpSync(chart, copy, { recursive: true });
+    const shipped = [{ name: 'tend-shipped', rules: [{ alert: 'TendNotReady', expr: 'up == 0' }] }];
+    mkdirSync(join(copy, 'files'), { recursive: true });
+    writeFileSync(join(copy, 'files/prometheus-rules.yaml'), stringify({ groups: shipped }));
+    const own = [{ name: 'mine', rules: [{ record: 'x', expr: '1' }] }];
+    const render = async (groups: Obj[]) => docs(await helmOk(['template', 'tend', copy, '-f', valuesFile({ metrics: { prometheusRule: { enabled: true, groups } } })]));
+    assert.deepEqual(find(await render([]), 'PrometheusRule').spec.groups, shipped);
+    assert.deepEqual(find(await render(own), 'PrometheusRule').spec.groups, [...shipped, ...own]);
+  });
+
   it('bad values are refused, each naming the field: a required value missing, wrong types, an unknown key', async () => {
     const cases: { values: Obj; says: RegExp }[] = [
       { values: { temporal: { address: null } }, says: /temporal.*missing propert(y|ies) 'address'|temporal\.address/ },
@@ -364,7 +376,10 @@ describe('ship: the Helm chart deploy/helm/tend', function () {
     let firstConfig = '';
 
     it('installs: the labelled ConfigMap, the Deployment and its running pods, the rights, the budget, the metrics Service', async () => {
-      await helmOk(['install', release, chart, '-n', ns, '--create-namespace', '--kubeconfig', kubeconfig(), '-f', valuesFile(values('observe', 'info'))]);
+      const installed = await helmOk(['install', release, chart, '-n', ns, '--create-namespace', '--kubeconfig', kubeconfig(), '-f', valuesFile(values('observe', 'info'))]);
+      // The notes say how to see tend's workflows in the Web UI.
+      assert.match(installed, /NOTES:[\s\S]*port-forward svc\/temporal-web[\s\S]*TendCapability="weeder"/);
+      assert.match(installed, /Mode: observe/);
       const cms = (await kubectl(['-n', ns, 'get', 'configmaps', '-l', 'tend.dev/config=true'])).items;
       assert.equal(cms.length, 1);
       assert.equal(cms[0].metadata.name, `${release}-config`);
