@@ -84,13 +84,16 @@ export function moveUnreleased(changelog: string, version: string, date: string)
   const content = changelog.slice(start, end).trim();
   if (content === '') return { problem: 'CHANGELOG.md\'s Unreleased section is empty: say what changed first' };
   if (new RegExp(`^## \\[${version.replace(/[.+]/g, '\\$&')}\\]`, 'm').test(changelog)) return { problem: `CHANGELOG.md has a section for ${version} already` };
-  const text = `${changelog.slice(0, start)}\n## [${version}] - ${date}\n\n${content}\n\n${changelog.slice(end)}`;
-  return { text: text.replace(/\n{3,}/g, '\n\n') };
+  const rest = changelog.slice(end);
+  return { text: `${changelog.slice(0, start)}\n## [${version}] - ${date}\n\n${content}\n${rest ? `\n${rest}` : ''}` };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Where the image is named: the chart's values and the kustomization's images:.
 // ---------------------------------------------------------------------------------------------
+/** The YAML files' own form: long lines not folded, flow sequences unpadded. */
+const KEEP_FORM = { lineWidth: 0, flowCollectionPadding: false } as const;
+
 export interface ImageRef { repository: string; tag: string; digest?: string }
 
 /** The chart's values.yaml with image.repository, .tag and .digest set; its comments kept. */
@@ -99,7 +102,7 @@ export function chartValuesWith(text: string, image: ImageRef): string {
   doc.setIn(['image', 'repository'], image.repository);
   doc.setIn(['image', 'tag'], image.tag);
   doc.setIn(['image', 'digest'], image.digest ?? '');
-  return doc.toString();
+  return doc.toString(KEEP_FORM);
 }
 
 /** The chart's Chart.yaml with version and appVersion set; its comments kept. */
@@ -107,7 +110,7 @@ export function chartWithVersion(text: string, version: string): string {
   const doc = parseDocument(text);
   doc.set('version', version);
   doc.set('appVersion', version);
-  return doc.toString();
+  return doc.toString(KEEP_FORM);
 }
 
 /** The kustomization with its images: entry for `tend` (the Deployment's image name) naming `image`. */
@@ -128,7 +131,7 @@ export function kustomizationWith(text: string, image: ImageRef): string {
     const set = doc.get('images');
     if (isSeq(set)) set.commentBefore = ' The image of this release (npm run release, docs/release.md): by digest when it was pushed.';
   }
-  return doc.toString();
+  return doc.toString(KEEP_FORM);
 }
 
 /** SHA256SUMS: a line per file, as sha256sum writes it (`sha256sum -c SHA256SUMS` checks them). */
