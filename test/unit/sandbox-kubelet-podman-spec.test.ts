@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import {
-  containerEnv, containerMounts, endOfInspected, envParts, probeUrl, restarts, runArgs, runsForReal, sourcesNeeded, volumeLayouts,
+  containerEnv, containerMounts, endOfInspected, envParts, probeTally, probeUrl, restarts, runArgs, runsForReal, sourcesNeeded, volumeLayouts,
 } from '../../src/sandbox/kubelet/podman-spec.ts';
 import type { PodPlace, PodSources } from '../../src/sandbox/kubelet/podman-spec.ts';
 
@@ -153,6 +153,22 @@ describe('sandbox kubelet podman-spec', () => {
       StartedAt: '2026-11-27T15:00:00.123456789Z', FinishedAt: '2026-11-27T15:00:05.5Z',
     }, 'podman://x'), { exitCode: 3, reason: 'Error', containerID: 'podman://x', startedAt: Date.parse('2026-11-27T15:00:00.123Z'), finishedAt: Date.parse('2026-11-27T15:00:05.5Z') });
     assert.equal(endOfInspected({ Status: 'exited', Running: false, ExitCode: 137, OOMKilled: true }, 'podman://x')?.reason, 'OOMKilled');
+  });
+
+  describe('probeTally', () => {
+    const run = (results: boolean[], probe?: { successThreshold?: number; failureThreshold?: number }) =>
+      results.reduce((t, ok) => probeTally(t, ok, probe), { ready: false, streak: 0 }).ready;
+    const cases = [
+      { name: 'one success makes it ready', results: [true], ready: true },
+      { name: 'one failure after is not enough to unready', results: [true, false, false], ready: true },
+      { name: 'three failures in a row unready it', results: [true, false, false, false], ready: false },
+      { name: 'a success between failures starts the count again', results: [true, false, false, true, false, false], ready: true },
+      { name: 'never ready before a success', results: [false, false], ready: false },
+      { name: 'successThreshold 2: two in a row', results: [true, false, true], probe: { successThreshold: 2 }, ready: false },
+      { name: 'successThreshold 2 reached', results: [true, true], probe: { successThreshold: 2 }, ready: true },
+      { name: 'failureThreshold 1', results: [true, false], probe: { failureThreshold: 1 }, ready: false },
+    ];
+    for (const c of cases) it(c.name, () => assert.equal(run(c.results, c.probe), c.ready));
   });
 
   it('restarts: as the pod restart policy says', () => {

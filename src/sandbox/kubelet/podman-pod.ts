@@ -4,6 +4,14 @@
 // (exits, restarts under the kubelet's back-off) and probed for readiness, and
 // stopped when the pod goes. Its state reads as the simulation's (a PodSim),
 // so that pods.ts reports it with the same status code as a simulated pod.
+//
+// What it does not do, being a sandbox's: init containers (such a pod waits
+// in CreateContainerConfigError), liveness and startup probes (only readiness
+// is probed), ConfigMap and Secret updates after the start, token renewal
+// (an hour), and the kubelet's own API (no `kubectl logs` or `exec`: `podman
+// logs` the container). Every pod shares the host's network: two pods with the
+// same port on one host cannot both listen, and during a roll the new pod's
+// probe may be answered by the old pod until it stops.
 import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
@@ -15,10 +23,10 @@ import { CRASH_LOOP_REASON, restartPolicyOf } from './lifecycle.ts';
 import type { ContainerSim, PodSim, Termination, Timing } from './lifecycle.ts';
 import type { Podman } from './podman.ts';
 import {
-  containerEnv, containerMounts, containerName, envParts, probeSucceeded, probeUrl, restarts, runArgs, safeRelativePath, sourcesNeeded,
+  containerEnv, containerMounts, containerName, envParts, probeSucceeded, probeTally, probeUrl, restarts, runArgs, safeRelativePath, sourcesNeeded,
   endOfInspected, volumeLayouts,
 } from './podman-spec.ts';
-import type { PodPlace, PodSources } from './podman-spec.ts';
+import type { PodPlace, PodSources, ProbeTally } from './podman-spec.ts';
 import { goDuration } from './time.ts';
 
 /** How often the containers' states are read from podman. */
@@ -61,6 +69,8 @@ interface Slot {
   probe?: string;
   /** When the readiness probe is next due (real ms). */
   probeAt: number;
+  /** The readiness probe's results so far, for the container running now. */
+  tally: ProbeTally;
   /** Back-off ends: start again then. */
   startAt?: number;
 }
@@ -83,6 +93,7 @@ export class PodmanPod {
       attempt: 0,
       probe: probeUrl(spec.readinessProbe, spec),
       probeAt: 0,
+      tally: { ready: false, streak: 0 },
       sim: {
         name: spec.name, image: spec.image ?? '', role: 'app', readinessDelayMs: 0, restartCount: 0,
         state: initError ? { kind: 'waiting', reason: 'CreateContainerConfigError', message: initError } : { kind: 'waiting', reason: 'ContainerCreating' },
@@ -308,6 +319,7 @@ export class PodmanPod {
       s.startAt = undefined;
       const started = Date.now();
       s.probeAt = started + (s.spec.readinessProbe?.initialDelaySeconds ?? 0) * 1000;
+      s.tally = { ready: false, streak: 0 };
       s.sim = {
         ...s.sim,
         restartCount: restart ? s.sim.restartCount + 1 : s.sim.restartCount,
@@ -341,7 +353,8 @@ export class PodmanPod {
       // Read again: the container may have been seen to exit while the probe ran.
       const current = s.sim.state;
       if (current.kind !== 'running' || current.containerID !== state.containerID) return;
-      const readyAt = ok ? current.startedAt : Number.POSITIVE_INFINITY;
+      s.tally = probeTally(s.tally, ok, p);
+      const readyAt = s.tally.ready ? current.startedAt : Number.POSITIVE_INFINITY;
       if (readyAt !== current.readyAt) s.sim = { ...s.sim, state: { ...current, readyAt } };
     }));
   }

@@ -317,6 +317,21 @@ export function probeSucceeded(status: number): boolean {
   return status >= 200 && status < 400;
 }
 
+/** A container's readiness as its probe results have made it: results in a row decide, as the kubelet's prober counts them. */
+export interface ProbeTally {
+  ready: boolean;
+  /** Results in a row that agree (successes when positive, failures when negative). */
+  streak: number;
+}
+
+/** The tally after one more result: ready after successThreshold successes in a row (default 1), unready after failureThreshold failures (default 3). */
+export function probeTally(t: ProbeTally, ok: boolean, probe: Pick<V1Probe, 'successThreshold' | 'failureThreshold'> | undefined): ProbeTally {
+  const streak = ok ? Math.max(0, t.streak) + 1 : Math.min(0, t.streak) - 1;
+  if (ok && streak >= (probe?.successThreshold ?? 1)) return { ready: true, streak };
+  if (!ok && -streak >= (probe?.failureThreshold ?? 3)) return { ready: false, streak };
+  return { ready: t.ready, streak };
+}
+
 /** What `podman inspect` says of a container's state (the fields read). */
 export interface InspectedState {
   Status: string;
