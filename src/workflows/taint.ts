@@ -69,12 +69,31 @@ export interface TaintNodeResult {
   replaced: string[];
 }
 
+/**
+ * A taint workflow's history past this many bytes continues as new, besides when the server
+ * suggests it (about 4 MB on a default server). Signals anyone with write access to the namespace
+ * can send (up to 2 MB each) are in the history even when refused; a worker that has to replay it
+ * whole (after a failed workflow task, on another replica, after a restart) then reads every byte,
+ * and on a busy machine a replay of 10 MB outlasted the 10 s workflow task timeout, attempt after
+ * attempt, while the coordinator granted nothing. Histories from before replay as they ran.
+ * docs/upgrading.md.
+ */
+export const TAINT_HISTORY_BYTES = 2 * 1024 * 1024;
+export const TAINT_HISTORY_BYTES_PATCH = 'taint-history-bytes';
+
+/** Whether the run should continue as new: the server suggests it, or (`capped`) its history is past TAINT_HISTORY_BYTES. */
+function continueSuggested(capped: boolean): boolean {
+  const info = workflowInfo();
+  return info.continueAsNewSuggested || (capped && info.historySize > TAINT_HISTORY_BYTES);
+}
+
 export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNodeResult> {
   const why = nodeInputProblem(input, workflowInfo().workflowId);
   const own = why ? nodeOfId(workflowInfo().workflowId) : undefined;
   if (own && patched(TAINT_ID_NAMES_NODE_PATCH)) log.warn(`the start input is ignored (${why}): this run serves node ${own}, the node its id names`);
   else if (why) throw refused(why);
   const node = own ?? input.node;
+  const capped = patched(TAINT_HISTORY_BYTES_PATCH);
   const carried = own ? undefined : carriedData(node, carriedFromOwnRun(input?.data));
   // The data this run acts on (undefined until the first read, for a new run).
   let d: NodeTaintData | undefined = carried;
@@ -83,7 +102,7 @@ export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNod
   const ending = { now: false };
   let continuing = false;
   try {
-    continuing = await runNode(node, carried, (run) => (d = run.data), slots, ending);
+    continuing = await runNode(node, carried, (run) => (d = run.data), slots, ending, capped);
   } catch (err) {
     // Cancelled (from the Web UI, or the feature was disabled), or failed
     // (refused, or a bug): clear every condition this workflow set and give
@@ -145,7 +164,7 @@ async function clearAll(d: NodeTaintData, givenBack: boolean): Promise<void> {
 
 /** Runs the node until it is done (false) or should continue as new (true). */
 async function runNode(
-  node: string, carried: NodeTaintData | undefined, publish: (m: NodeRun) => void, slots: ExternalHandle, ending: { now: boolean },
+  node: string, carried: NodeTaintData | undefined, publish: (m: NodeRun) => void, slots: ExternalHandle, ending: { now: boolean }, capped: boolean,
 ): Promise<boolean> {
   const inbox = new NodeInbox(carried);
   let dirty = true;
@@ -207,7 +226,7 @@ async function runNode(
     if (taskFailure) throw taskFailure;
     // One turn: the machine's operations, each run here and its outcome handed back.
     for (;;) {
-      const op = run.next(Date.now(), { running: new Set(running.keys()), woken: dirty, continueSuggested: workflowInfo().continueAsNewSuggested });
+      const op = run.next(Date.now(), { running: new Set(running.keys()), woken: dirty, continueSuggested: continueSuggested(capped) });
       if (op.kind === 'read') {
         run.apply({ kind: 'read', state: await step(node, 'reading the node', () => taintNodeState({ node })), hints: inbox.hints }, Date.now());
       } else if (op.kind === 'list') {
@@ -335,6 +354,7 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
     withdrawsUndelivered: patched(TAINT_UNDELIVERED_WITHDRAWS_PATCH),
     asksAgain: patched(TAINT_HINT_WHILE_ASKING_PATCH),
   });
+  const capped = patched(TAINT_HISTORY_BYTES_PATCH);
   let dirty = true;
   /** What a handler could not take is logged; the loop runs again. */
   const changed = (what?: string, why?: string) => {
@@ -359,7 +379,7 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
     dirty = false;
     // One turn: the machine's operations, each run here and its outcome handed back.
     for (;;) {
-      const op = c.next(Date.now(), { woken: dirty, continueSuggested: workflowInfo().continueAsNewSuggested });
+      const op = c.next(Date.now(), { woken: dirty, continueSuggested: continueSuggested(capped) });
       if (op.kind === 'read') {
         await readSlotInputs(c, op.what);
       } else if (op.kind === 'ask') {

@@ -8,6 +8,7 @@ import proto from '@temporalio/proto';
 import { replaysWithPatches, taskQueue, withWorker } from '../harness/workflow-env.ts';
 import { TAINT_UNDELIVERED_WITHDRAWS_PATCH, TAINT_VERIFY_GIVE_BACK_PATCH } from '../../src/taint/coordinator.ts';
 import { TAINT_ID_NAMES_NODE_PATCH } from '../../src/taint/node-machine.ts';
+import { TAINT_HISTORY_BYTES } from '../../src/workflows/taint.ts';
 import { nodeStatus, SLOTS, slotsStatus, startNode, startSlots, stubPod, taintWorkflowEnv, untaintNode as untaint } from '../harness/taint-workflows.ts';
 import { TaintStubs } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';
@@ -53,6 +54,32 @@ describe('taint workflows: messages from outside (stub activities)', function ()
       await waitFor('the node\'s pod granted and evicted', () => stubs.evicted('q') === 1, { timeoutMs: 30_000 });
       const s = await slotsStatus(client);
       assert.ok(s.queue.every((r) => r.node !== 'flood') && s.inFlight.every((g) => g.node !== 'flood'), 'nothing of the flood taken in');
+      assert.deepEqual(await failedTasks(client, SLOTS), []);
+      await untaint(stubs, h, node);
+    });
+  });
+
+  it('junk signals past TAINT_HISTORY_BYTES: the coordinator continues as new before the server suggests it, and still grants', async () => {
+    const stubs = new TaintStubs();
+    const node = fresh();
+    stubs.taint(node, [stubPod('h')]);
+    const queue = taskQueue('taint-bytes');
+    await withWorker(env(), queue, stubs.activities(), async (client) => {
+      const slots = await startSlots(client, queue);
+      await waitFor('the coordinator idle', async () => (await slotsStatus(client)).totalNodes === 10, { timeoutMs: 30_000 });
+      const firstRun = (await slots.describe()).runId;
+      // Signals of 0.4 MB each, refused as junk, until the history is past the cap (below the server's own suggestion, about 4 MB).
+      for (let i = 0; i < 10 && ((await slots.describe()).historySize ?? 0) < TAINT_HISTORY_BYTES + 100_000; i++) {
+        await slots.signal('releaseReplacements', { node: 'junk', uids: ['x'.repeat(400_000)] });
+      }
+      await waitFor('a new run of the coordinator', async () => (await client.workflow.getHandle(SLOTS).describe()).runId !== firstRun, { timeoutMs: 30_000 });
+      const continued = await client.workflow.getHandle(SLOTS, firstRun).fetchHistory();
+      const last = (continued.events ?? []).at(-1);
+      assert.ok(last?.workflowExecutionContinuedAsNewEventAttributes, 'the first run continued as new');
+      const started = (continued.events ?? []).filter((e) => e.workflowTaskStartedEventAttributes);
+      assert.ok(started.every((e) => !e.workflowTaskStartedEventAttributes!.suggestContinueAsNew), 'before the server suggested it');
+      const h = await startNode(client, queue, node);
+      await waitFor('the node\'s pod granted and evicted', () => stubs.evicted('h') === 1, { timeoutMs: 30_000 });
       assert.deepEqual(await failedTasks(client, SLOTS), []);
       await untaint(stubs, h, node);
     });
