@@ -29,33 +29,44 @@ COPY package.json package-lock.json ./
 RUN --mount=type=secret,id=ca,required=false \
     if [ -f /run/secrets/ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/ca; fi \
  && npm ci --omit=dev --ignore-scripts --no-audit --no-fund
-# What tend never loads leaves the image:
-#  - the Temporal core bridge ships its native library for five platforms (about 28 MB each);
-#    only this platform's is kept, and the build fails if it is missing.
-#  - type declarations, TypeScript sources, source maps and Markdown: Node loads none of them
-#    from node_modules.
-#  - bare-*: modules for the Bare runtime, which tar-fs, tar-stream and events-universal load only
-#    under Bare's `bare` import condition (Node loads fs, path and events instead).
-RUN case "$(uname -m)" in \
-      x86_64) keep=x86_64-unknown-linux-gnu ;; \
-      aarch64) keep=aarch64-unknown-linux-gnu ;; \
-      *) echo "the Temporal core bridge has no native library for $(uname -m)" >&2; exit 1 ;; \
-    esac \
- && releases=node_modules/@temporalio/core-bridge/releases \
- && test -f "$releases/$keep/index.node" \
- && find "$releases" -mindepth 1 -maxdepth 1 ! -name "$keep" -exec rm -rf {} + \
- && find node_modules -type f \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.map' -o -iname '*.md' \) -delete \
- && rm -rf node_modules/bare-*
 
 # ---------------------------------------------------------------------------------------------
-# system: the base image without what only installs packages or builds native addons (npm,
-# corepack, yarn, Node's C headers: about 90 MB of the official image), copied whole into the
-# runtime stage below so that the removed files take no room in a lower layer.
+# bundle: the workflow code, bundled once (webpack and swc) to dist/workflow-bundle.js with the
+# fingerprint of the sources it was built from: the worker loads it instead of bundling at every
+# start, so it starts faster and writes nothing to /tmp (the root filesystem can be read-only).
+# The same as `npm run bundle`, whose script the build context leaves out.
+# ---------------------------------------------------------------------------------------------
+FROM deps AS bundle
+COPY bin/ bin/
+COPY src/ src/
+RUN node --input-type=module -e "const { writeWorkflowBundle } = await import('/app/src/workers/worker.ts'); const r = await writeWorkflowBundle(); console.log('wrote', r.path, r.bytes, 'bytes');"
+
+# ---------------------------------------------------------------------------------------------
+# pruned: the dependencies without what tend never loads in the image (scripts/image-prune.ts says
+# what and why: other platforms' Temporal core bridge, the bundler's machinery, declarations).
+# ---------------------------------------------------------------------------------------------
+FROM deps AS pruned
+COPY scripts/image-prune.ts scripts/image-prune.ts
+RUN node scripts/image-prune.ts
+
+# ---------------------------------------------------------------------------------------------
+# system: the base image without what only installs packages, builds native addons or debugs:
+# npm, corepack, yarn, Node's C headers and debugging symbols (strip, from Debian's binutils, which
+# goes again), apt, dpkg and their perl. Copied whole into the runtime stage below, so that what
+# is removed takes no room in a lower layer. An image built FROM tend's gets no package manager.
 # ---------------------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS system
-RUN rm -rf /usr/local/lib/node_modules /usr/local/include /usr/local/share/doc /usr/local/share/man \
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends binutils \
+ && strip /usr/local/bin/node \
+ && node --version \
+ && apt-get purge -y --auto-remove binutils \
+ && rm -rf /usr/local/lib/node_modules /usr/local/include /usr/local/share/doc /usr/local/share/man \
       /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-v* \
- && node --version
+      /usr/bin/apt* /usr/lib/apt /usr/lib/*-linux-gnu/libapt-* /etc/apt /var/lib/apt /var/cache/apt /var/log/apt \
+      /usr/bin/dpkg* /var/lib/dpkg /etc/dpkg /usr/share/dpkg /var/log/dpkg.log /usr/bin/perl* /usr/lib/*-linux-gnu/perl* \
+      /usr/share/perl5 /usr/share/debconf /var/cache/debconf /usr/bin/debconf* /usr/lib/*-linux-gnu/gconv \
+      /usr/share/doc /usr/share/man /usr/share/info /usr/share/locale /usr/share/lintian /var/log/*.log
 
 # ---------------------------------------------------------------------------------------------
 # runtime: only what tend runs. Everything is owned by root and read-only to tend's user.
@@ -66,16 +77,11 @@ COPY --from=system / /
 LABEL org.opencontainers.image.base.name=${NODE_IMAGE}
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production
 WORKDIR /app
-COPY --from=deps /app/node_modules/ node_modules/
+COPY --from=pruned /app/node_modules/ node_modules/
+COPY --from=bundle /app/dist/ dist/
 COPY package.json package-lock.json ./
 COPY bin/ bin/
 COPY src/ src/
-# The workflow code, bundled once here (webpack and swc) to dist/workflow-bundle.js with the
-# fingerprint of the sources it was built from: the worker loads it instead of bundling at every
-# start, so it starts faster and writes nothing to /tmp (the root filesystem can be read-only).
-# The same as `npm run bundle`, whose script the build context leaves out.
-RUN node --input-type=module -e "const { writeWorkflowBundle } = await import('/app/src/workers/worker.ts'); const r = await writeWorkflowBundle(); console.log('wrote', r.path, r.bytes, 'bytes');" \
- && rm -rf /tmp/* /root/.cache
 
 # The commit the image is built from (`npm run image` passes `git rev-parse HEAD`), which
 # `tend --version` prints; no file when the build is given none.

@@ -9,7 +9,8 @@
 // locally and passed as --build-arg NODE_IMAGE; stderr says so. The stand-in is kept for the next
 // run, and an image labelled with the hash of the same sources, base and commit is not rebuilt.
 // The last line of stdout is one JSON object:
-//   {"image":"<ref>","id":"sha256:…","bytes":<uncompressed size>,"base":"<NODE_IMAGE>","standIn":true|false}
+//   {"image":"<ref>","id":"sha256:…","bytes":<uncompressed size>,"base":"<NODE_IMAGE>","standIn":true|false,
+//    "sources":"<the hash of the sources, base and commit, also the image's label dev.tend.source>"}
 // docs/deploy.md describes the image and the stand-in.
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -24,7 +25,7 @@ const SOURCE_LABEL = 'dev.tend.source';
 const BASE_LABEL = 'dev.tend.base-recipe';
 
 /** What the build context holds (.dockerignore admits these), and the build's own files. */
-const CONTEXT = ['Dockerfile', '.dockerignore', 'package.json', 'package-lock.json', 'bin', 'src'];
+const CONTEXT = ['Dockerfile', '.dockerignore', 'package.json', 'package-lock.json', 'bin', 'src', 'scripts/image-prune.ts'];
 
 export interface Engine {
   command: 'docker' | 'podman';
@@ -38,19 +39,19 @@ export function engine(): Engine {
   return { command: 'podman', env: { ...process.env, CONTAINERS_CONF: join(root, 'deploy', 'containers', 'containers.conf') } };
 }
 
-function fail(message: string): never {
+export function fail(message: string): never {
   process.stderr.write(`image: ${message}\n`);
   process.exit(1);
 }
 
 /** Runs a command, its output to stderr (stdout stays for the result line); fails on a non-zero exit. */
-function run(command: string, args: string[], options: SpawnSyncOptions = {}): void {
+export function run(command: string, args: string[], options: SpawnSyncOptions = {}): void {
   const r = spawnSync(command, args, { stdio: ['ignore', 2, 2], ...options });
   if (r.error) fail(`${command}: ${r.error.message}`);
   if (r.status !== 0) fail(`${[command, ...args].join(' ').slice(0, 200)} exited with ${r.status ?? r.signal}`);
 }
 
-function output(command: string, args: string[], options: SpawnSyncOptions = {}): { ok: boolean; stdout: string } {
+export function output(command: string, args: string[], options: SpawnSyncOptions = {}): { ok: boolean; stdout: string } {
   const r = spawnSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...options });
   return { ok: r.status === 0, stdout: String(r.stdout ?? '') };
 }
@@ -167,7 +168,7 @@ function standIn(e: Engine, base: { node: string; debian: string }): string {
 }
 
 /** The base to build on: NODE_IMAGE when present or pullable, else the stand-in. */
-function base(e: Engine, dockerfile: string): { ref: string; standIn: boolean } {
+export function base(e: Engine, dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8')): { ref: string; standIn: boolean } {
   const pinned = pinnedBase(dockerfile);
   const wanted = process.env.NODE_IMAGE || pinned.ref;
   if (inspect(e, wanted)) return { ref: wanted, standIn: false };
@@ -184,7 +185,7 @@ function main(): void {
   const tag = values.tag!;
   const e = engine();
   process.stderr.write(`image: building with ${e.command}\n`);
-  const from = base(e, readFileSync(join(root, 'Dockerfile'), 'utf8'));
+  const from = base(e);
   const baseId = inspect(e, from.ref)?.id ?? fail(`${from.ref} is not here`);
   const commit = output('git', ['rev-parse', 'HEAD'], { cwd: root });
   const commitId = commit.ok ? commit.stdout.trim() : '';
@@ -206,7 +207,7 @@ function main(): void {
     process.stderr.write(`image: built ${tag} in ${Math.round((Date.now() - started) / 1000)} s\n`);
   }
   const built = inspect(e, tag) ?? fail(`${tag} is not there after the build`);
-  console.log(JSON.stringify({ image: tag, id: built.id, bytes: built.bytes, base: from.ref, standIn: from.standIn }));
+  console.log(JSON.stringify({ image: tag, id: built.id, bytes: built.bytes, base: from.ref, standIn: from.standIn, sources: hash }));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) main();
