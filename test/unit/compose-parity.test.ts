@@ -266,6 +266,18 @@ describe('docker-compose.yml matches the cluster sandbox', () => {
     assert.ok(parityProblems(readCompose(), { ...f, uiVersion: '0.0.1' }).some((p) => /temporal-ui image/.test(p)));
   });
 
+  it('deploy/compose/standins.yml names the stand-ins scripts/compose-standins.ts builds, for the services of the default file', async () => {
+    const { standinImages } = await import('../../scripts/compose-standins.ts');
+    const images = standinImages();
+    const override = parseYaml(readFileSync(join(root, 'deploy', 'compose', 'standins.yml'), 'utf8')) as Compose;
+    const wanted: Record<string, string> = {
+      postgresql: images.postgresql, 'temporal-schema': images.adminTools, temporal: images.server, 'temporal-setup': images.adminTools, 'temporal-ui': images.ui,
+    };
+    for (const [service, image] of Object.entries(wanted)) assert.equal(override.services[service]?.image, image, service);
+    for (const service of Object.keys(override.services)) assert.ok(readCompose().services[service], `${service} is not a service of docker-compose.yml`);
+    assert.ok(images.server.endsWith(`:${facts().serverVersion}`) && images.ui.endsWith(`:${facts().uiVersion}`));
+  });
+
   it('docs/deploy.md names the same images and versions', () => {
     const f = facts();
     const text = readFileSync(join(root, 'docs', 'deploy.md'), 'utf8');
