@@ -60,7 +60,10 @@ interface ImageFacts { id: string; bytes: number; labels: Record<string, string>
 
 /** The local image `ref`, or undefined when there is none. */
 export function inspect(e: Engine, ref: string): ImageFacts | undefined {
-  const r = output(e.command, ['image', 'inspect', ref], { env: e.env });
+  let r = output(e.command, ['image', 'inspect', ref], { env: e.env });
+  // A pulled name:tag@digest is found by name@digest where an engine does not keep both.
+  const pinned = /^(.+):[^:/@]+(@sha256:[0-9a-f]{64})$/.exec(ref);
+  if (!r.ok && pinned) r = output(e.command, ['image', 'inspect', `${pinned[1]}${pinned[2]}`], { env: e.env });
   if (!r.ok) return undefined;
   const [image] = JSON.parse(r.stdout) as { Id: string; Size: number; Config?: { Labels?: Record<string, string> | null } }[];
   if (!image) return undefined;
