@@ -82,6 +82,24 @@ export const TAINT_GIVE_BACK_FIRST_PATCH = 'taint-give-back-first';
  */
 export const TAINT_ID_NAMES_NODE_PATCH = 'taint-id-names-node';
 
+/**
+ * A taint workflow's history past this many bytes continues as new, besides when the server
+ * suggests it (about 4 MB on a default server). Signals anyone with write access to the namespace
+ * can send (up to 2 MB each) are in the history even when refused; a worker that has to replay it
+ * whole (after a failed workflow task, on another replica, after a restart) then reads every byte,
+ * and on a busy machine a replay of 10 MB outlasted the 10 s workflow task timeout, attempt after
+ * attempt, while the coordinator granted nothing. Histories from before replay as they ran
+ * (patch taint-history-bytes, asked at the start of the coordinator's and each node's run).
+ * docs/upgrading.md.
+ */
+export const TAINT_HISTORY_BYTES = 2 * 1024 * 1024;
+export const TAINT_HISTORY_BYTES_PATCH = 'taint-history-bytes';
+
+/** Whether a run continues as new: the server suggests it, or (`capped`) its history is past TAINT_HISTORY_BYTES. */
+export function continueDue(info: { continueAsNewSuggested: boolean; historySize: number }, capped: boolean): boolean {
+  return info.continueAsNewSuggested || (capped && info.historySize > TAINT_HISTORY_BYTES);
+}
+
 /** The node a node workflow's id names (`taint/<node>`), or undefined when it names none. */
 export function nodeOfId(id: string): string | undefined {
   const node = id.startsWith('taint/') ? id.slice('taint/'.length) : undefined;

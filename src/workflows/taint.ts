@@ -22,7 +22,7 @@ import { failureMessage, refusalOf } from './failures.ts';
 import { carriedFromOwnRun } from './carried.ts';
 import { STEP_RETRY_MS, type EvictOutcome, type ReplaceOp } from '../taint/replace.ts';
 import {
-  CARRIED_LIMITS, clearingDetails, clears, NodeInbox, nodeInputProblem, nodeOfId, NodeRun, nodeSlots, TAINT_ID_NAMES_NODE_PATCH, replacedPods, TAINT_CLEAR_UNTIL_DONE_PATCH, TAINT_GIVE_BACK_FIRST_PATCH, TAINT_LIST_MARKS_PATCH, TAINT_START_LIST_PATCH, TAINT_START_LOCAL_PATCH, type NodeFirstRead,
+  CARRIED_LIMITS, clearingDetails, clears, continueDue, TAINT_HISTORY_BYTES_PATCH, NodeInbox, nodeInputProblem, nodeOfId, NodeRun, nodeSlots, TAINT_ID_NAMES_NODE_PATCH, replacedPods, TAINT_CLEAR_UNTIL_DONE_PATCH, TAINT_GIVE_BACK_FIRST_PATCH, TAINT_LIST_MARKS_PATCH, TAINT_START_LIST_PATCH, TAINT_START_LOCAL_PATCH, type NodeFirstRead,
 } from '../taint/node-machine.ts';
 import {
   Coordinator, TAINT_ADOPT_CONFIRMED_PATCH, TAINT_HINT_WHILE_ASKING_PATCH, TAINT_UNDELIVERED_WITHDRAWS_PATCH, TAINT_VERIFY_GIVE_BACK_PATCH,
@@ -69,23 +69,8 @@ export interface TaintNodeResult {
   replaced: string[];
 }
 
-/**
- * A taint workflow's history past this many bytes continues as new, besides when the server
- * suggests it (about 4 MB on a default server). Signals anyone with write access to the namespace
- * can send (up to 2 MB each) are in the history even when refused; a worker that has to replay it
- * whole (after a failed workflow task, on another replica, after a restart) then reads every byte,
- * and on a busy machine a replay of 10 MB outlasted the 10 s workflow task timeout, attempt after
- * attempt, while the coordinator granted nothing. Histories from before replay as they ran.
- * docs/upgrading.md.
- */
-export const TAINT_HISTORY_BYTES = 2 * 1024 * 1024;
-export const TAINT_HISTORY_BYTES_PATCH = 'taint-history-bytes';
-
-/** Whether the run should continue as new: the server suggests it, or (`capped`) its history is past TAINT_HISTORY_BYTES. */
-function continueSuggested(capped: boolean): boolean {
-  const info = workflowInfo();
-  return info.continueAsNewSuggested || (capped && info.historySize > TAINT_HISTORY_BYTES);
-}
+/** Whether the run should continue as new (src/taint/node-machine.ts, continueDue). */
+const continueSuggested = (capped: boolean) => continueDue(workflowInfo(), capped);
 
 export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNodeResult> {
   const why = nodeInputProblem(input, workflowInfo().workflowId);
