@@ -45,7 +45,9 @@ describe('weeder: what is weeded and what is left alone', function () {
       spec: { containers: [{ name: 'bare', image: 'registry.example/bare:1' }] },
     } });
     config = await weederConfigFile({
-      watchDuration: '25s',
+      // Longer than the pods' back-off (16 s and more by then, at time scale 0.1): a pod judged
+      // between two crashes is proposed again when it crash-loops again, inside the window.
+      watchDuration: '40s',
       namespaces: [ns, ns2],
       servicesAndDependantSelectors: {
         db: { podSelectors: [{ matchExpressions: [
@@ -132,7 +134,7 @@ describe('weeder: what is weeded and what is left alone', function () {
     window = await waitFor('the db window to close', async () => {
       const h = temporal.workflow.getHandle(dbWindow());
       return (await h.describe()).status.name === 'COMPLETED' ? (await h.result()) as WeederResult : undefined;
-    }, { timeoutMs: 40_000 });
+    }, { timeoutMs: 60_000 });
     assert.equal(window.weeded.length, 2, JSON.stringify(window));
     assert.ok(window.armedAt && window.openedAt && window.armedAt < window.openedAt, 'armed while db was down, opened when it was ready');
     assert.ok(window.weeded.some((p) => p.uid === uid(seen.api!)));
