@@ -63,18 +63,22 @@ describe('taint workflows: messages from outside (stub activities)', function ()
     const node = fresh();
     stubs.taint(node, [stubPod('h')]);
     const queue = taskQueue('taint-bytes');
+    let firstRun = '';
     await withWorker(env(), queue, stubs.activities(), async (client) => {
       const slots = await startSlots(client, queue);
       await waitFor('the coordinator idle', async () => (await slotsStatus(client)).totalNodes === 10, { timeoutMs: 30_000 });
-      const firstRun = (await slots.describe()).runId;
-      // Signals of 0.4 MB each, refused as junk, until the history is past the cap (below the server's own suggestion, about 4 MB).
-      for (let i = 0; i < 10 && ((await slots.describe()).historySize ?? 0) < TAINT_HISTORY_BYTES + 100_000; i++) {
-        await slots.signal('releaseReplacements', { node: 'junk', uids: ['x'.repeat(400_000)] });
-      }
-      await waitFor('a new run of the coordinator', async () => (await client.workflow.getHandle(SLOTS).describe()).runId !== firstRun, { timeoutMs: 30_000 });
+      firstRun = (await slots.describe()).runId;
+    });
+    // No worker now: the signals (0.4 MB each, refused as junk) wait in the history, which grows past
+    // the cap and stays below the server's own suggestion (about 4 MB); the next worker replays it whole.
+    const slots = env().client.workflow.getHandle(SLOTS);
+    for (let i = 0; i < 10 && ((await slots.describe()).historySize ?? 0) < TAINT_HISTORY_BYTES + 100_000; i++) {
+      await slots.signal('releaseReplacements', { node: 'junk', uids: ['x'.repeat(400_000)] });
+    }
+    await withWorker(env(), queue, stubs.activities(), async (client) => {
+      await waitFor('a new run of the coordinator', async () => (await client.workflow.getHandle(SLOTS).describe()).runId !== firstRun, { timeoutMs: 60_000 });
       const continued = await client.workflow.getHandle(SLOTS, firstRun).fetchHistory();
-      const last = (continued.events ?? []).at(-1);
-      assert.ok(last?.workflowExecutionContinuedAsNewEventAttributes, 'the first run continued as new');
+      assert.ok((continued.events ?? []).at(-1)?.workflowExecutionContinuedAsNewEventAttributes, 'the first run continued as new');
       const started = (continued.events ?? []).filter((e) => e.workflowTaskStartedEventAttributes);
       assert.ok(started.every((e) => !e.workflowTaskStartedEventAttributes!.suggestContinueAsNew), 'before the server suggested it');
       const h = await startNode(client, queue, node);
