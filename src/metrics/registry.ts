@@ -10,12 +10,28 @@
 //   weeder windows) are read from the workflows by the watcher at scrape time,
 //   cached and bounded (state.ts).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { tendCommit, tendVersion } from '../version.ts';
 
 export const registry = new Registry();
 // process_* and nodejs_*: CPU, memory, event-loop lag, handles.
 collectDefaultMetrics({ register: registry });
 
 const registers = [registry];
+
+// --- the build ----------------------------------------------------------------
+
+/** The version and commit, read once, at the first scrape (the commit may ask git, in a checkout). */
+let build: { version: string; commit: string } | undefined;
+export const buildInfo = new Gauge({
+  name: 'tend_build_info',
+  help: 'Always 1: the version of tend and the commit it was built from, as tend --version prints them.',
+  labelNames: ['version', 'commit'] as const,
+  registers,
+  collect() {
+    build ??= { version: tendVersion(), commit: tendCommit() };
+    this.set(build, 1);
+  },
+});
 
 // --- weeder -----------------------------------------------------------------
 

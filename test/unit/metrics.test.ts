@@ -11,6 +11,7 @@ import { noteReadyAt, weederOutcomes } from '../../src/metrics/weeder.ts';
 import { countedReconcile } from '../../src/metrics/apps.ts';
 import { startWatchedInformer } from '../../src/metrics/informer.ts';
 import { registry, tendMetrics, onScrape } from '../../src/metrics/registry.ts';
+import { tendCommit, tendVersion } from '../../src/version.ts';
 import { Health } from '../../src/http/health.ts';
 import { sdkLogFields } from '../../src/workers/runtime.ts';
 import { waitFor } from '../harness/wait.ts';
@@ -30,6 +31,14 @@ async function value(name: string, labels: Record<string, string> = {}): Promise
     : false);
   return v?.value;
 }
+
+describe('metrics: the build', () => {
+  it('tend_build_info is 1 with the version and the commit tend --version prints', async () => {
+    assert.equal(await value('tend_build_info', { version: tendVersion(), commit: tendCommit() }), 1);
+    const text = await registry.metrics();
+    assert.equal(text.split('\n').filter((l) => l.startsWith('tend_build_info{')).length, 1, 'one series');
+  });
+});
 
 describe('metrics: workflow-state gauges', () => {
   const now = 1_000_000;
