@@ -11,14 +11,15 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
+import { allCapabilities } from '../harness/all-capabilities.ts';
 import { runTend, TendProcess } from '../harness/cli.ts';
 import { sandbox } from '../harness/hooks.ts';
 import { admin, deleteNamespace, grantConfiguredRights, tempNamespace } from '../harness/kube.ts';
 import { SLOTS_WORKFLOW_ID } from '../../src/taint/messages.ts';
 import { waitFor } from '../harness/wait.ts';
 import { dbBack, dbWithDependants, deletedOf, dependantsCrashLooping } from '../harness/weeder.ts';
-import { managedLabel, readPod, readyPodsOn, taint, taintStatusJson, untaint } from '../harness/taint.ts';
+import { readPod, readyPodsOn, taint, taintStatusJson, untaint } from '../harness/taint.ts';
 import { appObject, createApp, getApp, settled, webProcess, workloadsOf } from '../harness/apps.ts';
 import { add, entry, repairWorld, resetRepairQueue, temporalCli, tendWrites, type RepairWorld } from '../harness/repair.ts';
 import type { Write } from '../../faults/audit.ts';
@@ -56,19 +57,8 @@ describe('two watchers and two workers: every capability, no action done twice (
     [weederNs, taintNs, appsNs] = await Promise.all(['two-weeder', 'two-taint', 'two-apps'].map((p) => tempNamespace(kube, p)));
     const weeder = await dbWithDependants(kube, weederNs, 2);
     world = repairWorld();
-    const repair = (parse(readFileSync(world.config, 'utf8')) as { repair: object }).repair;
     config = join(await mkdtemp(join(tmpdir(), 'tend-two-')), 'tend.yaml');
-    writeFileSync(config, stringify({
-      temporal: { address: sandbox().temporalAddress, taskQueue: TASK_QUEUE },
-      kubernetes: { kubeconfig: sandbox().tendKubeconfig },
-      weeder: { ...weeder, watchDuration: '1m' },
-      taintReplacement: {
-        podSelector: { matchLabels: managedLabel(taintNs) }, namespaces: [taintNs],
-        taintReplacementOptions: [{ key: KEY, durationInSeconds: 5 }], taintReplacementTimeSeconds: 1, maxConcurrentReplacements: 2,
-      },
-      apps: { namespaces: [appsNs] },
-      repair,
-    }));
+    writeFileSync(config, stringify(allCapabilities({ taskQueue: TASK_QUEUE, kubeconfig: sandbox().tendKubeconfig, weeder, taintNs, taintKey: KEY, appsNs, world })));
     await grantConfiguredRights(config);
     // The queue's commands (add, list) through this configuration: its task queue.
     world = { ...world, config };

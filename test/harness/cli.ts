@@ -27,16 +27,28 @@ export interface CliResult {
 }
 
 export function runTend(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
-  const timeoutMs = opts.timeoutMs ?? 60_000;
+  return runCommand(process.execPath, [cli, ...withHttpAddress(args)], {
+    env: { ...process.env, ...opts.env }, timeoutMs: opts.timeoutMs ?? 60_000, name: `tend ${args.join(' ')}`,
+  });
+}
+
+/**
+ * `command ARGS` to its end, its output kept; killed and refused past `timeoutMs` (120 s). `env` is
+ * the whole environment (the test's own when absent); `name` says what ran, in that refusal.
+ */
+export function runCommand(
+  command: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; name?: string } = {},
+): Promise<CliResult> {
+  const timeoutMs = opts.timeoutMs ?? 120_000;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...withHttpAddress(args)], { env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`tend ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(new Error(`${opts.name ?? `${command} ${args.join(' ')}`} did not finish within ${timeoutMs} ms\nstdout: ${stdout.slice(-4000)}\nstderr: ${stderr.slice(-4000)}`));
     }, timeoutMs);
     child.once('error', reject);
     child.once('close', (code) => {

@@ -9,13 +9,14 @@ import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
+import { allCapabilities } from '../harness/all-capabilities.ts';
 import { repoRoot } from '../harness/env.ts';
 import { sandbox } from '../harness/hooks.ts';
 import { admin, deleteNamespace, grantConfiguredRights, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { dbBack, dbWithDependants, deletedOf, dependantsCrashLooping } from '../harness/weeder.ts';
-import { managedLabel, readPod, readyPodsOn, taint, taintStatusJson, untaint } from '../harness/taint.ts';
+import { readPod, readyPodsOn, taint, taintStatusJson, untaint } from '../harness/taint.ts';
 import { appObject, createApp, getApp, settled, webProcess, workloadsOf } from '../harness/apps.ts';
 import { add, entry, repairWorld, resetRepairQueue, temporalCli, type RepairWorld } from '../harness/repair.ts';
 import { SLOTS_WORKFLOW_ID } from '../../src/taint/messages.ts';
@@ -115,21 +116,10 @@ describe('the image, built and run for real (ship)', function () {
       // The repair commands run in the container and write their marks here (read-write).
       world = repairWorld();
       chmodSync(world.dir, 0o777);
-      const repair = (parse(readFileSync(world.config, 'utf8')) as { repair: object }).repair;
-      const configDir = join(dir, 'config');
+        const configDir = join(dir, 'config');
       mkdirSync(configDir);
       config = join(configDir, 'tend.yaml');
-      writeFileSync(config, stringify({
-        temporal: { address: sandbox().temporalAddress, taskQueue: TASK_QUEUE },
-        kubernetes: { kubeconfig },
-        weeder: { ...weeder, watchDuration: '1m' },
-        taintReplacement: {
-          podSelector: { matchLabels: managedLabel(taintNs) }, namespaces: [taintNs],
-          taintReplacementOptions: [{ key: KEY, durationInSeconds: 5 }], taintReplacementTimeSeconds: 1, maxConcurrentReplacements: 2,
-        },
-        apps: { namespaces: [appsNs] },
-        repair,
-      }));
+      writeFileSync(config, stringify(allCapabilities({ taskQueue: TASK_QUEUE, kubeconfig: kubeconfig, weeder, taintNs, taintKey: KEY, appsNs, world })));
       chmodSync(config, 0o644);
       await grantConfiguredRights(config);
       world = { ...world, config };

@@ -12,32 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { repoRoot } from '../harness/env.ts';
+import { runCommand } from '../harness/cli.ts';
 import { sandbox } from '../harness/hooks.ts';
 import { temporalCli } from '../harness/temporal.ts';
 import { waitFor } from '../harness/wait.ts';
 import { freeLoopbackPort } from '../../src/workers/runtime.ts';
 
-interface Run { code: number | null; stdout: string; stderr: string }
-
-/** `command ARGS`, its output kept; bounded by `timeoutMs`. */
-function run(command: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${command} ${args.join(' ')} did not finish within ${opts.timeoutMs} ms\n${stderr.slice(-4000)}`));
-    }, opts.timeoutMs ?? 120_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+/** A command run to its end, its output kept (test/harness/cli.ts). */
+const run = runCommand;
 
 /** podman's environment: its settings from deploy/containers/containers.conf, as `npm run image` runs it. */
 const podmanEnv: NodeJS.ProcessEnv = { ...process.env, CONTAINERS_CONF: join(repoRoot, 'deploy', 'containers', 'containers.conf') };
