@@ -41,12 +41,14 @@ describe('weeder: what is weeded and what is left alone', function () {
     await dep(ns, 'worker', { role: 'worker' }); // matches no selector
     await dep(ns2, 'api', { role: 'api', track: 'stable' }, `${ns}/db`); // matching labels, other namespace
     await k.core.createNamespacedPod({ namespace: ns, body: {
-      metadata: { name: 'bare', labels: { role: 'api', track: 'stable' }, annotations: dependsOn('db') },
+      // Fails whether db is ready or not: a bare pod that only depended on db could restart cleanly
+      // between db turning ready and the window's first look, and never be seen crash-looping.
+      metadata: { name: 'bare', labels: { role: 'api', track: 'stable' }, annotations: { ...dependsOn('db'), 'sim.tend.dev/fail': 'true' } },
       spec: { containers: [{ name: 'bare', image: 'registry.example/bare:1' }] },
     } });
     config = await weederConfigFile({
-      // Longer than the pods' back-off (16 s and more by then, at time scale 0.1): a pod judged
-      // between two crashes is proposed again when it crash-loops again, inside the window.
+      // Longer than the pods' back-off (16 s and more by then, at time scale 0.1, at most 30 s): the
+      // bare pod, judged between two crashes, is proposed again when it crash-loops again, inside the window.
       watchDuration: '40s',
       namespaces: [ns, ns2],
       servicesAndDependantSelectors: {
