@@ -23,7 +23,8 @@ export const DETECTED = 'NodeTaintDetected';
 export const REPLACING = 'NodeTaintReplacing';
 
 /** A pod's state in its node's workflow (src/taint/node.ts tells how it moves). */
-export type PodState = 'Detected' | 'Replacing' | 'Queued' | 'NoController' | 'Evicting' | 'Blocked' | 'Evicted' | 'Replaced';
+export const podStates = ['Detected', 'Replacing', 'Queued', 'NoController', 'Evicting', 'Blocked', 'Evicted', 'Replaced'] as const;
+export type PodState = (typeof podStates)[number];
 
 /** A row of a node workflow's status query (`tend taint status`, the metrics). */
 export interface PodStatusRow {
