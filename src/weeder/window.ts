@@ -158,6 +158,15 @@ export interface FailedPod {
   at: string;
 }
 
+/**
+ * The states a window goes through, as docs/weeder.md draws them: `armed` while
+ * its Service is not ready (watched, to weed the moment it is ready again),
+ * `open` while it weeds (until `deadline`), `closed` once it is neither (the
+ * workflow ends with its result). `tend weeder list` shows the first two.
+ */
+export const windowStates = ['armed', 'open', 'closed'] as const;
+export type WindowStateName = (typeof windowStates)[number];
+
 export interface WindowSnapshot {
   /** When the window first opened; absent while the workflow has only been armed. */
   openedAt?: number;
