@@ -2,7 +2,7 @@
 // filesystem, uid 1000, the configuration and the kubeconfig mounted read-only, the host's network
 // (the sandbox's kube-apiserver and Temporal listen on the host's loopback). `tend run` in the
 // container answers /readyz and completes one scenario of each capability on the sandbox; its
-// repair commands run inside the container. docs/deploy.md describes the image.
+// repair commands run inside the container. docs/image.md describes the image.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

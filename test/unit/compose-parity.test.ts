@@ -278,12 +278,12 @@ describe('docker-compose.yml matches the cluster sandbox', () => {
     assert.ok(images.server.endsWith(`:${facts().serverVersion}`) && images.ui.endsWith(`:${facts().uiVersion}`));
   });
 
-  it('docs/deploy.md names the same images and versions', () => {
+  it('docs/compose.md names the same images and versions', () => {
     const f = facts();
-    const text = readFileSync(join(root, 'docs', 'deploy.md'), 'utf8');
+    const text = readFileSync(join(root, 'docs', 'compose.md'), 'utf8');
     assert.deepEqual(docsProblems(text, f), []);
     for (const image of [`temporalio/server:${f.serverVersion}`, `temporalio/admin-tools:${f.serverVersion}`, `temporalio/ui:${f.uiVersion}`]) {
-      assert.ok(text.includes(image), `docs/deploy.md does not name ${image}`);
+      assert.ok(text.includes(image), `docs/compose.md does not name ${image}`);
     }
     assert.ok(readFileSync(join(root, 'README.md'), 'utf8').includes(`server ${f.serverVersion}`), 'README.md does not name the server version');
     assert.ok(docsProblems(text.replace(`temporalio/ui:${f.uiVersion}`, 'temporalio/ui:2.34.0'), f).length);
