@@ -71,6 +71,12 @@ export const weederWindows = new Gauge({
   registers,
 });
 
+export const weederOldestOpen = new Gauge({
+  name: 'tend_weeder_window_oldest_open_seconds',
+  help: 'Age in seconds of the oldest open weeder window (since it first opened), reckoned at each scrape from the last read of the workflows; 0 when none is open.',
+  registers,
+});
+
 // --- taint replacement ------------------------------------------------------
 
 export const taintPodsMarked = new Counter({
@@ -162,10 +168,10 @@ export const repairQueueItems = new Gauge({
   registers,
 });
 
-export const repairQueueEntry = new Gauge({
-  name: 'tend_repair_queue_entry',
-  help: 'One series per repair queue entry, value 1: its index, address, operation, status and step (CKE\'s cke_sabakan-like entry gauge).',
-  labelNames: ['index', 'address', 'operation', 'status', 'step'] as const,
+export const repairQueueEntries = new Gauge({
+  name: 'tend_repair_queue_entries',
+  help: 'Repair queue entries by operation and status (an operation the configuration does not name counts as "other"). Read from the queue at scrape time.',
+  labelNames: ['operation', 'status'] as const,
   registers,
 });
 
@@ -188,6 +194,13 @@ export const watcherEvents = new Counter({
 export const watcherInformerRestarts = new Counter({
   name: 'tend_watcher_informer_restarts_total',
   help: 'Times an informer\'s list or watch failed outright and was restarted after a back-off.',
+  labelNames: ['capability', 'resource'] as const,
+  registers,
+});
+
+export const watcherInformerSynced = new Gauge({
+  name: 'tend_watcher_informer_synced',
+  help: '1 once the informer has delivered its first list (and while it runs), 0 before.',
   labelNames: ['capability', 'resource'] as const,
   registers,
 });
@@ -224,11 +237,47 @@ export const pausedGauge = new Gauge({
   registers,
 });
 
+export const pausedSince = new Gauge({
+  name: 'tend_paused_since_timestamp_seconds',
+  help: 'Unix time at which the capability was paused (tend pause), as the tend-safety workflow keeps it; present while it is paused, as this process last read it.',
+  labelNames: ['capability'] as const,
+  registers,
+});
+
 export const pauseStateAge = new Gauge({
   name: 'tend_pause_state_age_seconds',
   help: 'Seconds since this process last read the pause state (tend-safety) successfully; past 1 s its destructive actions wait (fail closed).',
   registers,
 });
+
+// --- what each gauge describes ------------------------------------------------
+
+/**
+ * Each tend_* gauge: `cluster` when it describes the cluster's workflows (every replica that
+ * reads them serves the same value: read it with `max by`, never `sum`, or two replicas show
+ * twice the truth), `process` when it describes the process serving it (read it per instance).
+ * docs/metrics.md says why each is which; a unit test keeps every gauge named here.
+ */
+export const GAUGE_SCOPE: Readonly<Record<string, 'cluster' | 'process'>> = {
+  tend_weeder_windows: 'cluster',
+  tend_weeder_window_oldest_open_seconds: 'cluster',
+  tend_taint_pods: 'cluster',
+  tend_taint_replacements_in_flight: 'cluster',
+  tend_taint_replacements_queued: 'cluster',
+  tend_taint_breaker_open: 'cluster',
+  tend_taint_nodes_tainted: 'cluster',
+  tend_repair_queue_enabled: 'cluster',
+  tend_repair_queue_items: 'cluster',
+  tend_repair_queue_entries: 'cluster',
+  tend_paused_since_timestamp_seconds: 'cluster',
+  tend_build_info: 'process',
+  tend_watcher_informer_synced: 'process',
+  tend_state_unanswered_workflows: 'process',
+  tend_state_read_age_seconds: 'process',
+  tend_paused: 'process',
+  tend_pause_state_age_seconds: 'process',
+  tend_mode: 'process',
+};
 
 // --- the exposition ----------------------------------------------------------
 

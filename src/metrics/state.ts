@@ -3,6 +3,9 @@
 // the repair queue (queries list and is-enabled), the taint coordinator (its
 // status query), the taint/<node> workflows and the weeder windows (a list by
 // TendCapability, then each one's query, at most MAX_WORKFLOWS of each).
+// They describe the cluster, not this process: every replica's watcher serves
+// the same values, so dashboards and alerts read them with `max by`, never
+// `sum` (CLUSTER_STATE in registry.ts, docs/metrics.md).
 //
 // Bounded and cached: one read at a time, at most once per CACHE_MS (a scrape
 // within that answers the last values), each list and each query given
@@ -22,8 +25,8 @@ import { windowQuery } from '../weeder/messages.ts';
 import type { WindowSnapshot } from '../weeder/window.ts';
 import type { PodStatusRow } from '../taint/node.ts';
 import {
-  onScrape, repairQueueEnabled, repairQueueEntry, repairQueueItems, stateReadAge, stateReadErrors, stateUnanswered,
-  taintBreakerOpen, taintInFlight, taintNodesTainted, taintPods, taintQueued, weederWindows,
+  onScrape, repairQueueEnabled, repairQueueEntries, repairQueueItems, stateReadAge, stateReadErrors, stateUnanswered,
+  taintBreakerOpen, taintInFlight, taintNodesTainted, taintPods, taintQueued, weederOldestOpen, weederWindows,
 } from './registry.ts';
 
 export const CACHE_MS = 10_000;
@@ -40,6 +43,44 @@ export function windowStates(windows: readonly WindowSnapshot[], now: number): {
     else if (w.openedAt !== undefined && w.deadline > now) open++;
   }
   return { open, armed };
+}
+
+/** When the oldest open window (as windowStates counts open ones) first opened; undefined when none is open. */
+export function oldestOpenedAt(windows: readonly WindowSnapshot[], now: number): number | undefined {
+  let oldest: number | undefined;
+  for (const w of windows) {
+    if (w.stopped || w.failure || (w.armed && w.armed.until > now)) continue;
+    if (w.openedAt !== undefined && w.deadline > now) oldest = Math.min(oldest ?? w.openedAt, w.openedAt);
+  }
+  return oldest;
+}
+
+/** The operation label of an entry whose operation the configuration does not name. */
+export const OTHER_OPERATION = 'other';
+
+/**
+ * Repair queue entries by operation and status, as `operation\u0000status` keys: every
+ * configured operation with every status (0 when none), and an entry of an operation the
+ * configuration does not name under `other` (anyone who may write to the namespace can add
+ * any name; a label must not grow with them).
+ */
+export function entriesByOperation(entries: readonly RepairQueueEntry[], operations: readonly string[]): Map<string, { operation: string; status: string; n: number }> {
+  const counts = new Map<string, { operation: string; status: string; n: number }>();
+  const known = new Set(operations);
+  const add = (operation: string, status: string, n: number) => {
+    const key = `${operation}\u0000${status}`;
+    const c = counts.get(key);
+    if (c) c.n += n;
+    else counts.set(key, { operation, status, n });
+  };
+  for (const operation of known) for (const status of repairStatuses) add(operation, status, 0);
+  for (const e of entries) add(known.has(e.operation) ? e.operation : OTHER_OPERATION, e.status, 1);
+  return counts;
+}
+
+/** Every operation the repair section names, over all its procedures. */
+export function configuredOperations(repair: Config['repair']): string[] {
+  return [...new Set((repair?.repair_procedures ?? []).flatMap((p) => p.repair_operations.map((o) => o.operation)))];
 }
 
 /** Repair queue entries by status (every status present, 0 when none). */
@@ -60,9 +101,12 @@ type Sections = Pick<Config, 'repair' | 'taintReplacement' | 'weeder'>;
 
 /** Starts reading workflow state at scrape time; returns a function that stops it. */
 export function startStateGauges(client: Client, config: Sections): () => void {
+  const operations = configuredOperations(config.repair);
   const lastOk = new Map<string, number>();
   let running: Promise<void> | undefined;
   let readAt = 0;
+  /** When the oldest open weeder window opened, as of the last read: its age is reckoned at each scrape. */
+  let oldestOpen: number | undefined;
 
   const timed = <T>(fn: () => Promise<T>) => client.withDeadline(Date.now() + READ_TIMEOUT_MS, fn);
   const read = async (what: string, fn: () => Promise<void>) => {
@@ -105,15 +149,13 @@ export function startStateGauges(client: Client, config: Sections): () => void {
           // No queue has been started: nothing to show.
           repairQueueEnabled.reset();
           repairQueueItems.reset();
-          repairQueueEntry.reset();
+          repairQueueEntries.reset();
           return;
         }
         repairQueueEnabled.set(enabled ? 1 : 0);
         for (const [status, n] of Object.entries(itemsByStatus(entries))) repairQueueItems.set({ status }, n);
-        repairQueueEntry.reset();
-        for (const e of entries) {
-          repairQueueEntry.set({ index: e.index, address: e.address, operation: e.operation, status: e.status, step: String(e.step) }, 1);
-        }
+        repairQueueEntries.reset();
+        for (const { operation, status, n } of entriesByOperation(entries, operations).values()) repairQueueEntries.set({ operation, status }, n);
       }));
     }
     if (config.taintReplacement) {
@@ -137,9 +179,11 @@ export function startStateGauges(client: Client, config: Sections): () => void {
     if (config.weeder) {
       reads.push(read('weeder', async () => {
         const windows: WindowSnapshot[] = await askRunning('weeder', 'weeder', undefined, windowQuery);
-        const { open, armed } = windowStates(windows, Date.now());
+        const now = Date.now();
+        const { open, armed } = windowStates(windows, now);
         weederWindows.set({ state: 'open' }, open);
         weederWindows.set({ state: 'armed' }, armed);
+        oldestOpen = oldestOpenedAt(windows, now);
       }));
     }
     await Promise.all(reads);
@@ -156,5 +200,6 @@ export function startStateGauges(client: Client, config: Sections): () => void {
     // As of this scrape, also when it answers cached values: the age grows between reads.
     const now = Date.now();
     for (const [what, at] of lastOk) stateReadAge.set({ what }, (now - at) / 1000);
+    if (lastOk.has('weeder')) weederOldestOpen.set(oldestOpen === undefined ? 0 : Math.max(0, now - oldestOpen) / 1000);
   });
 }

@@ -21,12 +21,14 @@
 //                                        // calling onWait so the caller can heartbeat) while it is
 //                                        // paused or unknown; rejects when `signal` aborts or stop() is called
 //
-// Metrics: tend_paused{capability} and tend_pause_state_age_seconds (docs/metrics.md).
+// Metrics: tend_paused{capability}, tend_paused_since_timestamp_seconds{capability} and
+// tend_pause_state_age_seconds (docs/metrics.md).
 import { performance } from 'node:perf_hooks';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { log } from '../log.ts';
-import { onScrape, pausedGauge, pauseStateAge } from '../metrics/registry.ts';
+import { notePauseState } from '../metrics/pause.ts';
+import { onScrape, pauseStateAge } from '../metrics/registry.ts';
 import { foundOfDescription, impostor } from '../temporal/identity.ts';
 import {
   check as checkSchema, PAUSABLE, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, SAFETY_WORKFLOW_TYPE, safetyStateSchema, type PausableCapability, type SafetyState,
@@ -131,7 +133,7 @@ export class PauseState {
       if (this.lastError) log.info({ workflowId: SAFETY_WORKFLOW_ID }, 'pause state: read again');
       this.lastError = undefined;
       if (this.metrics) {
-        for (const c of PAUSABLE) pausedGauge.set({ capability: c }, state?.capabilities[c].paused ? 1 : 0);
+        notePauseState(PAUSABLE, state);
         pauseStateAge.set(this.ageSeconds());
       }
     } catch (err) {
