@@ -2,7 +2,7 @@
 // during a watch: a new worker finishes each entry correctly. A command
 // outlives its killed worker (its output goes to a file: no SIGPIPE) and the
 // retried attempt waits for it and takes its exit code instead of running it
-// again (docs/repair.md). What may run twice: a drain's evictions
+// again (docs/repair-commands.md). What may run twice: a drain's evictions
 // (idempotent), a health check, and a repair command whose worker's host is
 // gone (the retry runs elsewhere). SIGTERM lets a running command finish; a
 // delete kills its process group.

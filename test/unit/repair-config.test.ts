@@ -50,7 +50,7 @@ describe('repair: config', () => {
     assert.equal(d.protected_namespaces, undefined);
   });
 
-  it("CKE's defaults and zero values (docs/cluster.md): no watch_seconds is 0 (next step at once), timeout 0 is none", () => {
+  it("CKE's defaults and zero values (CKE's cluster reference; docs/repair-config.md): no watch_seconds is 0 (next step at once), timeout 0 is none", () => {
     const r = parseConfig(`
 repair:
   repair_procedures:
