@@ -15,9 +15,11 @@ import {
   restartUpdate, startUpdate, stopUpdate, type AppCommandResult, type RestartRequest,
 } from '../apps/messages.ts';
 import type { AppCommand } from '../apps/revisions.ts';
+import { reconcileSummary, waitSummary } from '../apps/summaries.ts';
 import { carriedFromOwnRun } from './carried.ts';
 import { failureMessage, refusalOf } from './failures.ts';
 import { patchesBeforeLocalActivity } from './patches.ts';
+import { said } from './summary.ts';
 
 // Retries are bounded: a reconcile that still fails after them is recorded
 // (the `state` query, the workflow's details in the Web UI), its command is
@@ -354,10 +356,10 @@ class AppRun {
     const uidChangesBefore = patched(APP_NEW_UID_RECONCILES_PATCH) ? entity.uidChanges : undefined;
     const pendingBefore = e.pendingGeneration;
     try {
-      const res = await reconcileApp({
+      const res = await reconcileApp.executeWithOptions(said(reconcileSummary(this.label, step.command?.command)), [{
         namespace: e.namespace, name: e.name, command: step.command?.command, lastSeen: e.last?.lastSeen, uid: e.last?.uid,
         ...(step.stopSeen !== undefined && { stopSeen: step.stopSeen }),
-      });
+      }]);
       if (res.held !== undefined) {
         // Paused: nothing was written and the command (if any) stays queued; asked again shortly,
         // so what fell due is written soon after the resume.
@@ -389,7 +391,7 @@ class AppRun {
       if (this.wait === scope) this.wait = undefined;
       entity.waited(outcome);
     };
-    void scope.run(() => waitForApp({ namespace: e.namespace, name: e.name, generation, appRev, timeoutSeconds }))
+    void scope.run(() => waitForApp.executeWithOptions(said(waitSummary(this.label)), [{ namespace: e.namespace, name: e.name, generation, appRev, timeoutSeconds }]))
       .then(finished, (err: unknown) => {
         if (isCancellation(err)) {
           if (this.wait === scope) this.wait = undefined;

@@ -20,11 +20,13 @@ import {
   addEntries, applyReport, cancelFailed, decideQueue, emptyQueue, entryEnded, findDeleting, findEntry, listEntries, liveIndexes, mayStart, removeEntries,
   resetBackoff, saneNextIndex, setEnabled, started, startFailed, type FinalStatus, type QueueOp, type QueueState, type Step,
 } from '../repair/queue.ts';
+import { checkRequestsSummary, queueSettingsSummary } from '../repair/summaries.ts';
 import {
   addInputSchema, capacityProblem, check, deleteInputSchema, entryReportSchema, noInput, parseOrThrow, QUEUE_STATE_LIMITS, queueStateSchema,
 } from '../repair/validate.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { failureMessage as describe } from './failures.ts';
+import { said } from './summary.ts';
 
 /** What the queue carries across continue-as-new (src/repair/queue.ts). */
 export type RepairQueueState = QueueState;
@@ -200,7 +202,7 @@ class QueueShell {
   }
 
   async add(input: AddInput) {
-    const problems = await this.activities.repairCheckRequests(input);
+    const problems = await this.activities.repairCheckRequests.executeWithOptions(said(checkRequestsSummary(input.requests.length)), [input]);
     if (problems.length > 0) throw ApplicationFailure.nonRetryable(preview(problems.join('; '), 2000), REFUSAL.invalidRequest);
     // Again: another add may have taken the room while this one was checked.
     this.roomFor(input.requests.length);
@@ -252,7 +254,8 @@ class QueueShell {
 
   async readSettings() {
     const queued = this.s.entries.filter((e) => e.status === 'queued');
-    const settings = await this.activities.repairQueueSettings({ entries: queued.map((e) => ({ index: e.index, machine_type: e.machine_type, operation: e.operation })) });
+    const entries = queued.map((e) => ({ index: e.index, machine_type: e.machine_type, operation: e.operation }));
+    const settings = await this.activities.repairQueueSettings.executeWithOptions(said(queueSettingsSummary(entries.length)), [{ entries }]);
     this.maxConcurrent = settings.max_concurrent_repairs;
     this.timeScale = settings.time_scale ?? 1;
     return settings;

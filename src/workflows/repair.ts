@@ -15,15 +15,19 @@ import {
 import type { Activities } from '../activities/index.ts';
 import { preview } from '../checks/preview.ts';
 import {
-  details, EntryMachine, initialState, LIFT_RETRY_MS, resumeOf, type EntryOp, type EntryOutcome, type EntryResult,
+  EntryMachine, initialState, LIFT_RETRY_MS, resumeOf, type EntryOp, type EntryOutcome, type EntryResult,
 } from '../repair/entry-machine.ts';
 import {
   entryReportSignal, REFUSAL, REPAIR_QUEUE_WORKFLOW_ID, REPAIR_REPORT_AHEAD_PATCH, REPAIR_TASK_QUEUE_PATCH, repairEntryWorkflowId, repairLiftWorkflowId,
   resetEntryBackoffSignal, setEnabledSignal, type EntryInput, type EntryLift, type EntryReport,
 } from '../repair/messages.ts';
+import {
+  commandSummary, drainSummary, entryDetails, healthSummary, inspectSummary, locateSummary, uncordonSummary,
+} from '../repair/summaries.ts';
 import { check, entryInputSchema, inputProblem } from '../repair/validate.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { failureMessage, refusalOf } from './failures.ts';
+import { said } from './summary.ts';
 
 export { repairQueueWorkflow, type RepairQueueState } from './repair-queue.ts';
 export {
@@ -90,7 +94,8 @@ async function interruptible<T>(run: () => Promise<T>, stop: () => Interrupt | u
  * ends it failed, a cancellation ends it with the cordon left on.
  */
 async function liftUntilDone(input: EntryInput, lifting: EntryLift): Promise<RepairEntryResult> {
-  const uncordon = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: retryScaled(lifting.time_scale) }).repairUncordon;
+  const summary = said(uncordonSummary(input, lifting.nodename));
+  const uncordon = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: retryScaled(lifting.time_scale), ...summary }).repairUncordon;
   const every = Math.max(100, LIFT_RETRY_MS * lifting.time_scale);
   let reason = lifting.reason;
   for (;;) {
@@ -198,8 +203,10 @@ class EntryShell {
     return this.lastReport;
   }
 
-  private activities(options: { startToCloseTimeout: number | string; heartbeat?: boolean; commands?: boolean; retry?: RetryPolicy }) {
+  /** `summary`: the line the Web UI shows beside the activity (src/repair/summaries.ts). */
+  private activities(options: { startToCloseTimeout: number | string; summary: string; heartbeat?: boolean; commands?: boolean; retry?: RetryPolicy }) {
     return proxyActivities<Activities>({
+      ...said(options.summary),
       ...(options.commands && this.commandQueue ? { taskQueue: this.commandQueue } : {}),
       startToCloseTimeout: options.startToCloseTimeout,
       ...(options.heartbeat ? { heartbeatTimeout: this.heartbeatTimeout(), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {}),
@@ -219,11 +226,11 @@ class EntryShell {
     if (this.m.state.plan) return;
     if (this.commandQueue) {
       // The commands run elsewhere: the plan and the Node here; the first health check is a watch on the commands' task queue (check-health).
-      const first = await this.activities({ startToCloseTimeout: '5m' }).repairLocate(this.key);
+      const first = await this.activities({ startToCloseTimeout: '5m', summary: locateSummary(this.key) }).repairLocate(this.key);
       return this.m.located(first.plan, first.nodename);
     }
     // Its timeout is unknown yet, so an hour bounds it.
-    const first = await this.activities({ startToCloseTimeout: '1h', heartbeat: true }).repairInspect(this.key);
+    const first = await this.activities({ startToCloseTimeout: '1h', heartbeat: true, summary: inspectSummary(this.key) }).repairInspect(this.key);
     this.m.located(first.plan, first.nodename, first.healthy);
   }
 
@@ -313,7 +320,7 @@ class EntryShell {
       case 'start-lift':
         return void await this.startLift(op.reason);
       case 'show':
-        return void setCurrentDetails(details(this.m.state));
+        return void setCurrentDetails(entryDetails(this.m.state));
       case 'log':
         return void log[op.level](op.message, op.fields);
     }
@@ -331,18 +338,20 @@ class EntryShell {
   // A command timeout of 0 is none (CKE): its activity is bounded by its heartbeats only.
   private watch(until: number) {
     const slack = (seconds: number) => (seconds > 0 ? (seconds + 60) * 1000 : UNBOUNDED_MS);
-    return this.activities({ commands: true, heartbeat: true, startToCloseTimeout: Math.max(0, until - Date.now()) + slack(this.m.state.plan!.command_timeout_seconds) })
+    const summary = healthSummary(this.key, this.m.state.entry.step, until);
+    return this.activities({ commands: true, heartbeat: true, summary, startToCloseTimeout: Math.max(0, until - Date.now()) + slack(this.m.state.plan!.command_timeout_seconds) })
       .repairWatchHealth({ ...this.key, step: this.m.state.entry.step, until });
   }
 
   private command(op: Extract<EntryOp, { op: 'command' }>) {
     const timeout = op.timeoutSeconds > 0 ? ((op.timeoutSeconds + op.intervalSeconds) * (op.retries + 1) + 60) * 1000 + op.holdMs : UNBOUNDED_MS;
-    return this.activities({ commands: true, heartbeat: true, startToCloseTimeout: timeout })
+    return this.activities({ commands: true, heartbeat: true, startToCloseTimeout: timeout, summary: commandSummary(this.key, this.m.state.entry.step, op.kind) })
       .repairRunCommand({ ...this.key, step: this.m.state.entry.step, kind: op.kind, ...(op.after ? { after: op.after } : {}), ...(op.holdMs ? { holdMs: op.holdMs } : {}) });
   }
 
   private async drain(deadline: number): Promise<EntryOutcome | undefined> {
-    const drain = this.activities({ heartbeat: true, startToCloseTimeout: Math.max(0, deadline - Date.now()) + 120_000 });
+    const summary = drainSummary(this.key, this.m.state.entry.nodename);
+    const drain = this.activities({ heartbeat: true, startToCloseTimeout: Math.max(0, deadline - Date.now()) + 120_000, summary });
     const out = await interruptible(() => drain.repairDrain({ ...this.key, step: this.m.state.entry.step, deadline }),
       () => (historyTooLong() ? 'history' : !this.m.state.enabled ? 'disabled' : undefined));
     // Cut short (history: continue-as-new; disabled: abandon-drain next), the node still cordoned.
@@ -351,9 +360,10 @@ class EntryShell {
 
   /** Lifts this entry's cordon; `holdMs`: asked again after a paused answer, it waits in place that long for the resume. */
   private async uncordon(holdMs: number, lifting: boolean): Promise<EntryOutcome> {
+    const summary = said(uncordonSummary(this.key, this.m.state.entry.nodename));
     const uncordon = proxyActivities<Activities>(holdMs > 0
-      ? { startToCloseTimeout: holdMs + 30_000, heartbeatTimeout: this.heartbeatTimeout(), retry: retryScaled(this.scale) }
-      : { startToCloseTimeout: '30s', retry: retryScaled(this.scale) }).repairUncordon;
+      ? { startToCloseTimeout: holdMs + 30_000, heartbeatTimeout: this.heartbeatTimeout(), retry: retryScaled(this.scale), ...summary }
+      : { startToCloseTimeout: '30s', retry: retryScaled(this.scale), ...summary }).repairUncordon;
     try {
       return { kind: 'uncordon', out: await uncordon({ index: this.key.index, address: this.key.address, ...(holdMs > 0 ? { holdMs } : {}) }), now: Date.now() };
     } catch (err) {

@@ -28,6 +28,8 @@ import {
   Coordinator, TAINT_ADOPT_CONFIRMED_PATCH, TAINT_HINT_WHILE_ASKING_PATCH, TAINT_UNDELIVERED_WITHDRAWS_PATCH, TAINT_VERIFY_GIVE_BACK_PATCH,
 } from '../taint/coordinator.ts';
 import { byNode, Slots, slotsDetails, type Grant, type SlotData } from '../taint/slots.ts';
+import * as summary from '../taint/summaries.ts';
+import { said } from './summary.ts';
 
 type ExternalHandle = ReturnType<typeof getExternalWorkflowHandle>;
 
@@ -135,7 +137,7 @@ async function clearAll(d: NodeTaintData, givenBack: boolean): Promise<void> {
   const untilDone = patched(TAINT_CLEAR_UNTIL_DONE_PATCH);
   for (;;) {
     try {
-      await kube.writeTaintConditions({ node: d.node, writes });
+      await kube.writeTaintConditions.executeWithOptions(said(summary.writeSummary(d.node, writes)), [{ node: d.node, writes }]);
       for (const w of writes) markWritten(d, w);
       return;
     } catch (err) {
@@ -213,15 +215,16 @@ async function runNode(
     for (;;) {
       const op = run.next(Date.now(), { running: new Set(running.keys()), woken: dirty, continueSuggested: continueSuggested(capped) });
       if (op.kind === 'read') {
-        run.apply({ kind: 'read', state: await step(node, 'reading the node', () => taintNodeState({ node })), hints: inbox.hints }, Date.now());
+        const state = await step(node, 'reading the node', () => taintNodeState.executeWithOptions(said(summary.nodeReadSummary(node)), [{ node }]));
+        run.apply({ kind: 'read', state, hints: inbox.hints }, Date.now());
       } else if (op.kind === 'list') {
         // The pods the list finds new get their first mark from the listing activity itself:
         // its list is their re-read, and their mark needs no activity (nor workflow task) of its own.
         const mark = run.listMark(patched(TAINT_LIST_MARKS_PATCH), op.listedAt);
-        const listing = await step(node, 'listing the pods', () => kube.listTaintPods({ node, ...(mark ? { mark } : {}) }));
+        const listing = await step(node, 'listing the pods', () => kube.listTaintPods.executeWithOptions(said(summary.listSummary(node, !!mark)), [{ node, ...(mark ? { mark } : {}) }]));
         run.apply({ kind: 'list', listing, mark, listedAt: op.listedAt }, Date.now());
       } else if (op.kind === 'write') {
-        const done = await step(node, 'writing the conditions', () => kube.writeTaintConditions({ node, writes: [...op.writes] }));
+        const done = await step(node, 'writing the conditions', () => kube.writeTaintConditions.executeWithOptions(said(summary.writeSummary(node, op.writes)), [{ node, writes: [...op.writes] }]));
         run.apply({ kind: 'write', ok: done !== undefined, marked: done?.marked }, Date.now());
       } else if (op.kind === 'replace') {
         for (const r of op.steps) launch(r);
@@ -245,11 +248,10 @@ async function runNode(
 /** The first read: the node's taints and settings, and for a new run (`listing`) its pods listed and marked. */
 async function firstRead(node: string, listing: boolean, hints: ReadonlyMap<string, number>): Promise<NodeFirstRead> {
   // Refuses (non-retryably) when the worker has no taint replacement configured, or the name is no node's.
-  if (!listing) return await taintNodeState({ node });
-  return await (patched(TAINT_START_LOCAL_PATCH)
-    // Dated with this task's time: the local activity's answer comes back within this task.
-    ? taintNodeStartHere({ node, hints: Object.fromEntries(hints), at: Date.now() })
-    : taintNodeStart({ node, hints: Object.fromEntries(hints) }));
+  if (!listing) return await taintNodeState.executeWithOptions(said(summary.nodeReadSummary(node)), [{ node }]);
+  // Dated with this task's time: the local activity's answer comes back within this task.
+  return await (patched(TAINT_START_LOCAL_PATCH) ? taintNodeStartHere.executeWithOptions(said(summary.nodeStartSummary(node)), [{ node, hints: Object.fromEntries(hints), at: Date.now() }])
+    : taintNodeStart.executeWithOptions(said(summary.nodeStartSummary(node)), [{ node, hints: Object.fromEntries(hints) }]));
 }
 
 /**
@@ -271,14 +273,15 @@ async function step<T>(node: string, what: string, call: () => Promise<T>): Prom
 async function replace(run: NodeRun, op: ReplaceOp): Promise<void> {
   if (op.kind === 'evict') {
     // Its own activity: the eviction is in the history the moment it is done.
-    const r = await kube.evictPod(run.evictInput(op.uid)).catch((err: unknown): EvictOutcome => {
+    const input = run.evictInput(op.uid);
+    const r = await kube.evictPod.executeWithOptions(said(summary.evictSummary(input)), [input]).catch((err: unknown): EvictOutcome => {
       if (isCancellation(err)) throw err;
       const refusal = refusalOf(err, [TAINT_REFUSED]);
       return refusal ? { outcome: 'refused', message: refusal.message } : { outcome: 'failed', message: failureMessage(err) };
     });
     return run.evicted(op.uid, r, Date.now());
   }
-  const r = await waiting.awaitReplacement(run.awaitInput(op.uid, op.waitMs)).catch((err: unknown) => {
+  const r = await waiting.awaitReplacement.executeWithOptions(said(summary.awaitSummary(run.data.pods[op.uid]!)), [run.awaitInput(op.uid, op.waitMs)]).catch((err: unknown) => {
     if (isCancellation(err)) throw err;
     return { failed: failureMessage(err) };
   });
@@ -398,7 +401,7 @@ export async function taintReplacementsWorkflow(input: TaintReplacementsInput = 
 /** Reads the settings or the counts; refusals end the workflow, other failures are retried later. */
 async function readSlotInputs(c: Coordinator, what: 'settings' | 'counts'): Promise<void> {
   try {
-    c.read(what === 'settings' ? await taintSlotSettings() : await taintNodeCounts());
+    c.read(what === 'settings' ? await taintSlotSettings.executeWithOptions(said(summary.slotSettingsSummary), []) : await taintNodeCounts.executeWithOptions(said(summary.nodeCountsSummary), []));
   } catch (err) {
     if (isCancellation(err) || refusalOf(err, [TAINT_REFUSED])) throw err;
     log.warn(`${what === 'settings' ? 'reading the settings' : 'counting the nodes'} failed; trying again in ${STEP_RETRY_MS / 1000} s`, { error: failureMessage(err) });
@@ -425,7 +428,7 @@ async function sendGrants(c: Coordinator, grants: Grant[]): Promise<boolean> {
 async function askHolders(c: Coordinator, nodes: readonly string[]): Promise<void> {
   await Promise.all(nodes.map(async (node) => {
     try {
-      c.holder(node, await kube.taintNodeSlots({ node }), Date.now());
+      c.holder(node, await kube.taintNodeSlots.executeWithOptions(said(summary.holderSummary(node)), [{ node }]), Date.now());
     } catch (err) {
       if (isCancellation(err)) throw err;
       c.unanswered(node, refusalOf(err, [TAINT_REFUSED]) !== undefined, Date.now());

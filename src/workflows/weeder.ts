@@ -43,9 +43,11 @@ import {
   armedWeedingSignal, armSignal, extendSignal, serviceOfWeederId, stopSignal, stopUpdate, WEEDER_FAILED, WEEDER_REFUSED, weederWorkflowId, windowQuery,
 } from '../weeder/messages.ts';
 import { WEEDER_ARMED_DELETES_PATCH, WindowRun, type WeederTarget, type WindowPorts } from '../weeder/window-run.ts';
+import { checkSummary, settingsSummary, watchSummary, weedSummary } from '../weeder/summaries.ts';
 import { carriedWindow, heartbeatTimeoutMs, WindowState, type WeederInput, type WeederResult } from '../weeder/window.ts';
 import { failureMessage, refusalOf } from './failures.ts';
 import { patchesBeforeLocalActivity } from './patches.ts';
+import { said } from './summary.ts';
 
 export { WEED_HOLD_MS, WEEDER_ARMED_DELETES_PATCH, WEEDER_REPROPOSE_SKIPPED_PATCH, WEEDER_SAFETY_HOLD_PATCH } from '../weeder/window-run.ts';
 
@@ -127,7 +129,7 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
   const target = { namespace: named.namespace as string, service: named.service as string };
   // The armed lane, started right after the settings' answer, asks for this one (src/workflows/patches.ts).
   patchesBeforeLocalActivity([WEEDER_ARMED_DELETES_PATCH]);
-  const watchMs = (await weederSettings(target)).watchDuration.ms;
+  const watchMs = (await weederSettings.executeWithOptions(said(settingsSummary(target)), [target])).watchDuration.ms;
   if ('refused' in carried) throw ApplicationFailure.nonRetryable(`refused: ${carried.refused}`, WEEDER_REFUSED);
 
   // Signals delivered with the start (the watcher's signal-with-start: extend,
@@ -172,8 +174,9 @@ function ports(target: WeederTarget): WindowPorts {
     isRefusal: (err) => refusalOf(err, [WEEDER_REFUSED]) !== undefined,
     failureMessage,
     failed: (message, result) => ApplicationFailure.nonRetryable(message, WEEDER_FAILED, result),
-    weedPods: (ask, holdMs) => (holdMs > 0 ? weedPodsHeld(holdMs)({ ...ask, holdMs }) : weedPods(ask)),
-    checkPods,
+    weedPods: (ask, holdMs) => (holdMs > 0 ? weedPodsHeld(holdMs) : weedPods).executeWithOptions(said(weedSummary(target, ask.pods, holdMs > 0)),
+      [holdMs > 0 ? { ...ask, holdMs } : ask]),
+    checkPods: (ask) => checkPods.executeWithOptions(said(checkSummary(target, ask.pods)), [ask]),
     watchDependants: (until, openOnReady, handled, weedToken) => watchDependants(target, until, openOnReady, handled, weedToken),
   };
 }
@@ -187,6 +190,7 @@ function watchDependants(input: WeederTarget, until: number, openOnReady: boolea
     // A watch that deletes nothing is not waited for when cancelled; the armed
     // one that deletes at once is: it may be deleting, and its answer says what.
     cancellationType: weedToken === undefined ? ActivityCancellationType.TRY_CANCEL : ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    ...said(watchSummary(input, openOnReady)),
   });
   return watchDependants({
     namespace: input.namespace,
