@@ -27,10 +27,11 @@ import { addInputSchema, check, entryKeyFields, entryKeySchema, indexSchema, MAX
 import {
   array, integer, max, maxItems, min, number, oneOf, optional, strictObject, string, type Infer, type Shape,
 } from '../checks/shape.ts';
-import { recordEvent } from '../kube/events.ts';
 import { log } from '../log.ts';
 import { repairCommands } from '../metrics/registry.ts';
 import { recordWould, waitForGates, writeHold, type SafetyGates, type WriteHold } from './safety-gate.ts';
+import { activityOccurrence, noteEvent } from './events.ts';
+import type { TendEvent } from '../kube/events.ts';
 
 /** One run of argv + address in its own process group (no entry lock): for benchmarks and tools. */
 export function runOnce(command: string[], address: string, timeoutSeconds: number, signal?: AbortSignal): Promise<RunResult> {
@@ -101,6 +102,9 @@ export interface CommandResult {
    */
   cutOff?: { run: number; startedAt: string; adopted?: true };
 }
+
+/** An Event on the entry's Node (src/kube/events.ts), less the Node. */
+type NodeEvent = Omit<TendEvent, 'regarding' | 'related'>;
 
 /** What a command activity heartbeats as each run starts: Temporal keeps it for the next attempt. */
 interface RunStarted { run: number; startedAt: string }
@@ -374,7 +378,7 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
       try {
         await kubeOrRefuse().core.patchNode({ name: nodename, body, fieldManager: 'tend' }, mergePatch);
         log.info({ node: nodename, index, cordon }, cordon ? 'repair: cordoned node' : 'repair: uncordoned node');
-        await nodeEvent(node, index, {
+        await nodeEvent(node, {
           reason: cordon ? 'RepairCordoned' : 'RepairUncordoned', action: cordon ? 'Cordon' : 'Uncordon',
           note: `repair queue entry ${index}: ${cordon ? 'cordoned for a drain' : 'uncordoned'}`,
           // Before the patch: a retried attempt finds the patch done and records nothing.
@@ -389,12 +393,50 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
     }
   }
 
-  /** An Event on the Node for `kubectl describe node`; never fails the activity. */
-  async function nodeEvent(node: k8s.V1Node, index: string, e: { reason: string; action: string; note: string; dedupKey: string; type?: 'Normal' | 'Warning' }) {
-    await recordEvent(kubeOrRefuse(), {
-      regarding: { apiVersion: 'v1', kind: 'Node', name: node.metadata!.name!, uid: node.metadata?.uid },
-      ...e,
-    }).catch((err: unknown) => log.warn({ node: node.metadata!.name, index, error: errorMessage(err) }, 'repair: could not record an Event'));
+  /** An Event on the Node for `kubectl describe node` (docs/events.md); never fails the activity. */
+  async function nodeEvent(node: k8s.V1Node, e: NodeEvent) {
+    await noteEvent(kube, { regarding: nodeTarget(node), ...e });
+  }
+
+  /**
+   * An Event on the Node whose InternalIP is the entry's address, when there is one (an address
+   * that is no Node's, or a command worker without a Kubernetes connection, records none).
+   */
+  async function addressEvent(key: EntryKey, e: NodeEvent) {
+    if (!kube) return;
+    const node = await nodeOf(key.address).catch(() => undefined);
+    if (node) await nodeEvent(node, e);
+  }
+
+  /**
+   * The Event of a health check found true: the entry succeeds, once its success_command (when it
+   * has one) has run; that command's own Event says how it ended.
+   */
+  function healthyEvent(key: EntryKey, when: string, dedupKey: string): NodeEvent {
+    return operationOf(key).success_command
+      ? { reason: 'RepairHealthy', action: 'HealthCheck', note: `repair queue entry ${key.index}: the health check is true ${when}; its success_command runs next`, dedupKey }
+      : { reason: 'RepairSucceeded', action: 'HealthCheck', note: `repair queue entry ${key.index}: the health check is true ${when}; the entry succeeded`, dedupKey };
+  }
+
+  /** The Event of a health check found not true: the entry starts, goes on to its next step, or has failed. */
+  function unhealthyEvent(key: EntryKey & { step: number }, first: boolean, dedupKey: string): NodeEvent {
+    const steps = operationOf(key).repair_steps.length;
+    const what = `repair queue entry ${key.index} (${keyName(key.machine_type, key.operation)})`;
+    if (first) return { reason: 'RepairStarted', action: 'HealthCheck', note: `${what} started: the health check is not true; ${steps} step(s) to run`, dedupKey };
+    if (key.step + 1 < steps) {
+      return { type: 'Warning', reason: 'RepairUnhealthy', action: 'HealthCheck', note: `${what}: the health check is not true after step ${key.step}; step ${key.step + 1} follows`, dedupKey };
+    }
+    return { type: 'Warning', reason: 'RepairFailed', action: 'HealthCheck', note: `${what}: not healthy after the last of ${steps} step(s); the entry failed`, dedupKey };
+  }
+
+  /** The Event of a command's end (not of one observed or paused): succeeded, or the entry failed with it. */
+  function commandEvent(key: EntryKey & { step: number; kind: string }, r: CommandResult, dedupKey: string): NodeEvent | undefined {
+    if (r.observed || r.paused !== undefined) return undefined;
+    const what = `repair queue entry ${key.index}: the ${key.kind} of step ${key.step}`;
+    if (!r.ok) return { type: 'Warning', reason: 'RepairFailed', action: 'RunCommand', note: `${what} failed (${r.error ?? r.output}); the entry failed`, dedupKey };
+    return key.kind === 'success_command'
+      ? { reason: 'RepairSucceeded', action: 'RunCommand', note: `${what} exited 0; the entry succeeded`, dedupKey }
+      : { reason: 'RepairCommandSucceeded', action: 'RunCommand', note: `${what} exited 0; the health watch follows`, dedupKey };
   }
 
   async function protectedNamespaceNames(selector: LabelSelector | undefined): Promise<Set<string> | 'all'> {
@@ -446,7 +488,12 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
         const node = await nodeOf(key.address);
         const r = await run(key, 0, 'health_check_command', health, signal, Context.current().info.attempt);
         if (signal.aborted) stopped(signal);
-        return { nodename: node?.metadata?.name ?? '', healthy: r.ok && r.stdout.trim() === 'true', plan };
+        const healthy = r.ok && r.stdout.trim() === 'true';
+        if (node) {
+          const occurrence = `${activityOccurrence()}/health`;
+          await nodeEvent(node, healthy ? healthyEvent(key, 'before any step', occurrence) : unhealthyEvent({ ...key, step: 0 }, true, occurrence));
+        }
+        return { nodename: node?.metadata?.name ?? '', healthy, plan };
       });
     },
 
@@ -526,7 +573,7 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
           if (lifted === 'observed') return { ok: false, reason, observed: true };
           const n = await kubeOrRefuse().core.readNode({ name: nodename }).catch(() => undefined);
           if (n) {
-            await nodeEvent(n, index, {
+            await nodeEvent(n, {
               type: 'Warning', reason: 'RepairDrainInterrupted', action: 'Drain',
               note: `repair queue entry ${index}: drain interrupted, ${lifted === 'paused' ? 'node still cordoned (repair is paused)' : 'node uncordoned'}, backing off: ${reason}`,
               dedupKey: `repair/${index}/drain/${key.deadline}`,
@@ -598,7 +645,13 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
               });
               if (next.op === 'rethrow') throw thrown;
               // Refused for good (a webhook's 403, two budgets over one pod): retrying cannot help; the entry fails with the reason.
-              if (next.op === 'refuse') throw ApplicationFailure.nonRetryable(next.why, 'DrainRefused');
+              if (next.op === 'refuse') {
+                await nodeEvent(node, {
+                  type: 'Warning', reason: 'RepairFailed', action: 'Drain',
+                  note: `repair queue entry ${index}: the drain for step ${key.step} is refused for good (${next.why}); the entry failed`, dedupKey: `${activityOccurrence()}/refused`,
+                });
+                throw ApplicationFailure.nonRetryable(next.why, 'DrainRefused');
+              }
               if (next.op === 'retry') {
                 await wait(next.afterMs);
                 continue;
@@ -616,7 +669,13 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
           // whoever started their deletion (an earlier attempt, an earlier drain) and whatever holds it (a finalizer).
           for (;;) {
             const left = drainLeft(await podsOn(nodename));
-            if (left.length === 0) return { ok: true, evicted, deleted };
+            if (left.length === 0) {
+              await nodeEvent(node, {
+                reason: 'RepairDrained', action: 'Drain',
+                note: `repair queue entry ${index}: drained for step ${key.step} (${evicted} evicted, ${deleted} deleted)`, dedupKey: `${activityOccurrence()}/drained`,
+              });
+              return { ok: true, evicted, deleted };
+            }
             if (Date.now() >= deadline) {
               return await giveUp(timeoutReason(left));
             }
@@ -653,7 +712,8 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
       let started: RunStarted | undefined;
       const after = Math.min(key.after ?? 0, c.retries);
       const until = Date.now() + (key.holdMs ?? 0);
-      return heartbeating(async () => {
+      const occurrence = activityOccurrence();
+      const result = await heartbeating(async (): Promise<CommandResult> => {
         const signal = cancelled();
         const first = (info.attempt - 1) * (c.retries + 1);
         const told = (r: RunResult) => `${r.error ?? 'exit code 0'}; output: tend repair-queue logs ${key.index}`;
@@ -676,6 +736,12 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
           // Recorded with Temporal as the run starts (the first heartbeat is sent at once): a retry after a dead worker knows.
           started = { run: first + attempt, startedAt: new Date().toISOString() };
           Context.current().heartbeat(started);
+          if (key.kind === 'repair_command') {
+            await addressEvent(key, {
+              reason: 'RepairCommandRunning', action: 'RunCommand',
+              note: `repair queue entry ${key.index}: running the repair_command of step ${key.step}`, dedupKey: `${occurrence}/run/${attempt}`,
+            });
+          }
           last = await guardedRun(key, c, signal, first + attempt, attempt === after + 1 ? cutOff?.run : undefined);
           if (signal.aborted) throw signal.reason;
           if (last.adopted && cutOff) cutOff.adopted = true;
@@ -690,6 +756,9 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
         }
         return { ok: false, output: told(last), error: told(last), attempts: c.retries + 1, ...(cutOff ? { cutOff } : {}) };
       }, () => started);
+      const ended = commandEvent(key, result, `${occurrence}/ended`);
+      if (ended) await addressEvent(key, ended);
+      return result;
     },
 
     /** Polls the health check until it prints `true` or `until` passes. One activity per watch keeps actions low. */
@@ -703,9 +772,17 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
         for (let checks = 1; ; checks++) {
           const r = await run(key, key.step, 'health_check_command', health, signal, checks);
           if (signal.aborted) stopped(signal);
-          if (r.ok && r.stdout.trim() === 'true') return { healthy: true, checks };
+          // until 0: the entry's first look (its commands run on a task queue of their own), before any step.
+          const occurrence = `${activityOccurrence()}/health`;
+          if (r.ok && r.stdout.trim() === 'true') {
+            await addressEvent(key, healthyEvent(key, key.until === 0 ? 'before any step' : `after step ${key.step}`, occurrence));
+            return { healthy: true, checks };
+          }
           const wait = Math.min(pollMs, key.until - Date.now());
-          if (wait <= 0) return { healthy: false, checks };
+          if (wait <= 0) {
+            await addressEvent(key, unhealthyEvent(key, key.until === 0, occurrence));
+            return { healthy: false, checks };
+          }
           try {
             await sleep(wait, undefined, { signal });
           } catch {

@@ -28,10 +28,11 @@ import {
   listingTime, startMark, type ConditionWrite, type ListedPod, type OwnerRef, type TaintSettings,
 } from '../taint/node.ts';
 import { controllerWhole } from '../taint/replace.ts';
-import type { NodeFirstRead } from '../taint/node-machine.ts';
+import { nodeOfId, type NodeFirstRead } from '../taint/node-machine.ts';
 import { anyValue, maxLength, minLength, object, optional, parse, string } from '../checks/shape.ts';
 import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metrics/registry.ts';
 import { recordWould, writeHold, type SafetyGates } from './safety-gate.ts';
+import { activityOccurrence, callingWorkflow, noteEvent } from './events.ts';
 import { log } from '../log.ts';
 
 export { DETECTED, REPLACING, TAINT_REFUSED };
@@ -178,6 +179,10 @@ export interface AwaitReplacementInput {
 }
 
 const selectorOf = (s: TaintSettings['podSelector']) => toSelectorString(s as LabelSelector);
+
+const podTarget = (p: { namespace: string; name: string; uid: string }) => ({ apiVersion: 'v1', kind: 'Pod', namespace: p.namespace, name: p.name, uid: p.uid });
+const nodeTarget = (node: string) => ({ apiVersion: 'v1', kind: 'Node', name: node });
+const taintKeys = (taints: readonly MatchedTaint[]) => taints.map((t) => `${t.key}${t.effect ? `:${t.effect}` : ''}`).join(', ');
 
 /** A Kubernetes timestamp (a Date, or a string from a raw object) in ms; undefined when absent or unreadable. */
 function timeOf(t: Date | string | undefined): number | undefined {
@@ -380,6 +385,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     const marked: Record<string, number> = {};
     /** The pods written. */
     const uids: string[] = [];
+    const occurrence = activityOccurrence();
     await pool(live, WRITES_AT_ONCE, async ({ w, pod }) => {
       // NodeTaintReplacing says since when the pod is visibly marked, and the
       // taintReplacementTimeSeconds count from then: a write that comes late
@@ -403,10 +409,22 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
           await unthrottled(() => kube.pods.patchStatus(w.namespace, w.name, body));
           written++;
           uids.push(w.uid);
-          // Counted when a condition the pod did not show is set (a rewrite of a shown one is not a new mark).
-          if (w.detected && conditionTime(pod, DETECTED) === undefined) taintPodsMarked.inc({ condition: DETECTED });
-          if (w.replacing && conditionTime(pod, REPLACING) === undefined) taintPodsMarked.inc({ condition: REPLACING });
           if (replacingSince !== undefined) marked[w.uid] = replacingSince;
+          // Counted, and an Event on the pod, when a condition the pod did not show is set (a rewrite of a shown one is not a new mark).
+          if (w.detected && conditionTime(pod, DETECTED) === undefined) {
+            taintPodsMarked.inc({ condition: DETECTED });
+            await noteEvent(kube, {
+              regarding: podTarget(w), reason: 'TaintMarked', action: 'Mark',
+              note: `marked ${DETECTED}: ${w.detected.message}`, dedupKey: `${occurrence}/${w.uid}/${DETECTED}`,
+            });
+          }
+          if (w.replacing && conditionTime(pod, REPLACING) === undefined) {
+            taintPodsMarked.inc({ condition: REPLACING });
+            await noteEvent(kube, {
+              regarding: podTarget(w), reason: 'TaintReplacementDue', action: 'Mark',
+              note: `marked ${REPLACING}: ${w.replacing.message}`, dedupKey: `${occurrence}/${w.uid}/${REPLACING}`,
+            });
+          }
           return;
         } catch (err) {
           if (isNotFound(err)) {
@@ -473,7 +491,38 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       return same ? { w, pod: same } : undefined;
     }));
     const done = await patchChecked(checked.filter((x): x is { w: ConditionWrite; pod: k8s.V1Pod } => x !== undefined));
+    if (done.uids.length > 0) {
+      // Pods first marked on this node: its replacements have begun (again, for pods scheduled there since: counted in the Event's series).
+      const observing = writeHold(gates, 'taint')?.kind === 'observe';
+      await noteEvent(kube, {
+        regarding: nodeTarget(node), reason: 'TaintReplacementsStarted', action: 'Mark',
+        note: `taint replacement started: ${mark.detected!.message}; its managed pods are marked, then evicted as slots are granted` +
+          (observing ? ' (observe mode: each eviction is recorded as WouldEvict, not asked)' : ''),
+        dedupKey: `${activityOccurrence()}/started`,
+      });
+    }
     return { pods: listed, written: done.uids, marked: done.marked };
+  };
+
+  /**
+   * After a replacement: an Event on the node when no managed pod with a controller is left on it
+   * (those without one are never evicted). The node is the one the calling workflow (taint/<node>)
+   * is for. Never fails the activity: a listing that fails is logged.
+   */
+  const noteReplacementsDone = async (): Promise<void> => {
+    const node = nodeOfId(callingWorkflow()?.workflowId ?? '');
+    if (!node) return;
+    try {
+      const left = (await listOnNode(configured(), node)).filter((p) => live(p) && p.metadata?.ownerReferences?.some((o) => o.controller));
+      if (left.length > 0) return;
+    } catch (err) {
+      log.warn({ node, error: (err as Error).message }, 'taint: could not list the pods left on the node for its TaintReplacementsDone Event');
+      return;
+    }
+    await noteEvent(kube, {
+      regarding: nodeTarget(node), reason: 'TaintReplacementsDone', action: 'Evict',
+      note: `taint replacement done: no managed pod with a controller is left on node ${node}`, dedupKey: `${activityOccurrence()}/done`,
+    });
   };
 
   return {
@@ -620,8 +669,26 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
         return { outcome: 'ungranted', message: notGranted };
       }
       // UID-bound (a namesake is never evicted); a PodDisruptionBudget's refusal is 'blocked'.
+      const occurrence = activityOccurrence();
+      const tainted = taintKeys(taints);
+      await noteEvent(kube, {
+        regarding: podTarget(input), reason: 'TaintReplacing', action: 'Evict',
+        note: `eviction asked: node ${node} has taint ${tainted}, and a replacement slot was granted`, dedupKey: `${occurrence}/asked`,
+      });
       const result = await evictPodOnce(kube, { namespace: input.namespace, name: input.name, uid: input.uid });
       taintEvictions.inc({ outcome: result.outcome === 'blocked' ? 'refused' : result.outcome });
+      if (result.outcome === 'evicted') {
+        await noteEvent(kube, {
+          regarding: podTarget(input), reason: 'TaintEvicted', action: 'Evict',
+          note: `evicted from node ${node} (taint ${tainted}): its controller creates a replacement`, dedupKey: `${occurrence}/evicted`,
+        });
+      } else if (result.outcome === 'blocked') {
+        // Asked again with back-off: each refusal with the same answer is counted in one Event's series.
+        await noteEvent(kube, {
+          regarding: podTarget(input), type: 'Warning', reason: 'TaintEvictionRefused', action: 'Evict',
+          note: `eviction refused, asked again with back-off: ${result.message.slice(0, 300)}`, dedupKey: `${occurrence}/refused`,
+        });
+      }
       return result;
     },
 
@@ -645,6 +712,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
         }
         if (oldGone && (await replacementReady(input, createdAt))) {
           taintReplacementsDone.inc();
+          await noteReplacementsDone();
           return 'replaced';
         }
         if (Date.now() >= deadline) return 'pending';

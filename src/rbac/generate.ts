@@ -10,6 +10,7 @@
 import { Document, isMap, isSeq } from 'yaml';
 import type { Config } from '../config/load.ts';
 import type { SectionName } from '../config/sections.ts';
+import { CLUSTER_EVENTS_NAMESPACE } from '../kube/events.ts';
 
 /** The section that needs a grant; 'weeder' and so on, as in the configuration file. */
 export type Capability = SectionName;
@@ -52,8 +53,14 @@ export const WEEDER_READINESS_CONFIGMAP = 'tend-weeder-readiness';
 export const GENERATED_LABEL = 'rbac.tend.dev/generated';
 export const CAPABILITY_LABEL = 'rbac.tend.dev/capability';
 
-/** Namespaced Events: repair's Events are about Nodes, which have no namespace; they are recorded in `default`. */
-export const NODE_EVENTS_NAMESPACE = 'default';
+/** Namespaced Events: Events about Nodes, which have no namespace, are recorded in `default`. */
+export const NODE_EVENTS_NAMESPACE = CLUSTER_EVENTS_NAMESPACE;
+
+/**
+ * Events are created, and a repeat of one is counted in its series (read, then patched), so that
+ * they aggregate rather than flood (docs/events.md).
+ */
+const EVENT_VERBS = ['create', 'get', 'patch'];
 
 const core = '';
 const rule = (apiGroups: string[], resources: string[], verbs: string[], why: string, resourceNames?: string[]): Rule =>
@@ -99,7 +106,7 @@ export function grantsFor(config: Sections, opts: RbacOptions = {}): Grant[] {
           rule([core], ['services'], ['get'], 'the watcher checks that a Service whose slices it sees still exists (read only: no Service is ever written)'),
           rule([core], ['pods'], ['list', 'watch'], 'the weeding activity watches the dependants its pod selectors name'),
           rule([core], ['pods'], ['delete'], 'it deletes dependants stuck in CrashLoopBackOff (UID precondition)'),
-          rule(['events.k8s.io'], ['events'], ['create'], 'an Event (WeededPod, WeederSkippedPod) on the pod\'s controller or the pod'),
+          rule(['events.k8s.io'], ['events'], EVENT_VERBS, 'an Event (WeededPod, WeederSkippedPod) on the pod\'s controller or the pod'),
         ],
       });
     }
@@ -120,8 +127,17 @@ export function grantsFor(config: Sections, opts: RbacOptions = {}): Grant[] {
           rule([core], ['pods/status'], ['patch'], 'conditions NodeTaintDetected and NodeTaintReplacing on managed pods'),
           rule([core], ['pods/eviction'], ['create'], 'replacement through the Eviction API, so PodDisruptionBudgets hold'),
           rule(['apps'], ['replicasets', 'statefulsets'], ['get'], "a replacement ends early when the pod's controller is gone"),
-          rule(['events.k8s.io'], ['events'], ['create'], 'in observe mode, an Event (WouldEvict) on each pod it would evict'),
+          rule(['events.k8s.io'], ['events'], EVENT_VERBS,
+            'Events on the managed pods: marked, eviction asked, evicted, refused by a budget; in observe mode, WouldEvict'),
         ],
+      });
+    }
+    // Listed namespaces: the Node's Events need their own grant where they are recorded (cluster-wide, the ClusterRole has it).
+    if (ns?.length) {
+      grants.push({
+        capability: 'taintReplacement', namespace: NODE_EVENTS_NAMESPACE, part: 'taint-replacement-node-events',
+        scope: `namespace ${NODE_EVENTS_NAMESPACE}: Nodes have no namespace, and their Events are recorded there`,
+        rules: [rule(['events.k8s.io'], ['events'], EVENT_VERBS, 'Events on a tainted Node: its replacements started, and done')],
       });
     }
   }
@@ -137,7 +153,7 @@ export function grantsFor(config: Sections, opts: RbacOptions = {}): Grant[] {
           rule(['tend.dev'], ['apps/status'], ['patch'], 'observedGeneration, actualState, the Ready condition, instances'),
           rule(['apps'], ['deployments'], ['list', 'create', 'update', 'delete'],
             'one Deployment per process, named by revision: listed by label, created, replaced, deleted (UID precondition)'),
-          rule(['events.k8s.io'], ['events'], ['create'], 'an Event on the App when its revisions move'),
+          rule(['events.k8s.io'], ['events'], EVENT_VERBS, 'an Event on the App when its revisions move'),
         ],
       });
     }
@@ -153,8 +169,8 @@ export function grantsFor(config: Sections, opts: RbacOptions = {}): Grant[] {
         rule([core], ['pods/eviction'], ['create'], 'drain: evict pods, so PodDisruptionBudgets hold'),
         rule([core], ['pods'], ['delete'], 'drain: delete pods a budget refuses in unprotected namespaces, and unprotected Job pods (UID precondition)'),
         rule([core], ['namespaces'], ['list'], 'which namespaces protected_namespaces selects'),
-        rule(['events.k8s.io'], ['events'], ['create'],
-          `Events on a Node under repair (in ${NODE_EVENTS_NAMESPACE}), and in observe mode on each pod a drain would evict or delete (in its namespace)`),
+        rule(['events.k8s.io'], ['events'], EVENT_VERBS,
+          `Events on a Node under repair, one per step (in ${NODE_EVENTS_NAMESPACE}), and in observe mode on each pod a drain would evict or delete (in its namespace)`),
       ],
     });
   }

@@ -28,7 +28,7 @@ describe('rbac: rights generated from the configuration', () => {
         `${ns} apps tend.dev/apps patch`,
         `${ns} apps tend.dev/apps/status patch`,
         `${ns} apps apps/deployments list,create,update,delete`,
-        `${ns} apps events.k8s.io/events create`,
+        `${ns} apps events.k8s.io/events create,get,patch`,
       ]),
     },
     {
@@ -36,7 +36,7 @@ describe('rbac: rights generated from the configuration', () => {
       yaml: 'apps: {}',
       rules: [
         '* apps tend.dev/apps get,list,watch', '* apps tend.dev/apps patch', '* apps tend.dev/apps/status patch',
-        '* apps apps/deployments list,create,update,delete', '* apps events.k8s.io/events create',
+        '* apps apps/deployments list,create,update,delete', '* apps events.k8s.io/events create,get,patch',
       ],
     },
     {
@@ -49,11 +49,11 @@ describe('rbac: rights generated from the configuration', () => {
         'cp weeder core/services get',
         'cp weeder core/pods list,watch',
         'cp weeder core/pods delete',
-        'cp weeder events.k8s.io/events create',
+        'cp weeder events.k8s.io/events create,get,patch',
       ],
     },
     {
-      name: 'taint with namespaces: Nodes cluster-wide, pods only in its namespaces',
+      name: 'taint with namespaces: Nodes cluster-wide, pods only in its namespaces, the Nodes\' Events in default',
       yaml: `${taint.slice(0, -1)}, namespaces: [db] }`,
       rules: [
         '* taintReplacement core/nodes list,watch',
@@ -61,7 +61,20 @@ describe('rbac: rights generated from the configuration', () => {
         'db taintReplacement core/pods/status patch',
         'db taintReplacement core/pods/eviction create',
         'db taintReplacement apps/replicasets,statefulsets get',
-        'db taintReplacement events.k8s.io/events create',
+        'db taintReplacement events.k8s.io/events create,get,patch',
+        'default taintReplacement events.k8s.io/events create,get,patch',
+      ],
+    },
+    {
+      name: 'taint without namespaces: pods and the Nodes\' Events cluster-wide, no Role of its own for the Node Events',
+      yaml: taint,
+      rules: [
+        '* taintReplacement core/nodes list,watch',
+        '* taintReplacement core/pods get,list,watch',
+        '* taintReplacement core/pods/status patch',
+        '* taintReplacement core/pods/eviction create',
+        '* taintReplacement apps/replicasets,statefulsets get',
+        '* taintReplacement events.k8s.io/events create,get,patch',
       ],
     },
     {
@@ -69,7 +82,7 @@ describe('rbac: rights generated from the configuration', () => {
       yaml: repair,
       rules: [
         '* repair core/nodes get,list', '* repair core/nodes patch', '* repair core/pods list', '* repair core/pods/eviction create',
-        '* repair core/pods delete', '* repair core/namespaces list', '* repair events.k8s.io/events create',
+        '* repair core/pods delete', '* repair core/namespaces list', '* repair events.k8s.io/events create,get,patch',
       ],
     },
   ];

@@ -38,7 +38,7 @@ weeder:
   # An Event (WeededPod, WeederSkippedPod) on the pod's controller or the pod.
   - apiGroups: [events.k8s.io]
     resources: [events]
-    verbs: [create]
+    verbs: [create, get, patch]
 taint-replacement-nodes:
   # The watcher follows the taints of every Node.
   - apiGroups: [""]
@@ -61,10 +61,15 @@ taint-replacement:
   - apiGroups: [apps]
     resources: [replicasets, statefulsets]
     verbs: [get]
-  # In observe mode, an Event (WouldEvict) on each pod it would evict.
+  # Events on the managed pods: marked, eviction asked, evicted, refused by a budget; in observe mode, WouldEvict.
   - apiGroups: [events.k8s.io]
     resources: [events]
-    verbs: [create]
+    verbs: [create, get, patch]
+taint-replacement-node-events:
+  # Events on a tainted Node: its replacements started, and done.
+  - apiGroups: [events.k8s.io]
+    resources: [events]
+    verbs: [create, get, patch]
 apps:
   # The watcher's App informer, the activities' and `tend app`'s reads of an App.
   - apiGroups: [tend.dev]
@@ -85,7 +90,7 @@ apps:
   # An Event on the App when its revisions move.
   - apiGroups: [events.k8s.io]
     resources: [events]
-    verbs: [create]
+    verbs: [create, get, patch]
 repair:
   # Machine types and addresses of the Nodes to repair.
   - apiGroups: [""]
@@ -111,10 +116,10 @@ repair:
   - apiGroups: [""]
     resources: [namespaces]
     verbs: [list]
-  # Events on a Node under repair (in default), and in observe mode on each pod a drain would evict or delete (in its namespace).
+  # Events on a Node under repair, one per step (in default), and in observe mode on each pod a drain would evict or delete (in its namespace).
   - apiGroups: [events.k8s.io]
     resources: [events]
-    verbs: [create]
+    verbs: [create, get, patch]
 {{- end -}}
 
 {{- /* A section's namespaces, each once and sorted; [""] (cluster-wide) when it lists none. */ -}}
@@ -139,6 +144,10 @@ repair:
 {{- $grants = append $grants (dict "capability" "taintReplacement" "part" "taint-replacement-nodes" "namespace" "" "rules" (get $rules "taint-replacement-nodes")) -}}
 {{- range $ns := include "tend.rbac.scopes" $config.taintReplacement | fromJsonArray -}}
 {{- $grants = append $grants (dict "capability" "taintReplacement" "part" "taint-replacement" "namespace" $ns "rules" (get $rules "taint-replacement")) -}}
+{{- end -}}
+{{- /* Listed namespaces: the Nodes' Events are recorded in default, which needs a grant of its own. */ -}}
+{{- if $config.taintReplacement.namespaces -}}
+{{- $grants = append $grants (dict "capability" "taintReplacement" "part" "taint-replacement-node-events" "namespace" "default" "rules" (get $rules "taint-replacement-node-events")) -}}
 {{- end -}}
 {{- end -}}
 {{- if has "apps" $present -}}
