@@ -1,6 +1,8 @@
-// What the Web UI shows of a repair entry's workflow (docs/web-ui.md): one line per activity it
-// schedules (the activity's summary), and the entry's Current Details. Pure: imported by workflow code.
+// What the Web UI shows of the repair workflows (docs/web-ui.md): one line per activity they
+// schedule (the activity's summary), and the Current Details of an entry and of the queue.
+// Pure: imported by workflow code.
 import { details, type EntryState } from './entry-machine.ts';
+import type { RepairQueueEntry } from './entry.ts';
 
 /** The part of an entry every line names. */
 export interface EntryKey {
@@ -37,4 +39,22 @@ export function entryDetails(s: EntryState): string {
   const head = `Repair entry ${e.index}: ${e.operation} on ${e.machine_type} ${e.address}, ${node}; step ${e.step}${steps}, ${e.step_status}` +
     `${s.cordoned ? ', cordoned by tend' : ''}${s.enabled ? '' : '; the queue is disabled'}.`;
   return [head, details(s)].join('\n');
+}
+
+/** At most this many entries of a status named in the queue's details. */
+const LISTED = 10;
+
+/** The queue's Current Details: its switch, its limit, and its entries by status. */
+export function queueDetails(s: { entries: readonly RepairQueueEntry[]; enabled: boolean; closing: Record<string, string> }, maxConcurrent: number | undefined): string {
+  const limit = maxConcurrent === undefined ? '' : ` (max_concurrent_repairs ${maxConcurrent})`;
+  const lines = [`Repair queue ${s.enabled ? 'enabled' : 'DISABLED: no drain or repair command starts'}${limit}; ${s.entries.length} entr${s.entries.length === 1 ? 'y' : 'ies'}.`];
+  for (const status of ['processing', 'queued', 'failed', 'succeeded'] as const) {
+    const of = s.entries.filter((e) => e.status === status);
+    if (of.length === 0) continue;
+    const shown = of.slice(0, LISTED).map((e) => `${e.index} ${e.operation} on ${e.address}${status === 'processing' ? ` (step ${e.step} ${e.step_status})` : ''}`);
+    lines.push(`${status[0]!.toUpperCase()}${status.slice(1)} (${of.length}): ${shown.join(', ')}${of.length > LISTED ? ', ...' : ''}.`);
+  }
+  const closing = Object.keys(s.closing).length;
+  if (closing > 0) lines.push(`Deleted, their workflows cleaning up: ${closing}.`);
+  return lines.join('\n\n');
 }

@@ -15,7 +15,7 @@ import {
   restartUpdate, startUpdate, stopUpdate, type AppCommandResult, type RestartRequest,
 } from '../apps/messages.ts';
 import type { AppCommand } from '../apps/revisions.ts';
-import { reconcileSummary, waitSummary } from '../apps/summaries.ts';
+import { appDetails, reconcileSummary, waitSummary } from '../apps/summaries.ts';
 import { carriedFromOwnRun } from './carried.ts';
 import { failureMessage, refusalOf } from './failures.ts';
 import { patchesBeforeLocalActivity } from './patches.ts';
@@ -404,6 +404,8 @@ class AppRun {
 
   /** Idle (or waiting): sleep until there is something to do. No timer: an idle App costs nothing. */
   private async idle(): Promise<void> {
+    // The App as the last reconcile left it, unless a failure or observe mode is shown (they say their own).
+    if (!this.e.last?.observed?.length && !(this.e.lastError && !this.e.lastError.recovered)) setCurrentDetails(appDetails(this.e));
     const idleOver = () => this.entity.hasInput || (!this.wait && this.e.statusStale) || this.continueAsNewNow();
     if (this.e.last?.observed?.length) {
       // Observe mode found writes to make: looked at again now and then, so that they are made

@@ -6,7 +6,7 @@
 // over, carries the operations out and continues as new.
 import {
   allHandlersFinished, ApplicationFailure, CancellationScope, ChildWorkflowCancellationType, condition, continueAsNew, getExternalWorkflowHandle,
-  isCancellation, log, ParentClosePolicy, patched, proxyActivities, setHandler, startChild, WorkflowIdReusePolicy, workflowInfo,
+  isCancellation, log, ParentClosePolicy, patched, proxyActivities, setCurrentDetails, setHandler, startChild, WorkflowIdReusePolicy, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { preview } from '../checks/preview.ts';
@@ -20,7 +20,7 @@ import {
   addEntries, applyReport, cancelFailed, decideQueue, emptyQueue, entryEnded, findDeleting, findEntry, listEntries, liveIndexes, mayStart, removeEntries,
   resetBackoff, saneNextIndex, setEnabled, started, startFailed, type FinalStatus, type QueueOp, type QueueState, type Step,
 } from '../repair/queue.ts';
-import { checkRequestsSummary, queueSettingsSummary } from '../repair/summaries.ts';
+import { checkRequestsSummary, queueDetails, queueSettingsSummary } from '../repair/summaries.ts';
 import {
   addInputSchema, capacityProblem, check, deleteInputSchema, entryReportSchema, noInput, parseOrThrow, QUEUE_STATE_LIMITS, queueStateSchema,
 } from '../repair/validate.ts';
@@ -187,6 +187,7 @@ class QueueShell {
     if (!this.endsOnly) return void this.apply(step);
     // Display only: nothing to decide again.
     this.s = step.state;
+    this.show();
     if (!step.claimed || this.watched.has(report.index) || this.starting.has(report.index)) return;
     const n = this.claims.get(report.index) ?? 0;
     this.claims.set(report.index, n + 1);
@@ -261,6 +262,11 @@ class QueueShell {
     return settings;
   }
 
+  /** The Web UI's Current Details (records no command). */
+  show(): void {
+    setCurrentDetails(queueDetails(this.s, this.maxConcurrent));
+  }
+
   /** Entries of earlier runs: is their workflow still there? (Re-sending the enabled flag is harmless.) */
   async probe(): Promise<void> {
     if (this.timeScale === undefined) await this.readSettings();
@@ -291,6 +297,7 @@ class QueueShell {
           continue;
         }
         this.dirty = false;
+        this.show();
         const wake = () => this.dirty || this.rearm || historyTooLong();
         if (this.orphans().length > 0) await condition(wake, Math.max(1, this.nextProbe - Date.now()));
         else await condition(wake);
