@@ -10,6 +10,8 @@
 #                                  files), for `tend sandbox up --temporal cluster`
 #   scripts/binaries.sh --helm     only Helm, for the chart's tests (deploy/helm/tend); prints the
 #                                  helm binary's path as its last line
+#   scripts/binaries.sh --promtool only Prometheus's promtool, for the alert rules' checks and unit
+#                                  tests (deploy/prometheus); prints its path as its last line
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,6 +26,9 @@ TEMPORAL_UI_VERSION=v2.42.1
 # Helm for the chart's lint, template and install tests: the newest v3 release (its go directive,
 # 1.26.0, is one this Go satisfies).
 HELM_VERSION=v3.22.0
+# promtool for `promtool check rules` and `promtool test rules`: Prometheus's Go module numbers
+# release 3.N.M as v0.3NN.M; v0.316.0 (Prometheus 3.16.0) is one whose go directive this Go satisfies.
+PROMETHEUS_VERSION=v0.316.0
 ETCD_VERSION=$(awk '/go.etcd.io\/etcd\/server\/v3 v/ {print $NF; exit}' "$here/tools/etcd/go.mod")
 K8S_VERSION=$(awk '/k8s.io\/kubernetes v/ {print $NF; exit}' "$here/tools/kubernetes/go.mod")
 
@@ -33,10 +38,12 @@ k8s_dir="$cache/kubernetes-$K8S_VERSION"
 kubectl_dir="$cache/kubectl-$K8S_VERSION"
 server_dir="$cache/temporal-server-$TEMPORAL_SERVER_VERSION-ui-$TEMPORAL_UI_VERSION"
 helm_dir="$cache/helm-$HELM_VERSION"
+promtool_dir="$cache/promtool-$PROMETHEUS_VERSION"
 
 if [ "${1:-}" = "--print" ]; then
-  printf 'TEMPORAL=%s\nETCD=%s\nKUBERNETES=%s\nKUBECTL=%s\nTEMPORAL_SERVER=%s\nHELM=%s\n' \
-    "$temporal_dir/temporal" "$etcd_dir/etcd" "$k8s_dir" "$kubectl_dir/kubectl" "$server_dir" "$helm_dir/helm"
+  printf 'TEMPORAL=%s\nETCD=%s\nKUBERNETES=%s\nKUBECTL=%s\nTEMPORAL_SERVER=%s\nHELM=%s\nPROMTOOL=%s\n' \
+    "$temporal_dir/temporal" "$etcd_dir/etcd" "$k8s_dir" "$kubectl_dir/kubectl" "$server_dir" "$helm_dir/helm" \
+    "$promtool_dir/promtool"
   exit 0
 fi
 
@@ -127,7 +134,22 @@ build_helm() {
     "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 }
 
+# promtool with the version Prometheus's own build stamps (3.N.M from v0.3NN.M), so that
+# `promtool --version` names the release it is.
+build_promtool() {
+  local v=${PROMETHEUS_VERSION#v0.} pkg=github.com/prometheus/common/version
+  local release="${v:0:1}.$((10#${v:1:2})).${v#*.}"
+  GOBIN="$1" GOFLAGS='-trimpath -mod=mod' CGO_ENABLED=0 go install -ldflags="-s -w \
+    -X $pkg.Version=$release -X $pkg.Revision=$PROMETHEUS_VERSION -X $pkg.Branch=release-${release%.*}" \
+    "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
+}
+
 mkdir -p "$cache"
+if [ "${1:-}" = "--promtool" ]; then
+  build "promtool $PROMETHEUS_VERSION" "$promtool_dir" build_promtool
+  echo "$promtool_dir/promtool"
+  exit 0
+fi
 if [ "${1:-}" = "--helm" ]; then
   build "helm $HELM_VERSION" "$helm_dir" build_helm
   echo "$helm_dir/helm"
