@@ -3,6 +3,8 @@
 // open weeder window, the pause's start, an informer's synced flag from the real informer, and
 // every tend_* gauge said to describe the cluster or the process (GAUGE_SCOPE).
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { configuredOperations, entriesByOperation, oldestOpenedAt, OTHER_OPERATION } from '../../src/metrics/state.ts';
@@ -13,6 +15,7 @@ import { repairStatuses, type RepairQueueEntry } from '../../src/repair/entry.ts
 import { PAUSABLE } from '../../src/safety/messages.ts';
 import { Health } from '../../src/http/health.ts';
 import { waitFor } from '../harness/wait.ts';
+import { repoRoot } from '../harness/env.ts';
 import type { Config } from '../../src/config/load.ts';
 import type { WindowSnapshot } from '../../src/weeder/window.ts';
 
@@ -130,5 +133,25 @@ describe('metrics: what each gauge describes', () => {
   it('names every tend_* gauge of the registry in GAUGE_SCOPE, and nothing else', async () => {
     const gauges = (await registry.getMetricsAsJSON()).filter((m) => m.name.startsWith('tend_') && String(m.type) === 'gauge').map((m) => m.name);
     assert.deepEqual([...gauges].sort(), Object.keys(GAUGE_SCOPE).sort());
+  });
+
+  it('names every tend_* gauge written anywhere in src/ (outside src/metrics too)', () => {
+    const missing: string[] = [];
+    let found = 0;
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const path = join(dir, e.name);
+        if (e.isDirectory()) walk(path);
+        else if (e.name.endsWith('.ts')) {
+          for (const m of readFileSync(path, 'utf8').matchAll(/new Gauge\(\{\s*name:\s*['"`](tend_[a-z_]+)/g)) {
+            found++;
+            if (!Object.hasOwn(GAUGE_SCOPE, m[1]!)) missing.push(`${relative(repoRoot, path)}: ${m[1]}`);
+          }
+        }
+      }
+    };
+    walk(join(repoRoot, 'src'));
+    assert.ok(found >= Object.keys(GAUGE_SCOPE).length, `only ${found} gauges found in src/`);
+    assert.deepEqual(missing, []);
   });
 });
