@@ -313,6 +313,7 @@ try {
   await new Promise((r) => tend.once('exit', r));
   await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).terminate('repair benchmark done').catch(() => undefined);
   await connection.close();
-  if (tendErr.includes('"level":50')) console.error(tendErr.split('\n').filter((l) => l.includes('"level":50')).slice(0, 5).join('\n'));
+  const failures = tendErr.split('\n').filter((l) => /^\{"level":"(error|fatal)"/.test(l));
+  if (failures.length > 0) console.error(failures.slice(0, 5).join('\n'));
 }
 process.exit(process.exitCode ?? 0);

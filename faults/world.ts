@@ -95,7 +95,7 @@ class Part {
     for (const line of text.split('\n')) {
       if (!line.includes(`"${this.part} started"`)) continue;
       try {
-        return (JSON.parse(line) as { time: number }).time;
+        return Date.parse((JSON.parse(line) as { time: string }).time);
       } catch {
         // not a log line of ours
       }

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { ConfigError, KubeUnreachableError, UnreachableError } from '../errors.ts';
 import type { Config } from '../config/load.ts';
-import { log, redact } from '../log.ts';
+import { LOG_FORMATS, log, parseLogFormat, redact, setLogFormat, type LogFormat } from '../log.ts';
 import { workerCheckOf } from '../http/worker-state.ts';
 import { SandboxError } from '../sandbox/errors.ts';
 import { MAX_NODES } from '../sandbox/kubelet/ipam.ts';
@@ -59,6 +59,19 @@ const httpAddressOption = () =>
       const a = parseListenAddress(v);
       if ('problem' in a) throw new InvalidArgumentError(`--http-address: ${a.problem}`);
       return a;
+    });
+
+/**
+ * --log-format text|json, tend's own option, before or after the command's name: how every line
+ * the command logs is written (src/log.ts, docs/logging.md). A bad value is a usage error, said in one line.
+ */
+const logFormatOption = () =>
+  new Option('--log-format <format>', 'how log lines are written (env: TEND_LOG_FORMAT; default: text when stderr is a terminal, else json)')
+    .choices(LOG_FORMATS)
+    .argParser((v: string): LogFormat => {
+      const format = parseLogFormat(v, '--log-format');
+      if (typeof format !== 'string') throw new UsageError(format.problem);
+      return format;
     });
 
 /** Runs the parts with tend's HTTP port open: its checks follow the parts, its /metrics adds the SDK's. */
@@ -144,17 +157,23 @@ export function versionLine(): string {
  * the others appear in `tend --help` as command-groups.ts describes them.
  */
 export async function buildProgram(argv: readonly string[] = [], opts: { all?: boolean } = {}): Promise<Command> {
-  const words = argv.filter((a) => !a.startsWith('-'));
+  // The words, without options nor the value of tend's own `--log-format VALUE` (which may come before the command).
+  const words = argv.filter((a, i) => !a.startsWith('-') && argv[i - 1] !== '--log-format');
   const all = opts.all === true || words[0] === 'completion';
   // `tend help X` is `tend X --help`.
   const wanted = groupOf(words[0] === 'help' ? words[1] : words[0]);
   const terms = new Map<Command, string>();
   const program = new Command('tend')
-    .configureHelp({ subcommandTerm: (cmd) => terms.get(cmd) ?? new Help().subcommandTerm(cmd) })
+    .configureHelp({ subcommandTerm: (cmd) => terms.get(cmd) ?? new Help().subcommandTerm(cmd), showGlobalOptions: true })
     .description('durable Kubernetes remediation on Temporal')
     // Only when asked for: in a checkout, the commit costs a git process.
     .version(argv.includes('--version') || argv.includes('-V') ? versionLine() : '', '-V, --version', 'print the version of tend, the commit it was built from, its Temporal SDK and Node.js')
     .showHelpAfterError('(run with --help for usage)')
+    .addOption(logFormatOption())
+    .hook('preAction', (self) => {
+      const format = (self.opts() as { logFormat?: LogFormat }).logFormat;
+      if (format !== undefined) setLogFormat(format);
+    })
     .exitOverride();
 
   withConfigOptions(program

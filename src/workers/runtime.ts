@@ -2,8 +2,8 @@
 // or native connection, with tend's logger, the Rust core's logs forwarded to
 // it, and the core's metrics exported for tend's /metrics.
 import { createServer } from 'node:net';
-import { Runtime, type LogLevel, type LogMetadata, type Logger as SdkLogger } from '@temporalio/worker';
-import { log } from '../log.ts';
+import { LogTimestamp, Runtime, type LogLevel, type LogMetadata, type Logger as SdkLogger } from '@temporalio/worker';
+import { atTime, log } from '../log.ts';
 
 let runtimeInstalled = false;
 let coreMetricsPort: number | undefined;
@@ -59,15 +59,20 @@ export function sdkLogFields(meta: LogMetadata | undefined): Record<string, unkn
 
 /**
  * The SDK's log lines (worker, workflow and activity loggers, and the core's,
- * forwarded) go through tend's logger: one JSON stream, credentials masked like
- * every other line.
+ * forwarded) go through tend's logger: one stream, the same levels, times and
+ * format (docs/logging.md), credentials masked like every other line. A line
+ * keeps the time it was written at: the SDK hands the core's and the
+ * workflows' lines on in batches, later.
  */
 class TendSdkLogger implements SdkLogger {
   private readonly min = levelOrder.indexOf(sdkLevel());
 
   log(level: LogLevel, message: string, meta?: LogMetadata): void {
     if (levelOrder.indexOf(level) < this.min) return;
-    log[sdkLevels[level]](sdkLogFields(meta), message);
+    const write = () => log[sdkLevels[level]](sdkLogFields(meta), message);
+    const nanos: unknown = meta?.[LogTimestamp];
+    if (typeof nanos === 'bigint') atTime(Number(nanos / 1_000_000n), write);
+    else write();
   }
   trace(message: string, meta?: LogMetadata) { this.log('TRACE', message, meta); }
   debug(message: string, meta?: LogMetadata) { this.log('DEBUG', message, meta); }

@@ -110,7 +110,8 @@ describe('metrics: the HTTP port of `tend run`', function () {
     const entry = JSON.parse(line) as Record<string, unknown>;
     assert.equal(entry.source, 'temporal-core');
     assert.equal(entry.taskQueue, TASK_QUEUE);
-    assert.equal(typeof entry.time, 'number');
+    assert.match(String(entry.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.equal(typeof entry.level, 'string');
   });
 
   it('a weeder window weeding a pod moves the weeded counter and the reaction histogram', async () => {
