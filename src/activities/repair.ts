@@ -739,7 +739,7 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
           if (key.kind === 'repair_command') {
             await addressEvent(key, {
               reason: 'RepairCommandRunning', action: 'RunCommand',
-              note: `repair queue entry ${key.index}: running the repair_command of step ${key.step}`, dedupKey: `${occurrence}/run/${attempt}`,
+              note: `repair queue entry ${key.index}: running the repair_command of step ${key.step}`, dedupKey: `${occurrence}/run/${started.run}`,
             });
           }
           last = await guardedRun(key, c, signal, first + attempt, attempt === after + 1 ? cutOff?.run : undefined);

@@ -20,7 +20,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { statusOf, type KubeClients } from '../kube/client.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pool } from '../pool.ts';
-import { isConflict, isNotFound } from '../kube/api.ts';
+import { errorMessage, isConflict, isNotFound } from '../kube/api.ts';
 import { listPages, type PodQuery } from '../kube/prepared.ts';
 import { evictPod as evictPodOnce, type EvictOutcome } from '../kube/writes.ts';
 import { toSelectorString, type LabelSelector } from '../config/label-selector.ts';
@@ -516,7 +516,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       const left = (await listOnNode(configured(), node)).filter((p) => live(p) && p.metadata?.ownerReferences?.some((o) => o.controller));
       if (left.length > 0) return;
     } catch (err) {
-      log.warn({ node, error: (err as Error).message }, 'taint: could not list the pods left on the node for its TaintReplacementsDone Event');
+      log.warn({ node, error: errorMessage(err) }, 'taint: could not list the pods left on the node for its TaintReplacementsDone Event');
       return;
     }
     await noteEvent(kube, {
