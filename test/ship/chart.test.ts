@@ -229,7 +229,7 @@ describe('ship: the Helm chart deploy/helm/tend', function () {
     assert.ok(tls.containers[0].env.some((e: Obj) => e.name === 'TEMPORAL_TLS' && e.value === 'true'));
   });
 
-  it('metrics: a Service always; a ServiceMonitor and a PrometheusRule (with the groups given) only when enabled', async () => {
+  it('metrics: a Service always; a ServiceMonitor and a PrometheusRule (tend\'s alerts, then the groups given) only when enabled', async () => {
     const plain = await template({});
     const service = find(plain, 'Service', 'tend-metrics');
     assert.equal(service.spec.ports[0].port, 9464);
@@ -244,8 +244,10 @@ describe('ship: the Helm chart deploy/helm/tend', function () {
     assert.ok(Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => find(all, 'Service').metadata.labels[k] === v));
     assert.equal(monitor.spec.endpoints[0].port, 'http-metrics');
     assert.equal(find(all, 'Service').spec.ports[0].port, 9500);
-    assert.deepEqual(find(all, 'PrometheusRule', 'tend').spec.groups, groups);
-    assert.match(await refused({ metrics: { prometheusRule: { enabled: true } } }), /metrics\.prometheusRule\.enabled: no rule groups/);
+    // tend's own groups (files/prometheus-rules.yaml, test/ship/alert-rules.test.ts), then the values'.
+    const shipped = find(await template({ metrics: { prometheusRule: { enabled: true } } }), 'PrometheusRule', 'tend').spec.groups;
+    assert.deepEqual(shipped.map((g: Obj) => g.name), ['tend-worker', 'tend-safety', 'tend-taint', 'tend-repair', 'tend-weeder', 'tend-watcher']);
+    assert.deepEqual(find(all, 'PrometheusRule', 'tend').spec.groups, [...shipped, ...groups]);
   });
 
   it('metrics: a rules file the chart ships (files/prometheus-rules.yaml) comes first in the PrometheusRule, before the values\' groups', async () => {
@@ -275,6 +277,9 @@ describe('ship: the Helm chart deploy/helm/tend', function () {
       { values: { replicas: 3 }, says: /replicas/ },
       { values: { temporal: { tls: { caCert: true } } }, says: /temporal\.tls\.caCert: needs temporal\.tls\.secretName/ },
       { values: { serviceAccount: { create: false } }, says: /serviceAccount\.name: required when serviceAccount\.create is false/ },
+      { values: { metrics: { prometheusRule: { alerts: { repairStuckFor: 'an hour' } } } }, says: /prometheusRule\/alerts\/repairStuckFor/ },
+      { values: { metrics: { prometheusRule: { alerts: { stateStaleSeconds: '300' } } } }, says: /prometheusRule\/alerts\/stateStaleSeconds.*(number|want)/ },
+      { values: { metrics: { prometheusRule: { alerts: { pausedFor: '4h' } } } }, says: /pausedFor/ },
     ];
     for (const { values, says } of cases) assert.match(await refused(values), says, JSON.stringify(values));
   });
