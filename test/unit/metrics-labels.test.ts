@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { Gauge, Registry, type Metric } from 'prom-client';
+import { Gauge, Registry } from 'prom-client';
 import { LABEL_BOUNDS, UNBOUNDED_LABELS } from '../../src/metrics/labels.ts';
 import { registry } from '../../src/metrics/registry.ts';
 import { repoRoot } from '../harness/env.ts';
@@ -21,7 +21,7 @@ function labelProblems(metrics: readonly { name: string; labelNames: readonly st
 }
 
 const ofRegistry = (r: Registry) => r.getMetricsAsArray()
-  .map((m: Metric) => ({ name: (m as unknown as { name: string }).name, labelNames: (m as unknown as { labelNames?: string[] }).labelNames ?? [] }))
+  .map((m) => ({ name: m.name, labelNames: (m as unknown as { labelNames?: string[] }).labelNames ?? [] }))
   .filter((m) => m.name.startsWith('tend_'));
 
 /** Every `labelNames: [...]` written in src/, as a metric named by its file and line. */
