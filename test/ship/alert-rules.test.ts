@@ -4,8 +4,9 @@
 // its Go module by scripts/binaries.sh --promtool, checks the rules and runs their unit tests
 // (deploy/prometheus/tests): each alert fires on some series and stays silent on others, and the
 // tests fail when the rules change under them. Each metric a rule reads is tend's
-// (src/metrics/registry.ts) or the Temporal SDK's (its core's source), with labels they carry; each
-// alert's runbook_url names its section of docs/alerts.md.
+// (src/metrics/registry.ts) or the Temporal SDK's (its core's source), with labels they carry, and
+// the cluster-wide gauges are read with max (GAUGE_SCOPE); each alert's runbook_url names its section
+// of docs/alerts.md; the kustomize component renders with kubectl kustomize.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { registry } from '../../src/metrics/registry.ts';
+import { GAUGE_SCOPE, registry } from '../../src/metrics/registry.ts';
 import { ensureBinaries } from '../../src/sandbox/binaries.ts';
 import { chartRuleGroups, COMPONENT_RULE, expected, PLAIN_RULES, plainText } from '../../scripts/alert-rules.ts';
 import { repoRoot } from '../harness/env.ts';
@@ -218,6 +219,23 @@ describe('ship: the alert rules (deploy/helm/tend/files/prometheus-rules.yaml)',
     assert.deepEqual(missing, [], 'metrics the rules read that src/metrics/registry.ts does not register');
     // The label values the rules match on, as the core writes them.
     for (const value of ['NonDeterminismError', 'workflow_task', 'activity_task']) assert.ok(core.includes(`"${value}"`), value);
+  });
+
+  it('the cluster-wide state gauges are read with max (every replica serves the same value), never summed across replicas', () => {
+    const cluster = Object.keys(GAUGE_SCOPE).filter((g) => GAUGE_SCOPE[g] === 'cluster');
+    let seen = 0;
+    for (const rule of rulesOf(groups)) {
+      const text = [rule.expr, ...Object.values(rule.annotations ?? {})].join('\n');
+      for (const m of text.matchAll(/\b(tend_[a-z0-9_]+)\b/g)) {
+        if (!cluster.includes(m[1]!)) continue;
+        seen++;
+        // What the gauge is read in: max, max by (...), changes() (then max), or one replica's own sum by (instance) (then max).
+        const before = text.slice(0, m.index).trimEnd();
+        assert.match(before, /(max(\s+by\s+\([^)]*\))?\s*\(|changes\(|sum\s+by\s+\(instance\)\s*\()$/, `${rule.alert}: ${m[1]} read otherwise than with max: ...${before.slice(-40)}`);
+        if (/(changes|sum\s+by\s+\(instance\)\s*)\($/.test(before)) assert.match(before, /max\((sum\s+by\s+\(instance\)\s*\(|changes\()$/, `${rule.alert}: ${m[1]}`);
+      }
+    }
+    assert.ok(seen >= 8, `${seen} reads of cluster-wide gauges`);
   });
 
   it('promtool test rules passes, with a case that fires and one that stays silent for every alert', async () => {
