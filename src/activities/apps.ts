@@ -11,7 +11,7 @@ import { log } from '../log.ts';
 import { mergePatch } from '../kube/api.ts';
 import { deleteDeploymentIfSameUid, errorMessage, isConflict } from '../kube/writes.ts';
 import { statusOf } from '../kube/client.ts';
-import { recordEvent } from '../kube/events.ts';
+import { noteEvent } from './events.ts';
 import type { ReconcileResult, WaitOutcome } from '../apps/entity.ts';
 import { stableJson } from '../apps/hash.ts';
 import { countedReconcile, noteAppRestart } from '../metrics/apps.ts';
@@ -113,13 +113,13 @@ export function createAppActivities(kube: KubeClients, apps?: AppsConfig, gates?
         // What an operator sees with `kubectl events`: why the revisions moved. Named from the
         // App's UID and the new app-rev, so a retried reconcile records it once.
         const current = app;
-        await recordEvent(kube, {
+        await noteEvent(kube, {
           regarding: { apiVersion: APP_API_VERSION, kind: APP_KIND, namespace, name, uid: current.metadata.uid },
           reason: revs.reason === 'rolling-restart' ? 'RollingRestart' : 'Stopped',
           action: revs.reason === 'rolling-restart' ? 'RollingRestart' : 'BumpRevision',
           note: eventNote(revs),
           dedupKey: `${current.metadata.uid}/app-rev/${revs.appRev}`,
-        }).catch(() => undefined); // an Event is a courtesy: never a reason to fail the reconcile
+        }); // an Event is a courtesy: never a reason to fail the reconcile (noteEvent logs and counts a failed write)
       }
       const workloads = await applyWorkloads(kube, app, revs);
       const computed = computeStatus({ app, revs, workloads: workloads.workloads, problem: workloads.problem, now: new Date() });

@@ -34,7 +34,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { toSelectorString } from '../config/label-selector.ts';
 import { deletePodIfSameUid, errorMessage, statusOf } from '../kube/writes.ts';
 import type { KubeClients } from '../kube/client.ts';
-import { recordEvent } from '../kube/events.ts';
+import { noteEvent } from './events.ts';
 import { startInformer, type RunningInformer } from '../kube/informer.ts';
 import { preparedPodDelete, type PreparedPodDelete } from '../kube/prepared.ts';
 import { log } from '../log.ts';
@@ -540,7 +540,7 @@ async function weed(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers
   const ref = { namespace, name, uid };
   if ((await (prepared ? prepared.delete(ref) : deletePodIfSameUid(kube, ref))).outcome === 'gone') return false;
   log.info({ workflowId: input.workflowId, pod: name, uid, containers }, 'weeded a crash-looping pod');
-  await recordEvent(kube, {
+  await noteEvent(kube, {
     regarding: { apiVersion: owner.apiVersion, kind: owner.kind, namespace, name: owner.name, uid: owner.uid },
     related: { apiVersion: 'v1', kind: 'Pod', namespace, name, uid },
     reason: 'WeededPod',
@@ -548,14 +548,14 @@ async function weed(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers
     note: `deleted pod ${name}: ${containers.join(', ')} in CrashLoopBackOff after Service ${input.namespace}/${input.service} ` +
       `became ready (workflow ${input.workflowId})`,
     dedupKey: `${input.workflowId}/${uid}`,
-  }).catch((err) => log.warn({ pod: name, err: errorMessage(err) }, 'could not record the WeededPod event'));
+  });
   return true;
 }
 
 async function report(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containers: string[]): Promise<void> {
   const { name, uid, namespace } = pod.metadata as { name: string; uid: string; namespace: string };
   log.warn({ workflowId: input.workflowId, pod: name, containers }, 'crash-looping pod has no controller: not deleted');
-  await recordEvent(kube, {
+  await noteEvent(kube, {
     regarding: { apiVersion: 'v1', kind: 'Pod', namespace, name, uid },
     type: 'Warning',
     reason: 'WeederSkippedPod',
@@ -563,5 +563,5 @@ async function report(kube: KubeClients, input: Acting, pod: k8s.V1Pod, containe
     note: `not deleted although ${containers.join(', ')} in CrashLoopBackOff after Service ${input.namespace}/${input.service} ` +
       `became ready: the pod has no controller to recreate it (workflow ${input.workflowId})`,
     dedupKey: `${input.workflowId}/${uid}/skipped`,
-  }).catch((err) => log.warn({ pod: name, err: errorMessage(err) }, 'could not record the WeederSkippedPod event'));
+  });
 }
