@@ -12,9 +12,9 @@ const names = (pods: readonly Candidate[]) =>
 
 export const settingsSummary = (t: WeederTarget) => `read the weeder settings of ${svc(t)}`;
 
-/** The window's watch, or the armed one that follows the Service through its outage. */
-export const watchSummary = (t: WeederTarget, armed: boolean) => (armed
-  ? `follow ${svc(t)} until it is ready again, then find its crash-looping dependants`
+/** The window's watch, or the armed one that follows the Service through its outage (and, `deletes`, weeds at once itself). */
+export const watchSummary = (t: WeederTarget, armed: boolean, deletes: boolean) => (armed
+  ? `follow ${svc(t)} until it is ready again, then ${deletes ? 'delete' : 'find'} its crash-looping dependants`
   : `watch the dependants of ${svc(t)} for CrashLoopBackOff while the window is open`);
 
 export const weedSummary = (t: WeederTarget, pods: readonly Candidate[], held: boolean) =>

@@ -296,6 +296,8 @@ class EntryShell {
       case 'wait':
         return void await this.wait(op.until);
       case 'report': {
+        // Every transition the queue hears of, the Web UI's Current Details show too (they record no command).
+        setCurrentDetails(entryDetails(this.m.state));
         const sent = this.send({ index: this.key.index, queue: this.input.queue, fields: op.fields });
         if (!op.ahead) await sent;
         return undefined;

@@ -190,7 +190,7 @@ function watchDependants(input: WeederTarget, until: number, openOnReady: boolea
     // A watch that deletes nothing is not waited for when cancelled; the armed
     // one that deletes at once is: it may be deleting, and its answer says what.
     cancellationType: weedToken === undefined ? ActivityCancellationType.TRY_CANCEL : ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    ...said(watchSummary(input, openOnReady)),
+    ...said(watchSummary(input, openOnReady, weedToken !== undefined)),
   });
   return watchDependants({
     namespace: input.namespace,
