@@ -193,7 +193,9 @@ export const log = pino(
     // ...and every line is masked as written, so a credential inside a message or a stack is too.
     hooks: { streamWrite: written },
   },
-  pino.destination(2),
+  // Written before the call returns: the CLI ends with process.exit, which would lose a line
+  // still being written, or write it after the ones behind it.
+  pino.destination({ dest: 2, sync: true }),
 );
 
 export type Logger = typeof log;

@@ -52,6 +52,21 @@ describe('log: the JSON format', () => {
   });
 });
 
+describe('log: lines at exit', () => {
+  it('every line is written when the logging call returns: all there, in order, at process.exit', () => {
+    // The CLI ends with process.exit. A write left to Node.js's thread pool (which a pbkdf2 keeps
+    // busy here) would be lost then, or come after the lines behind it.
+    for (const format of ['json', 'text']) {
+      const r = run(`const { pbkdf2 } = await import('node:crypto');
+        pbkdf2('busy', 'salt', 1_000_000, 64, 'sha512', () => undefined);
+        for (let i = 0; i < 5; i++) log.info({ i }, 'line');
+        process.exit(0);`, { TEND_LOG_FORMAT: format, UV_THREADPOOL_SIZE: '1' });
+      const numbers = r.lines.map((l) => Number(/"i":(\d+)|\bi=(\d+)/.exec(l)?.slice(1).find((n) => n !== undefined)));
+      assert.deepEqual(numbers, [0, 1, 2, 3, 4], `${format}: ${r.stderr}`);
+    }
+  });
+});
+
 describe('log: the text format', () => {
   it('writes one line a record: time, level, message, then key=value fields', () => {
     const r = run(RECORD, { TEND_LOG_FORMAT: 'text' });
