@@ -135,11 +135,13 @@ build_helm() {
 }
 
 # promtool with the version Prometheus's own build stamps (3.N.M from v0.3NN.M), so that
-# `promtool --version` names the release it is.
+# `promtool --version` names the release it is. Without the cloud service discoveries
+# (Prometheus's build tag remove_all_sd), which checking and testing rules never use: a quarter of
+# the build (5 minutes from a cold Go cache on 2 busy cores, against about 20).
 build_promtool() {
   local v=${PROMETHEUS_VERSION#v0.} pkg=github.com/prometheus/common/version
   local release="${v:0:1}.$((10#${v:1:2})).${v#*.}"
-  GOBIN="$1" GOFLAGS='-trimpath -mod=mod' CGO_ENABLED=0 go install -ldflags="-s -w \
+  GOBIN="$1" GOFLAGS='-trimpath -mod=mod' CGO_ENABLED=0 go install -tags remove_all_sd -ldflags="-s -w \
     -X $pkg.Version=$release -X $pkg.Revision=$PROMETHEUS_VERSION -X $pkg.Branch=release-${release%.*}" \
     "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
 }
