@@ -26,9 +26,15 @@ export interface CliResult {
   stderr: string;
 }
 
+/**
+ * The tests read tend's log lines as JSON: a TEND_LOG_FORMAT=text in the caller's environment must
+ * not change them (a test that wants text says so in its own `env`).
+ */
+const jsonLogs = (env?: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({ ...process.env, TEND_LOG_FORMAT: 'json', ...env });
+
 export function runTend(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
   return runCommand(process.execPath, [cli, ...withHttpAddress(args)], {
-    env: { ...process.env, ...opts.env }, timeoutMs: opts.timeoutMs ?? 60_000, name: `tend ${args.join(' ')}`,
+    env: jsonLogs(opts.env), timeoutMs: opts.timeoutMs ?? 60_000, name: `tend ${args.join(' ')}`,
   });
 }
 
@@ -96,7 +102,7 @@ export class TendProcess {
 
   constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
     this.args = args;
-    this.child = spawn(process.execPath, [cli, ...withHttpAddress(args)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [cli, ...withHttpAddress(args)], { env: jsonLogs(env), stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.on('data', (d) => (this.output += d));
     this.child.stderr!.on('data', (d) => (this.output += d));
     this.child.once('exit', () => (this.exitedAt = Date.now()));
