@@ -15,12 +15,17 @@
 //            run for real (test/ship: the image with podman, compose, the Helm chart, the release
 //            tarball, the getting-started page), on a sandbox of its own. Beside the e2e lane it
 //            starts when that one ends.
+//   browser  only when asked (--with-browser, or --lane browser; `npm run test:browser`): the
+//            Temporal Web UI in Debian's headless Chromium (test/browser: the list's filters, each
+//            workflow's details and summaries, cancelling from the UI), on a sandbox of its own.
+//            Beside the e2e lane it starts when that one ends; without Chromium it fails at once,
+//            saying so. TEND_SCREENSHOTS=1 (`npm run screenshots`) saves its pages in docs/images.
 // The tests mostly wait (for timers, back-offs, servers): side by side they cost
 // the run little CPU, and it takes about as long as its longest sandbox.
 // Each line is prefixed with its lane (and sandbox); the exit code is 1 when any
 // lane failed.
 //
-//   node scripts/test.ts [--lane e2e|offline|cluster] [--with-cluster] [--e2e-sandboxes N] [E2E_FILE...]
+//   node scripts/test.ts [--lane e2e|offline|cluster|ship|browser] [--with-cluster] [--with-ship] [--with-browser] [--e2e-sandboxes N] [E2E_FILE...]
 //   (files named: only those of the e2e lane run)
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -30,6 +35,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureBinaries } from '../src/sandbox/binaries.ts';
 import { down, status } from '../src/sandbox/sandbox.ts';
+import { chromiumMissing } from '../test/browser/chromium.ts';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const mocha = fileURLToPath(new URL('../node_modules/mocha/bin/mocha.js', import.meta.url));
@@ -43,6 +49,8 @@ const lanes: Record<string, string[]> = {
     'test/e2e/repair.test.ts', 'test/e2e/pause.test.ts'],
   // The root config too: a sandbox of its own (shipEnv).
   ship: ['test/ship/**/*.test.ts'],
+  // The root config too: a sandbox of its own (browserEnv).
+  browser: ['test/browser/**/*.test.ts'],
 };
 /** The lanes `npm test` runs when none is named. */
 const defaultLanes = ['e2e', 'offline'];
@@ -65,13 +73,15 @@ const CLUSTER_PORT_STEP = SANDBOX_PORT_STEP * MAX_SANDBOXES;
 const { values, positionals } = parseArgs({
   options: {
     lane: { type: 'string', multiple: true }, 'with-cluster': { type: 'boolean', default: false }, 'with-ship': { type: 'boolean', default: false },
+    'with-browser': { type: 'boolean', default: false },
     'e2e-sandboxes': { type: 'string', default: '2' },
   },
   allowPositionals: true,
 });
-// The cluster and ship lanes last: each waits for the lane it runs beside.
-const waitsFor: Record<string, string> = { cluster: 'offline', ship: 'e2e' };
-const chosen = [...new Set([...(values.lane ?? defaultLanes), ...(values['with-cluster'] ? ['cluster'] : []), ...(values['with-ship'] ? ['ship'] : [])])]
+// The cluster, ship and browser lanes last: each waits for the lane it runs beside.
+const waitsFor: Record<string, string> = { cluster: 'offline', ship: 'e2e', browser: 'e2e' };
+const chosen = [...new Set([...(values.lane ?? defaultLanes), ...(values['with-cluster'] ? ['cluster'] : []), ...(values['with-ship'] ? ['ship'] : []),
+  ...(values['with-browser'] ? ['browser'] : [])])]
   .sort((a, b) => Number(a in waitsFor) - Number(b in waitsFor));
 const unknown = chosen.filter((l) => !(l in lanes));
 if (unknown.length) {
@@ -201,6 +211,18 @@ function shipEnv(): NodeJS.ProcessEnv {
   };
 }
 
+/**
+ * The browser lane: its own sandbox, past the ship lane's ports; one sandbox step further, so that
+ * the HTTP ports of its tend processes (test/harness/env.ts, a block that comes round again every
+ * 240 of offset) are not the cluster lane's, which may run beside it.
+ */
+function browserEnv(): NodeJS.ProcessEnv {
+  return {
+    ...process.env, TEND_TEST_PORT_OFFSET: String(Number(process.env.TEND_TEST_PORT_OFFSET ?? 0) + 3 * CLUSTER_PORT_STEP + SANDBOX_PORT_STEP),
+    TEND_TEST_SANDBOX_DIR: `${process.env.TEND_TEST_SANDBOX_DIR ?? join(repoRoot, '.tend', 'test-sandbox')}-browser`,
+  };
+}
+
 const finished = new Map<string, Promise<unknown>>();
 
 async function run(lane: string): Promise<{ lane: string; code: number; seconds: number }> {
@@ -208,7 +230,14 @@ async function run(lane: string): Promise<{ lane: string; code: number; seconds:
   const after = waitsFor[lane];
   if (after && finished.has(after)) await finished.get(after);
   if (stopping) return { lane, code: 1, seconds: seconds() };
-  const env = lane === 'cluster' ? clusterEnv() : lane === 'ship' ? shipEnv() : process.env;
+  // No Chromium: the lane fails at once with one line that says what to install (no sandbox started for nothing).
+  const missing = lane === 'browser' ? chromiumMissing() : undefined;
+  if (missing) {
+    console.log(`${lane.padEnd(width)} │ test: ${missing}`);
+    failureReports.push({ title: `the ${lane} lane`, lines: [`  ${missing}`] });
+    return { lane, code: 1, seconds: seconds() };
+  }
+  const env = lane === 'cluster' ? clusterEnv() : lane === 'ship' ? shipEnv() : lane === 'browser' ? browserEnv() : process.env;
   const code = lane === 'e2e' ? await runE2e() : (await mochaRun(lane, lanes[lane]!, env)).code;
   return { lane, code, seconds: seconds() };
 }

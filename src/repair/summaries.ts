@@ -38,7 +38,16 @@ export function entryDetails(s: EntryState): string {
   const node = e.nodename ? `node ${e.nodename}` : 'no Node (not drained)';
   const head = `Repair entry ${e.index}: ${e.operation} on ${e.machine_type} ${e.address}, ${node}; step ${e.step}${steps}, ${e.step_status}` +
     `${s.cordoned ? ', cordoned by tend' : ''}${s.enabled ? '' : '; the queue is disabled'}.`;
-  return [head, details(s)].join('\n');
+  // details() begins with the step, which the head says already; its other lines (paused, lifting, observed) follow.
+  return [head, ...details(s).split('\n').slice(1)].join('\n\n');
+}
+
+/** The Current Details of an entry cancelled (deleted, or cancelled in the Web UI): what its ending did. */
+export function cancelledDetails(s: EntryState): string {
+  const e = s.entry;
+  const cordon = s.cordoned || s.lifting ? `the cordon on node ${e.nodename} is still on: repair/${e.index}/lift lifts it`
+    : e.nodename ? `node ${e.nodename} is not cordoned by tend` : 'no Node was cordoned';
+  return `Repair entry ${e.index} cancelled (deleted, or cancelled in the Web UI) at step ${e.step}, ${e.step_status}: ${cordon}; the entry has left the queue.`;
 }
 
 /** At most this many entries of a status named in the queue's details. */

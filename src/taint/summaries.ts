@@ -25,3 +25,8 @@ export const awaitSummary = (p: { namespace: string; name: string }) => `wait fo
 export const slotSettingsSummary = 'read maxConcurrentReplacements and the breaker\'s limit';
 export const nodeCountsSummary = 'count the tainted nodes for the breaker';
 export const holderSummary = (node: string) => `ask taint/${node} which replacement slots it holds`;
+
+/** The Current Details of a node workflow that ended early (cancelled, or failed): what its ending did. */
+export const endedDetails = (node: string, cancelled: boolean) =>
+  `${cancelled ? 'Cancelled' : 'Failed'}: the taint conditions this workflow set on the pods of node ${node} are cleared, and its replacement slots given back. ` +
+  'While the node carries a configured taint, the watcher starts a new workflow for it at its next resync.';

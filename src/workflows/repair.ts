@@ -22,7 +22,7 @@ import {
   resetEntryBackoffSignal, setEnabledSignal, type EntryInput, type EntryLift, type EntryReport,
 } from '../repair/messages.ts';
 import {
-  commandSummary, drainSummary, entryDetails, healthSummary, inspectSummary, locateSummary, uncordonSummary,
+  cancelledDetails, commandSummary, drainSummary, entryDetails, healthSummary, inspectSummary, locateSummary, uncordonSummary,
 } from '../repair/summaries.ts';
 import { check, entryInputSchema, inputProblem } from '../repair/validate.ts';
 import { TendCapability, TendTarget } from '../search-attributes.ts';
@@ -262,6 +262,7 @@ class EntryShell {
       // Deleted (or cancelled in the Web UI): lift tend's cordon, and leave the queue.
       await CancellationScope.nonCancellable(async () => {
         await this.carryOut(this.m.ending(true, Date.now()));
+        setCurrentDetails(cancelledDetails(this.m.state));
         await this.send({ index: this.key.index, queue: this.input.queue, removed: true });
       });
       throw err;

@@ -97,6 +97,7 @@ export async function taintNodeWorkflow(input: TaintNodeInput): Promise<TaintNod
     if (d) {
       ending.now = true;
       await cleanUp(d, slots);
+      setCurrentDetails(summary.endedDetails(d.node, isCancellation(err)));
     }
     throw err;
   }
@@ -273,8 +274,7 @@ async function step<T>(node: string, what: string, call: () => Promise<T>): Prom
 async function replace(run: NodeRun, op: ReplaceOp): Promise<void> {
   if (op.kind === 'evict') {
     // Its own activity: the eviction is in the history the moment it is done.
-    const input = run.evictInput(op.uid);
-    const r = await kube.evictPod.executeWithOptions(said(summary.evictSummary(input)), [input]).catch((err: unknown): EvictOutcome => {
+    const r = await kube.evictPod.executeWithOptions(said(summary.evictSummary({ node: run.data.node, ...run.data.pods[op.uid]! })), [run.evictInput(op.uid)]).catch((err: unknown): EvictOutcome => {
       if (isCancellation(err)) throw err;
       const refusal = refusalOf(err, [TAINT_REFUSED]);
       return refusal ? { outcome: 'refused', message: refusal.message } : { outcome: 'failed', message: failureMessage(err) };
