@@ -36,22 +36,24 @@ export const workflowUrl = (workflowId: string) => uiUrl(`workflows/${encodeURIC
 /** Where `npm run screenshots` puts the pictures: docs/images. */
 const IMAGES = join(repoRoot, 'docs', 'images');
 
-/** At most this tall, a picture of a whole page. */
-const WHOLE_MAX_HEIGHT = 1600;
+/** At most this tall, a picture that goes down to a line (`until`). */
+const TALL_MAX_HEIGHT = 1600;
 
 /**
  * Saves the page as docs/images/<name>.png when TEND_SCREENSHOTS is set: the viewport, `clip` of
- * it, or (`whole`) the page down to its end, so that a list below the fold is in the picture too.
+ * it, or (`until`) from the top down to the line that shows that text, in a viewport made tall
+ * enough, so that a list below the fold is in the picture too.
  */
-export async function picture(page: Page, name: string, o: { clip?: { x: number; y: number; width: number; height: number }; whole?: boolean } = {}): Promise<void> {
+export async function picture(page: Page, name: string, o: { clip?: { x: number; y: number; width: number; height: number }; until?: string } = {}): Promise<void> {
   if (!process.env.TEND_SCREENSHOTS) return;
   mkdirSync(IMAGES, { recursive: true });
   const path = join(IMAGES, `${name}.png`);
-  if (!o.whole) return void await page.screenshot({ path, ...(o.clip ? { clip: o.clip } : {}) });
-  const height = Math.min(WHOLE_MAX_HEIGHT, await page.locator('html').evaluate((html) => html.scrollHeight));
-  await page.setViewportSize({ width: VIEWPORT.width, height: Math.max(VIEWPORT.height, height) });
+  if (o.until === undefined) return void await page.screenshot({ path, ...(o.clip ? { clip: o.clip } : {}) });
+  await page.setViewportSize({ width: VIEWPORT.width, height: TALL_MAX_HEIGHT });
   try {
-    await page.screenshot({ path });
+    const box = await page.getByText(o.until).first().boundingBox();
+    const height = Math.min(TALL_MAX_HEIGHT, Math.max(VIEWPORT.height, Math.ceil((box?.y ?? 0) + (box?.height ?? 0) + 24)));
+    await page.screenshot({ path, clip: { x: 0, y: 0, width: VIEWPORT.width, height } });
   } finally {
     await page.setViewportSize(VIEWPORT);
   }

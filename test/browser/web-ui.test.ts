@@ -192,8 +192,9 @@ describe('the Temporal Web UI in headless Chromium (browser lane)', function () 
     await shows(page, 'Canceled');
     await shows(page, `Repair entry ${index} cancelled (deleted, or cancelled in the Web UI) at step 0, draining: node ${REPAIR_NODE} is not cordoned by tend; ` +
       'the entry has left the queue.');
-    await shows(page, `lift the cordon on node ${REPAIR_NODE} (repair entry ${index}, drain)`);
-    await picture(page, 'web-ui-repair-cancelled', { whole: true });
+    const lift = `lift the cordon on node ${REPAIR_NODE} (repair entry ${index}, drain)`;
+    await shows(page, lift);
+    await picture(page, 'web-ui-repair-cancelled', { until: lift });
   });
 
   it('Request Cancellation on a taint node\'s page: the run ends Canceled, its pod\'s conditions are cleared and its slot given back', async () => {
@@ -215,7 +216,8 @@ describe('the Temporal Web UI in headless Chromium (browser lane)', function () 
     assert.ok(!pod?.metadata?.deletionTimestamp, 'the pod is not being deleted');
     await metadataOf(page, `taint/${TAINTED_NODE}`);
     await shows(page, `Cancelled: the taint conditions this workflow set on the pods of node ${TAINTED_NODE} are cleared, and its replacement slots given back.`);
-    await shows(page, `clear the taint conditions of pod ${podName()} (node ${TAINTED_NODE})`);
-    await picture(page, 'web-ui-taint-cancelled', { whole: true });
+    const clear = `clear the taint conditions of pod ${podName()} (node ${TAINTED_NODE})`;
+    await shows(page, clear);
+    await picture(page, 'web-ui-taint-cancelled', { until: clear });
   });
 });
