@@ -2,7 +2,7 @@
 // where the public images cannot be pulled: Temporal's server, its admin tools and its Web UI from
 // what scripts/binaries.sh --cluster builds (the same versions), PostgreSQL from Debian, all on the
 // base `npm run image` builds tend on. An image labelled with the hash of the same inputs is not
-// rebuilt. Prints the images' references, one a line. docs/deploy.md says how to run compose so.
+// rebuilt. Prints the images' references, one a line. docs/compose.md says how to run compose so.
 //
 //   node scripts/compose-standins.ts
 import { spawnSync } from 'node:child_process';

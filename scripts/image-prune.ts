@@ -1,6 +1,6 @@
 // Run by the Dockerfile's pruned stage, in /app, after `npm ci` (the workflow bundle is made in a
 // stage of its own): takes out of node_modules what tend never loads in the image, and says how
-// much went. docs/deploy.md says what and why; test/ship/image.test.ts runs the image through
+// much went. docs/image.md says what and why; test/ship/image.test.ts runs the image through
 // every capability.
 //
 //  - the Temporal core bridge's native libraries for other platforms (it ships five, ~28 MB each);

@@ -11,7 +11,7 @@
 // The last line of stdout is one JSON object:
 //   {"image":"<ref>","id":"sha256:…","bytes":<uncompressed size>,"base":"<NODE_IMAGE>","standIn":true|false,
 //    "sources":"<the hash of the sources, base and commit, also the image's label dev.tend.source>"}
-// docs/deploy.md describes the image and the stand-in.
+// docs/image.md describes the image and the stand-in.
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';

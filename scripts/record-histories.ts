@@ -20,7 +20,7 @@
 // Output: test/replay/histories/<label>/ (label: `<version>-<commit>` unless
 // given), one file per run and a manifest.json saying what each one is. A
 // label's folder is replaced as a whole; other labels' folders are left alone
-// (see docs/upgrading.md for how long they are kept).
+// (see docs/contributing/patches.md for how long they are kept).
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';

@@ -21,7 +21,7 @@ import { pastLimits } from '../checks/limits.ts';
  * A give-back (releaseReplacements, withdrawNode) frees a slot only once the node's workflow
  * itself, asked by an activity (taintNodeSlots: its slots query, or a describe when it has
  * ended), no longer holds it: anyone can send the message. Before, the message freed it.
- * docs/upgrading.md.
+ * docs/contributing/patch-history.md.
  */
 export const TAINT_VERIFY_GIVE_BACK_PATCH = 'taint-verify-give-back';
 
@@ -29,7 +29,7 @@ export const TAINT_VERIFY_GIVE_BACK_PATCH = 'taint-verify-give-back';
  * A slotsHeld message adopts nothing itself: the node's workflow is asked (taintNodeSlots) and
  * only the holds it confirms (their eviction found them granted) are adopted. Before, every
  * slot the message named was adopted, even past the limit: a forged message (or a node led by a
- * forged grant) put pods in flight the coordinator never granted. docs/upgrading.md.
+ * forged grant) put pods in flight the coordinator never granted. docs/contributing/patch-history.md.
  */
 export const TAINT_ADOPT_CONFIRMED_PATCH = 'taint-adopt-confirmed';
 
@@ -38,7 +38,7 @@ export const TAINT_ADOPT_CONFIRMED_PATCH = 'taint-adopt-confirmed';
  * grant of that node out, not only the grant: a flood of requests in the name of a node that has
  * no workflow (anyone can send requestReplacements) costs one grant, not one grant per request,
  * before real nodes are served again. Before, only the undelivered grant was freed.
- * docs/upgrading.md.
+ * docs/contributing/patch-history.md.
  */
 export const TAINT_UNDELIVERED_WITHDRAWS_PATCH = 'taint-undelivered-withdraws';
 
@@ -47,11 +47,11 @@ export const TAINT_UNDELIVERED_WITHDRAWS_PATCH = 'taint-undelivered-withdraws';
  * workflow is being asked what it holds has the node asked again after the answer: the answer
  * may predate what the hint tells (a grant the node held when it answered and gave back since).
  * Before, the answer took the node off the list to ask, and the slot stayed in flight until its
- * grant's next check (GRANT_CHECK_SECONDS). docs/upgrading.md.
+ * grant's next check (GRANT_CHECK_SECONDS). docs/contributing/patch-history.md.
  */
 export const TAINT_HINT_WHILE_ASKING_PATCH = 'taint-hint-while-asking';
 
-/** The coordinator's patched behaviours, each asked once at its start (docs/upgrading.md). */
+/** The coordinator's patched behaviours, each asked once at its start (docs/contributing/patch-history.md). */
 export interface CoordinatorPatches {
   /** TAINT_VERIFY_GIVE_BACK_PATCH */
   verifies: boolean;

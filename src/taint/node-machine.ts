@@ -32,13 +32,13 @@ import { preview } from '../checks/preview.ts';
 import { taintId, type MatchedTaint } from './match.ts';
 import { nodeNameProblem, SLOT_BOUNDS, type SlotRequest } from './slots.ts';
 
-// The node workflow's patched behaviours (docs/upgrading.md): the workflow asks patched() for each
+// The node workflow's patched behaviours (docs/contributing/patch-history.md): the workflow asks patched() for each
 // where it first takes that path, and hands the answer to the machine.
 
 /**
  * The listing activity writes the first mark of the pods it finds new (one
  * activity and one workflow task less per node, and no GET per pod); histories
- * from before it list, then write. docs/upgrading.md.
+ * from before it list, then write. docs/contributing/patch-history.md.
  */
 export const TAINT_LIST_MARKS_PATCH = 'taint-list-marks';
 
@@ -46,7 +46,7 @@ export const TAINT_LIST_MARKS_PATCH = 'taint-list-marks';
  * A new run reads the node, lists its pods and writes their first mark in one
  * activity (taintNodeStart): one activity, one workflow task and one Node read
  * less per node; histories from before it read the node, then list.
- * docs/upgrading.md.
+ * docs/contributing/patch-history.md.
  */
 export const TAINT_START_LIST_PATCH = 'taint-start-list';
 
@@ -55,7 +55,7 @@ export const TAINT_START_LIST_PATCH = 'taint-start-list';
  * the workflow task, its result recorded with the task's completion, rather than scheduled
  * through the server as a task of its own. That is one workflow task, one activity task and
  * three history events less per node, where a zone outage starts hundreds at once.
- * docs/upgrading.md.
+ * docs/contributing/patch-history.md.
  */
 export const TAINT_START_LOCAL_PATCH = 'taint-start-local';
 
@@ -63,14 +63,14 @@ export const TAINT_START_LOCAL_PATCH = 'taint-start-local';
  * A node workflow that ends (cancelled, failed) clears the conditions it set until they are
  * cleared, STEP_RETRY_MS after each write that ran out of attempts, the reason in its Current
  * Details; before, one failed clear was logged and the conditions outlived the workflow. Only a
- * refusal ends the tries. docs/upgrading.md.
+ * refusal ends the tries. docs/contributing/patch-history.md.
  */
 export const TAINT_CLEAR_UNTIL_DONE_PATCH = 'taint-clear-until-done';
 
 /**
  * An ending node workflow gives its slots and requests back before it clears its pods'
  * conditions, so that clears that keep failing (a 403, an API server away) never hold the
- * cluster's slots; before, it gave them back after its last clear. docs/upgrading.md.
+ * cluster's slots; before, it gave them back after its last clear. docs/contributing/patch-history.md.
  */
 export const TAINT_GIVE_BACK_FIRST_PATCH = 'taint-give-back-first';
 
@@ -78,7 +78,7 @@ export const TAINT_GIVE_BACK_FIRST_PATCH = 'taint-give-back-first';
  * A workflow started under a node's id (`taint/<node>`) with an input that does not name that node
  * (a hand start with junk) serves the node its id names, the input ignored: the watcher's
  * signal-with-start that reaches it is served, instead of being lost with a run that refuses.
- * Before, it was refused. docs/upgrading.md.
+ * Before, it was refused. docs/contributing/patch-history.md.
  */
 export const TAINT_ID_NAMES_NODE_PATCH = 'taint-id-names-node';
 
@@ -90,7 +90,7 @@ export const TAINT_ID_NAMES_NODE_PATCH = 'taint-id-names-node';
  * and on a busy machine a replay of 10 MB outlasted the 10 s workflow task timeout, attempt after
  * attempt, while the coordinator granted nothing. Histories from before replay as they ran
  * (patch taint-history-bytes, asked at the start of the coordinator's and each node's run).
- * docs/upgrading.md.
+ * docs/contributing/patch-history.md.
  */
 export const TAINT_HISTORY_BYTES = 2 * 1024 * 1024;
 export const TAINT_HISTORY_BYTES_PATCH = 'taint-history-bytes';
