@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { said, SUMMARY_MAX, summaryLine } from '../../src/workflows/summary.ts';
 import { evictSummary, writeSummary } from '../../src/taint/summaries.ts';
-import { drainSummary } from '../../src/repair/summaries.ts';
+import { cancelledDetails, drainSummary, entryDetails, queueDetails } from '../../src/repair/summaries.ts';
+import { initialState } from '../../src/repair/entry-machine.ts';
 import { weedSummary } from '../../src/weeder/summaries.ts';
 
 describe('activity summaries', () => {
@@ -27,5 +28,19 @@ describe('activity summaries', () => {
     assert.equal(writeSummary('n1', [{ ...pod('a'), detected: { since: 0, message: 'm' } }]), 'mark NodeTaintDetected on pod ns/a (node n1)');
     assert.equal(weedSummary({ namespace: 'ns', service: 'db' }, [{ name: 'api-1', uid: 'u', containers: [] }], true),
       'delete crash-looping dependant api-1 of Service ns/db, once the weeder may delete');
+  });
+
+  it('Current Details: a repair entry and the queue say what they are about and where they stand, a line per paragraph', () => {
+    const base = initialState({ index: '3', address: '10.0.0.5', machine_type: 'qemu', operation: 'reboot', enabled: true, queue: 'q' });
+    const s = { ...base, cordoned: true, entry: { ...base.entry, nodename: 'worker-2', step_status: 'draining' as const } };
+    assert.equal(entryDetails(s), 'Repair entry 3: reboot on qemu 10.0.0.5, node worker-2; step 0, draining, cordoned by tend.');
+    assert.equal(entryDetails({ ...s, held: 'repair is paused' }),
+      'Repair entry 3: reboot on qemu 10.0.0.5, node worker-2; step 0, draining, cordoned by tend.\n\npaused: repair is paused; goes on within a second of tend resume repair');
+    assert.match(cancelledDetails({ ...s, cordoned: false }), /^Repair entry 3 cancelled .* at step 0, draining: node worker-2 is not cordoned by tend; the entry has left the queue\.$/);
+    assert.match(cancelledDetails(s), /the cordon on node worker-2 is still on: repair\/3\/lift lifts it/);
+    const entries = [{ ...s.entry, status: 'processing' as const }, { ...base.entry, index: '4', status: 'queued' as const }];
+    assert.equal(queueDetails({ entries, enabled: true, closing: {} }, 2),
+      'Repair queue enabled (max_concurrent_repairs 2); 2 entries.\n\nProcessing (1): 3 reboot on 10.0.0.5 (step 0 draining).\n\nQueued (1): 4 reboot on 10.0.0.5.');
+    assert.match(queueDetails({ entries: [], enabled: false, closing: { 5: '10.0.0.6' } }, undefined), /^Repair queue DISABLED.*; 0 entries\.\n\nDeleted, their workflows cleaning up: 1\.$/);
   });
 });
