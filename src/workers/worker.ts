@@ -38,10 +38,10 @@ export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', impo
 export const sharedWorkflowModules: readonly string[] = [
   'checks/shape.ts', 'checks/limits.ts', 'checks/preview.ts', 'checks/message.ts', 'config/selector.ts', 'search-attributes.ts',
   'safety/messages.ts',
-  'repair/entry.ts', 'repair/validate.ts', 'repair/decide.ts', 'repair/messages.ts', 'repair/queue.ts', 'repair/entry-machine.ts',
-  'taint/breaker.ts', 'taint/match.ts', 'taint/messages.ts', 'taint/node.ts', 'taint/replace.ts', 'taint/slots.ts', 'taint/node-machine.ts', 'taint/coordinator.ts',
-  'weeder/messages.ts', 'weeder/window.ts', 'weeder/armed.ts', 'weeder/crashloop.ts', 'weeder/window-run.ts',
-  'apps/messages.ts', 'apps/entity.ts', 'apps/types.ts',
+  'repair/entry.ts', 'repair/validate.ts', 'repair/decide.ts', 'repair/messages.ts', 'repair/queue.ts', 'repair/entry-machine.ts', 'repair/summaries.ts',
+  'taint/breaker.ts', 'taint/match.ts', 'taint/messages.ts', 'taint/node.ts', 'taint/replace.ts', 'taint/slots.ts', 'taint/node-machine.ts', 'taint/coordinator.ts', 'taint/summaries.ts',
+  'weeder/messages.ts', 'weeder/window.ts', 'weeder/armed.ts', 'weeder/crashloop.ts', 'weeder/window-run.ts', 'weeder/summaries.ts',
+  'apps/messages.ts', 'apps/entity.ts', 'apps/types.ts', 'apps/summaries.ts',
 ].map((m) => fileURLToPath(new URL(`../${m}`, import.meta.url)));
 
 /** The workflow sources for a worker that bundles them at start-up, bundled as the pre-built bundle is. */

@@ -95,7 +95,7 @@ export const OBSERVED_RECHECK_MS = 30_000;
  * A workflow started under an App's id with an input that does not name that App (a hand start
  * with junk) serves the App its id names, the input ignored: the watcher's signal-with-start that
  * reaches it is served, instead of being lost with a run that refuses. Before, it was refused
- * (app-own-id). docs/upgrading.md.
+ * (app-own-id). docs/contributing/patch-history.md.
  */
 export const APP_ID_NAMES_APP_PATCH = 'app-id-names-app';
 

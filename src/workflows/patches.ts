@@ -16,7 +16,7 @@ import { patched } from '@temporalio/workflow';
  * Marks a history whose workflow asked, before its first local activity, for
  * the patches its code may ask for right after the answer. Histories from before
  * it replay as they ran (those patches asked where the code reaches them).
- * docs/upgrading.md.
+ * docs/contributing/patch-history.md.
  */
 export const PATCHES_BEFORE_LOCAL_ACTIVITY_PATCH = 'patches-before-local-activity';
 

@@ -103,7 +103,7 @@ export const WEEDER_OWN_ID_PATCH = 'weeder-own-id';
  * A workflow started under a Service's weeder id with an input that does not name that Service
  * (a hand start with junk) serves the Service its id names, the input ignored: the watcher's
  * signal-with-start that reaches it is served, instead of being lost with a run that refuses.
- * Before, it was refused (weeder-own-id). docs/upgrading.md.
+ * Before, it was refused (weeder-own-id). docs/contributing/patch-history.md.
  */
 export const WEEDER_ID_NAMES_SERVICE_PATCH = 'weeder-id-names-service';
 
