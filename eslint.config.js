@@ -13,7 +13,7 @@ const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}
  *   - kube: the Kubernetes client, its prepared requests, writes and informer;
  *   - config: the configuration's schema and loader (it reads a ConfigMap through kube);
  *   - temporal: connections to Temporal and the readers of workflows found by id;
- *   - the capabilities' pure cores, apart from one another: apps, repair, taint, weeder;
+ *   - the capabilities' pure cores, apart from one another: apps, noderepair, repair, taint, weeder;
  *   - metrics (its state reads the capabilities' queries);
  *   - safety (pause and modes, counted in metrics) and rbac (the rights a configuration needs);
  *   - sandbox: the local cluster (its bootstrap applies rbac's objects);
@@ -28,7 +28,7 @@ export const layers = [
   ['kube'],
   ['config'],
   ['temporal'],
-  ['apps', 'repair', 'taint', 'weeder'],
+  ['apps', 'noderepair', 'repair', 'taint', 'weeder'],
   ['metrics'],
   ['safety', 'rbac'],
   ['sandbox'],
