@@ -3,7 +3,8 @@
 // it meets (as CKE's sabakan-triggered repair makes an entry of a machine: its first IPv4, its
 // BMC type, its state lowercased). Pure: imported by workflow code (no Node built-ins, no clock).
 import { preview } from '../checks/preview.ts';
-import { conditionKey, DEFAULT_OPERATION_KEY, type NodeRepairConfig } from './schema.ts';
+import { conditionKey, DEFAULT_OPERATION_KEY, operationFor } from './operation.ts';
+import type { NodeRepairConfig } from './schema.ts';
 
 /** A Node condition, its lastTransitionTime in epoch ms (undefined when absent or unreadable). */
 export interface NodeConditionView {
@@ -91,8 +92,7 @@ export function repairRequestOf(
   if (address === undefined) return { problem: 'no-address', sentence: `Node ${name} has no ${config.address.type} address: nothing to repair by` };
   const machineType = node.labels?.[config.machineTypeLabel];
   if (!machineType) return { problem: 'no-machine-type', sentence: `Node ${name} has no ${config.machineTypeLabel} label: its machine type, which names its repair procedure, is unknown` };
-  const key = conditionKey(condition);
-  const operation = Object.hasOwn(config.operations, key) ? config.operations[key] : config.operations[DEFAULT_OPERATION_KEY];
-  if (!operation) return { problem: 'no-operation', sentence: `no operation for ${key}: operations names neither it nor ${DEFAULT_OPERATION_KEY}` };
+  const operation = operationFor(config.operations, condition);
+  if (!operation) return { problem: 'no-operation', sentence: `no operation for ${conditionKey(condition)}: operations names neither it nor ${DEFAULT_OPERATION_KEY}` };
   return { request: { address, machineType, operation } };
 }

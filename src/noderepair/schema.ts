@@ -12,6 +12,7 @@ import { kubeNameSchema, labelKeyProblem, labelValueProblem } from '../config/ku
 import { labelSelectorRequirementSchema } from '../config/label-selector.ts';
 import { modeSchema } from '../config/mode.ts';
 import { issueMessage, pathString, problemsOf } from '../config/problems.ts';
+import { conditionKey, DEFAULT_OPERATION_KEY, operationFor } from './operation.ts';
 
 /**
  * A Node selector that must select something, as the other sections' selectors: NHC reads an
@@ -47,12 +48,6 @@ export const unhealthyConditionSchema = z.strictObject({
   /** How long the Node must stay so before it is repaired: a Go duration, a day at most. */
   duration: positiveGoDurationSchema({ ...A_DAY, text: '24h' }),
 });
-
-/** `Type/Status`, the key of a condition in `operations` and in what tend records. */
-export const conditionKey = (c: { type: string; status: string }) => `${c.type}/${c.status}`;
-
-/** The operations key for every condition without one of its own. */
-export const DEFAULT_OPERATION_KEY = 'default';
 
 /** The node address types of the Kubernetes API (NodeAddressType). */
 export const ADDRESS_TYPES = ['InternalIP', 'ExternalIP', 'InternalDNS', 'ExternalDNS', 'Hostname'] as const;
@@ -126,13 +121,11 @@ export const nodeRepairSchema = z
           });
         }
       }
-      if (!Object.hasOwn(section.operations, DEFAULT_OPERATION_KEY)) {
-        section.unhealthyConditions.forEach((c, i) => {
-          if (!Object.hasOwn(section.operations!, conditionKey(c))) {
-            ctx.addIssue({ code: 'custom', path: ['unhealthyConditions', i], message: `has no operation: add operations["${conditionKey(c)}"] or operations.${DEFAULT_OPERATION_KEY}` });
-          }
-        });
-      }
+      section.unhealthyConditions.forEach((c, i) => {
+        if (operationFor(section.operations!, c) === undefined) {
+          ctx.addIssue({ code: 'custom', path: ['unhealthyConditions', i], message: `has no operation: add operations["${conditionKey(c)}"] or operations.${DEFAULT_OPERATION_KEY}` });
+        }
+      });
     }
     if (section.limits.waitSecondsToRepairRebooting > 0 && section.limits.rebootAnnotation === undefined) {
       ctx.addIssue({
@@ -160,5 +153,5 @@ export type NodeRepairConfig = z.output<typeof nodeRepairSchema>;
 export function parseNodeRepair(value: unknown): { config: NodeRepairConfig } | { problems: string[] } {
   const result = nodeRepairSchema.safeParse(value, { reportInput: true, error: issueMessage });
   if (result.success) return { config: result.data };
-  return { problems: problemsOf(result.error.issues, nodeRepairSchema, ['nodeRepair']).map((p) => `${pathString(p.path)}: ${p.message}`) };
+  return { problems: problemsOf(result.error.issues, nodeRepairSchema).map((p) => `${pathString(['nodeRepair', ...p.path])}: ${p.message}`) };
 }
