@@ -28,12 +28,20 @@ async function kubectl(args: string[]): Promise<string> {
 const lastSeen = (e: k8s.EventsV1Event) => new Date((e.series?.lastObservedTime ?? e.eventTime) as unknown as string).getTime();
 const count = (e: k8s.EventsV1Event) => e.series?.count ?? 1;
 
-/** tend's Events about the object, seen since `since` (ms), oldest first. */
+const created = (e: k8s.EventsV1Event) => new Date(e.eventTime as unknown as string).getTime();
+
+/**
+ * tend's Events about the object, seen since `since` (ms), oldest first. A Pod of the test is new,
+ * so its Events are ordered by when each was created. A Node outlives the tests on this sandbox:
+ * an earlier test may have created the Event whose series this one repeats, so its Events are
+ * ordered by when each was last seen.
+ */
 async function tendEvents(kube: KubeClients, namespace: string, kind: string, name: string, since: number): Promise<k8s.EventsV1Event[]> {
   const list = await kube.events.listNamespacedEvent({ namespace, fieldSelector: `regarding.kind=${kind},regarding.name=${name}` });
+  const at = kind === 'Node' ? lastSeen : created;
   return list.items
     .filter((e) => e.reportingController === REPORTING_CONTROLLER && lastSeen(e) >= since)
-    .sort((a, b) => new Date(a.eventTime as unknown as string).getTime() - new Date(b.eventTime as unknown as string).getTime());
+    .sort((a, b) => at(a) - at(b));
 }
 
 const reasons = (events: k8s.EventsV1Event[]) => [...new Set(events.map((e) => e.reason))];
