@@ -7,7 +7,7 @@
 // (`npm run screenshots`; docs/web-ui.md shows them).
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { testStateDir } from '../harness/env.ts';
 import { entry, nodeUnschedulable, temporalCli } from '../harness/repair.ts';
 import { readPod, taintStatusJson } from '../harness/taint.ts';
@@ -15,12 +15,30 @@ import { waitFor } from '../harness/wait.ts';
 import { listUrl, newPage, openBrowser, picture, workflowUrl } from './browser.ts';
 import { BrowserWorld, REPAIR_ADDRESS, REPAIR_NODE, TAINT_KEY, TAINTED_NODE } from './world.ts';
 
+/** What the Web UI shows instead of a page whose data it could not load (its API answered 500 under load). */
+const ERROR_PAGE = "Uh oh. There's an error.";
+const errorShown = (page: Page) => page.getByText(ERROR_PAGE).isVisible();
+
+/**
+ * Opens `url` until `ready` shows, within 90 s: on a loaded machine the Web UI's server at times
+ * answers a page's data with 500, and the page shows its error page instead (an operator would
+ * refresh too). What the test then checks is read from the page that opened.
+ */
+async function visit(page: Page, url: string, ready: Locator): Promise<void> {
+  await waitFor(`${url} to open`, async () => {
+    await page.goto(url);
+    await ready.first().waitFor({ timeout: 15_000 });
+    return true;
+  }, { timeoutMs: 90_000 });
+}
+
 /** The workflow ids the list shows now (the rows' links name them), once they stop changing, sorted. */
 async function listed(page: Page, query: string, expected: string[]): Promise<string[]> {
   await page.goto(listUrl(query));
   let shown: string[] = [];
   // The list loads after the page: read until it shows what is expected, or the bound passes.
   await waitFor(`the list for ${query}`, async () => {
+    if (await errorShown(page)) await page.goto(listUrl(query));
     const hrefs = await page.locator('tbody a[href*="/workflows/"]').evaluateAll((links) => links.map((a) => a.getAttribute('href') ?? ''));
     shown = [...new Set(hrefs.map((h) => decodeURIComponent(h.split('/workflows/')[1]!.split('/')[0]!)))].sort();
     return shown.join() === [...expected].sort().join();
@@ -30,7 +48,7 @@ async function listed(page: Page, query: string, expected: string[]): Promise<st
 
 /** A workflow's page, on its User Metadata tab: its summary, Current Details and the events with a summary. */
 async function metadataOf(page: Page, workflowId: string): Promise<void> {
-  await page.goto(workflowUrl(workflowId));
+  await visit(page, workflowUrl(workflowId), page.getByTestId('user-metadata-tab'));
   await page.getByTestId('user-metadata-tab').click();
   await page.getByText('Current Details').first().waitFor();
 }
@@ -65,7 +83,7 @@ async function cancelRequestedBy(workflowId: string): Promise<string | undefined
 
 /** Clicks the page's Request Cancellation, then the confirmation's Confirm. */
 async function requestCancellation(page: Page, workflowId: string, shot?: string): Promise<void> {
-  await page.goto(workflowUrl(workflowId));
+  await visit(page, workflowUrl(workflowId), page.getByRole('button', { name: 'Request Cancellation' }));
   await page.getByRole('button', { name: 'Request Cancellation' }).click();
   // The page keeps a closed copy of the dialog too: the one open is the one with that name.
   const modal = page.getByRole('dialog', { name: 'Cancel Workflow' });
@@ -172,7 +190,7 @@ describe('the Temporal Web UI in headless Chromium (browser lane)', function () 
       if (p.shot) await picture(page, p.shot);
     }
     // The history's timeline names each activity by its summary too.
-    await page.goto(workflowUrl(entryId()));
+    await visit(page, workflowUrl(entryId()), page.getByTestId('user-metadata-tab'));
     await shows(page, `repairDrain • cordon node ${REPAIR_NODE} and drain it (repair entry ${w.entry!.index}, drain)`);
     await picture(page, 'web-ui-repair-timeline');
   });

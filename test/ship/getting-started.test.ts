@@ -46,6 +46,8 @@ const MAX_COMMANDS = 15;
 const RETRY_MS = 180_000;
 /** The sandbox's own tend's cluster-wide objects whose names the release `tend` uses too. */
 const SET_ASIDE = ['tend', 'tend-repair', 'tend-taint-replacement-nodes'];
+/** The same for the sandbox's namespaced rights that share a name and namespace with the chart's: the Nodes' Events are recorded in default. */
+const SET_ASIDE_IN_DEFAULT = ['tend-taint-replacement-node-events'];
 
 interface Step {
   script: string;
@@ -125,7 +127,8 @@ describe('docs/getting-started.md, run against the sandbox', function () {
   const steps = pageSteps(readFileSync(page, 'utf8'));
   let env: NodeJS.ProcessEnv = {};
   let home = '';
-  let setAside: { roles: k8s.V1ClusterRole[]; bindings: k8s.V1ClusterRoleBinding[] } = { roles: [], bindings: [] };
+  let setAside: { roles: k8s.V1ClusterRole[]; bindings: k8s.V1ClusterRoleBinding[]; nsRoles: k8s.V1Role[]; nsBindings: k8s.V1RoleBinding[] } =
+    { roles: [], bindings: [], nsRoles: [], nsBindings: [] };
   let started = new Date();
 
   const rbac = () => admin().kc.makeApiClient(k8s.RbacAuthorizationV1Api);
@@ -159,6 +162,14 @@ describe('docs/getting-started.md, run against the sandbox', function () {
       if (role) await api.deleteClusterRole({ name });
       if (binding) await api.deleteClusterRoleBinding({ name });
     }
+    for (const name of SET_ASIDE_IN_DEFAULT) {
+      const role = await api.readNamespacedRole({ namespace: 'default', name }).catch(() => undefined);
+      const binding = await api.readNamespacedRoleBinding({ namespace: 'default', name }).catch(() => undefined);
+      if (role) setAside.nsRoles.push(role);
+      if (binding) setAside.nsBindings.push(binding);
+      if (role) await api.deleteNamespacedRole({ namespace: 'default', name });
+      if (binding) await api.deleteNamespacedRoleBinding({ namespace: 'default', name });
+    }
   });
 
   after(async function () {
@@ -173,7 +184,12 @@ describe('docs/getting-started.md, run against the sandbox', function () {
     for (const binding of setAside.bindings) {
       await api.createClusterRoleBinding({ body: { ...binding, metadata: { name: binding.metadata!.name, labels: binding.metadata!.labels, annotations: binding.metadata!.annotations } } }).catch(() => undefined);
     }
-    setAside = { roles: [], bindings: [] };
+    const kept = (o: k8s.V1Role | k8s.V1RoleBinding) => ({ name: o.metadata!.name, namespace: 'default', labels: o.metadata!.labels, annotations: o.metadata!.annotations });
+    for (const role of setAside.nsRoles) await api.createNamespacedRole({ namespace: 'default', body: { ...role, metadata: kept(role) } }).catch(() => undefined);
+    for (const binding of setAside.nsBindings) {
+      await api.createNamespacedRoleBinding({ namespace: 'default', body: { ...binding, metadata: kept(binding) } }).catch(() => undefined);
+    }
+    setAside = { roles: [], bindings: [], nsRoles: [], nsBindings: [] };
     await kubeletRunsImages([]);
     if (home) rmSync(home, { recursive: true, force: true });
   });
