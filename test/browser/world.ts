@@ -41,6 +41,8 @@ export class BrowserWorld {
   watcher?: TendProcess;
   /** The dependants the weeder window deleted. */
   weeded: k8s.V1Pod[] = [];
+  /** The dependants crash-looping while db is down, before tend starts. */
+  private looping: k8s.V1Pod[] = [];
   /** The taint node's pod that holds a slot. */
   taintPod?: k8s.V1Pod;
   entry?: RepairQueueEntry;
@@ -68,6 +70,9 @@ export class BrowserWorld {
     this.config = join(await mkdtemp(join(tmpdir(), 'tend-browser-')), 'tend.yaml');
     writeFileSync(this.config, stringify(config));
     await grantConfiguredRights(this.config);
+    // db down and its dependants crash-looping before tend first looks: its window is then armed
+    // only, and db's return is answered by the armed watch alone (no open window's lane beside it).
+    this.looping = await dependantsCrashLooping(this.kube, this.weederNs, 2);
     this.repair = { ...this.repair, config: this.config };
     this.worker = new TendProcess(['worker', '--config', this.config]);
     this.watcher = new TendProcess(['watcher', '--config', this.config]);
@@ -81,14 +86,19 @@ export class BrowserWorld {
 
   /** db down, its dependants crash-looping, db back: the window opens and weeds them. */
   private async openWindow(): Promise<void> {
-    const looping = await dependantsCrashLooping(this.kube, this.weederNs, 2);
+    const looping = this.looping;
+    const windowOf = async () => {
+      const { stdout } = await temporalCli(['workflow', 'query', '--workflow-id', `weeder/${this.weederNs}/db`, '--name', 'window', '-o', 'json']);
+      // The CLI prints an empty list as null.
+      return (JSON.parse(stdout) as { queryResult: { armed?: { since: number; until: number } | null; weeded: { uid: string }[] | null }[] }).queryResult[0]!;
+    };
+    await waitFor('db\'s window armed', async () => !!(await windowOf()).armed, { timeoutMs: 60_000 });
     await dbBack(this.kube, this.weederNs);
     await waitFor('both dependants weeded', async () => (await deletedOf(this.kube, this.weederNs, looping)).length === 2, { timeoutMs: 90_000 });
     // And recorded by the window (the armed watch's answer, which its details show).
     const uids = looping.map((p) => p.metadata!.uid!);
     await waitFor('both deletions in the window\'s record', async () => {
-      const { stdout } = await temporalCli(['workflow', 'query', '--workflow-id', `weeder/${this.weederNs}/db`, '--name', 'window', '-o', 'json']);
-      const weeded = (JSON.parse(stdout) as { queryResult: { weeded: { uid: string }[] }[] }).queryResult[0]!.weeded.map((p) => p.uid);
+      const weeded = ((await windowOf()).weeded ?? []).map((p) => p.uid);
       return uids.every((u) => weeded.includes(u));
     }, { timeoutMs: 90_000 });
     this.weeded = looping;
