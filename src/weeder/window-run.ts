@@ -31,6 +31,12 @@ export const WEEDER_REPROPOSE_SKIPPED_PATCH = 'weeder-repropose-skipped';
  * activity a workflow task later. Its lane is then waited for when cancelled.
  */
 export const WEEDER_ARMED_DELETES_PATCH = 'weeder-armed-deletes';
+/**
+ * The armed watch's deletion of a pod it announced is recorded even when another lane's answer
+ * took the pod off the pending list first (its deleting activity found the pod being deleted: by
+ * this watch). Before it, such a deletion was made but left out of the window's record.
+ */
+export const WEEDER_ARMED_RECORD_PATCH = 'weeder-armed-record';
 
 export type WeederTarget = { namespace: string; service: string };
 
@@ -79,6 +85,8 @@ export class WindowRun {
   // is waited for when cancelled: it may be deleting).
   private weedToken: string | undefined;
   private readonly announced = new Map<string, Candidate>();
+  /** Every pod the armed watch announced, pending already or not, until its answer: what its deletions name. */
+  private readonly armedAnnounced = new Map<string, Candidate>();
   private armedDeleting = false;
   private refused: { err: unknown } | undefined;
   private readonly target: WeederTarget;
@@ -162,6 +170,7 @@ export class WindowRun {
       this.p.warn(`armedWeeding signal ignored: ${check.ignored}`);
       return;
     }
+    for (const c of check.pods) this.armedAnnounced.set(c.uid, c);
     for (const c of this.state.announce(check.pods)) this.announced.set(c.uid, c);
     this.apply(announcementOps(this.lanes.has('armed')), undefined);
     this.show();
@@ -246,11 +255,28 @@ export class WindowRun {
     if (lost.length > 0) this.underWay(this.p.scope(), this.lookAt(lost, reason));
   }
 
+  /**
+   * The armed watch's deletions of pods it announced that are no longer pending: another lane's
+   * deleting activity answered for them first, finding them being deleted (by this watch), and
+   * they were settled as skipped. Pending again, so that this answer records them.
+   */
+  private pendAgainArmedDeletions(outcomes: readonly WeedOutcome[]): void {
+    const lost = outcomes.flatMap((o) => {
+      const c = o.outcome === 'deleted' && !this.state.isPending(o.uid) ? this.armedAnnounced.get(o.uid) : undefined;
+      return c ? [c] : [];
+    });
+    this.armedAnnounced.clear();
+    if (lost.length > 0 && this.p.patched(WEEDER_ARMED_RECORD_PATCH)) this.state.announce(lost);
+  }
+
   /** Runs the operations the arming rules (src/weeder/armed.ts) returned, in order. */
   private apply(ops: readonly LaneOp[], err: unknown): void {
     for (const o of ops) {
       if (o.op === 'readySeen') this.state.readySeen(o.readyAt, o.armedSince, this.watchMs);
-      else if (o.op === 'settle') this.state.settle(o.outcomes, this.p.now());
+      else if (o.op === 'settle') {
+        this.pendAgainArmedDeletions(o.outcomes);
+        this.state.settle(o.outcomes, this.p.now());
+      }
       else if (o.op === 'weed') {
         const fresh = this.state.propose(o.candidates);
         // Announced, then not deleted by the watch (a failure it could not judge): the deleting activity tries, afresh.

@@ -49,7 +49,7 @@ import { failureMessage, refusalOf } from './failures.ts';
 import { patchesBeforeLocalActivity } from './patches.ts';
 import { said } from './summary.ts';
 
-export { WEED_HOLD_MS, WEEDER_ARMED_DELETES_PATCH, WEEDER_REPROPOSE_SKIPPED_PATCH, WEEDER_SAFETY_HOLD_PATCH } from '../weeder/window-run.ts';
+export { WEED_HOLD_MS, WEEDER_ARMED_DELETES_PATCH, WEEDER_ARMED_RECORD_PATCH, WEEDER_REPROPOSE_SKIPPED_PATCH, WEEDER_SAFETY_HOLD_PATCH } from '../weeder/window-run.ts';
 
 // The Service must be one the worker is configured for: asked once per run,
 // before anything else (a refusal fails the workflow, non-retryably).

@@ -13,7 +13,7 @@ import { weederRun, WeederStubs, type StubCall } from '../harness/weeder.ts';
 import type { WatchInput, WeedPodsInput } from '../../src/activities/weeder.ts';
 import { armedWeedingSignal, armSignal, extendSignal, stopSignal, stopUpdate, windowQuery } from '../../src/weeder/messages.ts';
 import type { Candidate, WatchOutput, WeedOutcome, WeederResult } from '../../src/weeder/window.ts';
-import { WEEDER_REPROPOSE_SKIPPED_PATCH } from '../../src/workflows/weeder.ts';
+import { WEEDER_ARMED_RECORD_PATCH, WEEDER_REPROPOSE_SKIPPED_PATCH } from '../../src/workflows/weeder.ts';
 
 describe('weeder workflow: watching lanes, deletions through their own activity, stop and cancellation', function () {
   this.timeout(180_000);
@@ -99,6 +99,28 @@ describe('weeder workflow: watching lanes, deletions through their own activity,
     const signalAt = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'armedWeeding');
     const answerAt = events.findIndex((e) => e.activityTaskCompletedEventAttributes);
     assert.ok(signalAt > 0 && signalAt < answerAt, 'the announcement is in the history before the watch\'s answer');
+  }));
+
+  it('armed, deleting at once, beside an open window\'s lane that found the same pods: the armed watch\'s deletions are recorded though the deleting activity found them being deleted', () => run(async (client) => {
+    // Open, then armed (the Service turned not ready): both lanes watch. At its return, the open
+    // window's lane proposes the pods and the armed watch announces and deletes them; the deleting
+    // activity then finds them being deleted (by the watch) and skips them, before the watch answers.
+    const h = await start(client, extendSignal);
+    const window = await next(h, 'watch', lane('window'));
+    await h.signal(armSignal, {});
+    const armed = await next(h, 'watch', lane('armed'));
+    const readyAt = Date.now();
+    window.reply({ candidates: [cand('a'), cand('b')], readyAt } satisfies WatchOutput);
+    const weed = await next(h, 'weed');
+    assert.deepEqual(podsOf(weed), ['a', 'b']);
+    await announce(h, armed, [cand('a'), cand('b')]);
+    weed.reply(['a', 'b'].map((n) => ({ uid: `uid-${n}`, outcome: 'skipped', reason: 'being deleted already' }) satisfies WeedOutcome));
+    await waitFor('a and b no longer pending', async () => (await pendingNames(h)).length === 0);
+    armed.reply({ candidates: [], readyAt, weeded: [deleted(cand('a')), deleted(cand('b'))] } satisfies WatchOutput);
+    await waitFor('a and b recorded as weeded', async () => (await h.query(windowQuery)).weeded.map((p) => p.name).sort().join() === 'a,b');
+    await h.signal(stopSignal, {});
+    assert.deepEqual((await h.result() as WeederResult).weeded.map((p) => p.name).sort(), ['a', 'b']);
+    assert.equal(patchMarkers(await h.fetchHistory()).filter((id) => id === WEEDER_ARMED_RECORD_PATCH).length, 1, 'the behaviour is marked in the history');
   }));
 
   it('armed, deleting at once: an announcement without the watch\'s token is ignored', () => run(async (client) => {
