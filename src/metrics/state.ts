@@ -33,27 +33,30 @@ export const CACHE_MS = 10_000;
 export const READ_TIMEOUT_MS = 5_000;
 export const MAX_WORKFLOWS = 200;
 
-/** Weeder windows by state, from their window queries. */
-export function windowStates(windows: readonly WindowSnapshot[], now: number): { open: number; armed: number } {
+/** Weeder windows by state, and when the oldest open one first opened (undefined when none is), from their window queries. */
+export function windowCounts(windows: readonly WindowSnapshot[], now: number): { open: number; armed: number; oldestOpenedAt?: number } {
   let open = 0;
   let armed = 0;
+  let oldest: number | undefined;
   for (const w of windows) {
     if (w.stopped || w.failure) continue;
     if (w.armed && w.armed.until > now) armed++;
-    else if (w.openedAt !== undefined && w.deadline > now) open++;
+    else if (w.openedAt !== undefined && w.deadline > now) {
+      open++;
+      oldest = Math.min(oldest ?? w.openedAt, w.openedAt);
+    }
   }
+  return { open, armed, ...(oldest !== undefined ? { oldestOpenedAt: oldest } : {}) };
+}
+
+/** Weeder windows by state. */
+export function windowStates(windows: readonly WindowSnapshot[], now: number): { open: number; armed: number } {
+  const { open, armed } = windowCounts(windows, now);
   return { open, armed };
 }
 
 /** When the oldest open window (as windowStates counts open ones) first opened; undefined when none is open. */
-export function oldestOpenedAt(windows: readonly WindowSnapshot[], now: number): number | undefined {
-  let oldest: number | undefined;
-  for (const w of windows) {
-    if (w.stopped || w.failure || (w.armed && w.armed.until > now)) continue;
-    if (w.openedAt !== undefined && w.deadline > now) oldest = Math.min(oldest ?? w.openedAt, w.openedAt);
-  }
-  return oldest;
-}
+export const oldestOpenedAt = (windows: readonly WindowSnapshot[], now: number): number | undefined => windowCounts(windows, now).oldestOpenedAt;
 
 /** The operation label of an entry whose operation the configuration does not name. */
 export const OTHER_OPERATION = 'other';
@@ -180,10 +183,10 @@ export function startStateGauges(client: Client, config: Sections): () => void {
       reads.push(read('weeder', async () => {
         const windows: WindowSnapshot[] = await askRunning('weeder', 'weeder', undefined, windowQuery);
         const now = Date.now();
-        const { open, armed } = windowStates(windows, now);
-        weederWindows.set({ state: 'open' }, open);
-        weederWindows.set({ state: 'armed' }, armed);
-        oldestOpen = oldestOpenedAt(windows, now);
+        const counts = windowCounts(windows, now);
+        weederWindows.set({ state: 'open' }, counts.open);
+        weederWindows.set({ state: 'armed' }, counts.armed);
+        oldestOpen = counts.oldestOpenedAt;
       }));
     }
     await Promise.all(reads);
