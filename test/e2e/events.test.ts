@@ -12,7 +12,7 @@ import { sandbox } from '../harness/hooks.ts';
 import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { budget, cleanUpTaintTest, managedLabel, startTaintTend, taint } from '../harness/taint.ts';
-import { add, entry, repairWorld, resetRepairQueue, type RepairWorld } from '../harness/repair.ts';
+import { add, entry, startRepairTend, type RepairWorld } from '../harness/repair.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 import { REPORTING_CONTROLLER } from '../../src/kube/events.ts';
 
@@ -124,10 +124,7 @@ describe('Kubernetes Events', function () {
     let tend: TendProcess;
 
     before(async () => {
-      await resetRepairQueue();
-      world = repairWorld();
-      tend = new TendProcess(['run', '--config', world.config]);
-      await waitFor('worker started', () => tend.output.includes('worker started'), { timeoutMs: 120_000 });
+      ({ world, tend } = await startRepairTend(120_000));
     });
     after(async () => {
       await tend?.stop();

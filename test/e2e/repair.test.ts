@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TendProcess } from '../harness/cli.ts';
 import { waitFor } from '../harness/wait.ts';
-import { add, entries, entry, repairWorld, resetRepairQueue, rq, temporalCli, type RepairWorld } from '../harness/repair.ts';
+import { add, entries, entry, rq, startRepairTend, temporalCli, type RepairWorld } from '../harness/repair.ts';
 import type { RepairQueueEntry } from '../../src/repair/entry.ts';
 import { MAX_REQUESTS_PER_ADD } from '../../src/repair/messages.ts';
 
@@ -19,10 +19,7 @@ describe('repair queue (e2e)', function () {
   let tend: TendProcess;
 
   before(async () => {
-    await resetRepairQueue();
-    world = repairWorld();
-    tend = new TendProcess(['run', '--config', world.config]);
-    await waitFor('worker started', () => tend.output.includes('worker started'), { timeoutMs: 60_000 });
+    ({ world, tend } = await startRepairTend(60_000));
   });
   after(async () => {
     await tend?.stop();

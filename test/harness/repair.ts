@@ -5,10 +5,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { runTend, type CliResult } from './cli.ts';
+import { runTend, TendProcess, type CliResult } from './cli.ts';
 import { repoRoot } from './env.ts';
 import { sandbox } from './hooks.ts';
 import { admin, deployment } from './kube.ts';
+import { waitFor } from './wait.ts';
 import type { RepairQueueEntry } from '../../src/repair/entry.ts';
 import { enableAuditLog, TEND_USER } from '../../src/sandbox/sandbox.ts';
 import { AuditLog, type Write } from '../../faults/audit.ts';
@@ -104,6 +105,15 @@ export async function add(world: RepairWorld, op: string, address: string, type 
   const r = await rq(world, ['add', op, type, address]);
   if (r.code !== 0) throw new Error(`repair-queue add: exit ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout) as RepairQueueEntry;
+}
+
+/** A clean queue, a repair world and `tend run` on it, once its worker polls. */
+export async function startRepairTend(timeoutMs = 60_000): Promise<{ world: RepairWorld; tend: TendProcess }> {
+  await resetRepairQueue();
+  const world = repairWorld();
+  const tend = new TendProcess(['run', '--config', world.config]);
+  await waitFor('worker started', () => tend.output.includes('worker started'), { timeoutMs });
+  return { world, tend };
 }
 
 /** No queue, no running entry workflow, no node cordoned by an earlier run: each suite starts clean. */
