@@ -8,32 +8,20 @@
 // the cluster-wide gauges are read with max (GAUGE_SCOPE); each alert's runbook_url names its section
 // of docs/alerts.md; the kustomize component renders with kubectl kustomize.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { GAUGE_SCOPE, registry } from '../../src/metrics/registry.ts';
 import { ensureBinaries } from '../../src/sandbox/binaries.ts';
 import { chartRuleGroups, COMPONENT_RULE, expected, PLAIN_RULES, plainText } from '../../scripts/alert-rules.ts';
+import { runCommand, type CliResult } from '../harness/cli.ts';
 import { repoRoot } from '../harness/env.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Obj = any;
-interface Run { code: number | null; stdout: string; stderr: string }
-
-/** A command to its end: its exit code (null when killed at the time limit) and output. */
-async function run(command: string, args: string[], timeoutMs = 120_000): Promise<Run> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(command, args, { cwd: repoRoot, timeout: timeoutMs, maxBuffer: 64 << 20 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code?: unknown; stdout?: string; stderr?: string };
-    if (typeof e.code === 'string') throw err; // could not start at all: the test's error
-    return { code: typeof e.code === 'number' ? e.code : null, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
-}
+/** A command to its end from the repository's root (runCommand: refused past `timeoutMs`). */
+const run = (command: string, args: string[], timeoutMs = 120_000) => runCommand(command, args, { cwd: repoRoot, timeoutMs });
 
 /** scripts/binaries.sh with one option: the binary's path (its last line), and how long it took. */
 async function built(option: string): Promise<{ path: string; stderr: string }> {
@@ -263,7 +251,7 @@ describe('ship: the alert rules (deploy/helm/tend/files/prometheus-rules.yaml)',
 
   it('the unit tests fail when the rules change under them: other runbook links, other thresholds', async () => {
     /** promtool test rules on the chart rendered with these values; what it says. */
-    const against = async (name: string, values: Obj): Promise<Run> => {
+    const against = async (name: string, values: Obj): Promise<CliResult> => {
       const dir = join(work, name);
       mkdirSync(dir);
       cpSync(TESTS_DIR, join(dir, 'tests'), { recursive: true });
@@ -272,7 +260,7 @@ describe('ship: the alert rules (deploy/helm/tend/files/prometheus-rules.yaml)',
       writeFileSync(join(dir, 'tend-rules.yaml'), plainText(chartRuleGroups(helm, [file])));
       return run(promtool, ['test', 'rules', ...readdirSync(join(dir, 'tests')).sort().map((f) => join(dir, 'tests', f))]);
     };
-    const failedAlerts = (r: Run) => new Set([...(r.stdout + r.stderr).matchAll(/alertname: (Tend[A-Za-z]+)/g)].map((m) => m[1]!));
+    const failedAlerts = (r: CliResult) => new Set([...(r.stdout + r.stderr).matchAll(/alertname: (Tend[A-Za-z]+)/g)].map((m) => m[1]!));
 
     // Every firing case checks the annotations: a different runbook link fails each alert's.
     const links = await against('links', { metrics: { prometheusRule: { runbookBaseUrl: 'elsewhere.md' } } });
