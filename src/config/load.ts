@@ -18,7 +18,7 @@ import { anchorHint } from './anchors.ts';
 import { includeFromFiles, placeIncluded } from './from-file.ts';
 import { taintReplacementWarnings } from './taint-replacement.ts';
 
-const MODE_CAPABILITY_OF: Record<SectionName, ModeCapability> = { weeder: 'weeder', taintReplacement: 'taint', apps: 'apps', repair: 'repair' };
+const MODE_CAPABILITY_OF: Record<SectionName, ModeCapability> = { weeder: 'weeder', taintReplacement: 'taint', apps: 'apps', repair: 'repair', nodeRepair: 'nodeRepair' };
 
 export type { Config } from './schema.ts';
 export { parseConfigMapRef, type ConfigMapRef } from './config-map.ts';

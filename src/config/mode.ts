@@ -14,16 +14,17 @@ export const modeSchema = z.enum(MODES, {
 });
 
 /** The capability sections' names, as in the config file. */
-export const MODE_SECTIONS = { weeder: 'weeder', taint: 'taintReplacement', apps: 'apps', repair: 'repair' } as const;
+export const MODE_SECTIONS = { weeder: 'weeder', taint: 'taintReplacement', apps: 'apps', repair: 'repair', nodeRepair: 'nodeRepair' } as const;
 export type ModeCapability = keyof typeof MODE_SECTIONS;
 
 /** The mode of each capability: its section's `mode`, else the top-level `mode`, else act. */
-export function modesOf(config: { mode?: Mode; weeder?: { mode?: Mode }; taintReplacement?: { mode?: Mode }; apps?: { mode?: Mode }; repair?: { mode?: Mode } }): Record<ModeCapability, Mode> {
+export function modesOf(config: { mode?: Mode; weeder?: { mode?: Mode }; taintReplacement?: { mode?: Mode }; apps?: { mode?: Mode }; repair?: { mode?: Mode }; nodeRepair?: { mode?: Mode } }): Record<ModeCapability, Mode> {
   const top = config.mode ?? 'act';
   return {
     weeder: config.weeder?.mode ?? top,
     taint: config.taintReplacement?.mode ?? top,
     apps: config.apps?.mode ?? top,
     repair: config.repair?.mode ?? top,
+    nodeRepair: config.nodeRepair?.mode ?? top,
   };
 }

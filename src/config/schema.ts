@@ -11,6 +11,7 @@ import { boundedName, NAMESPACE_MAX, taskQueueSchema } from './bounds.ts';
 import { dns1123LabelProblem, kubeNameSchema } from './kube-names.ts';
 import { sections, type SectionName } from './sections.ts';
 import { modeSchema } from './mode.ts';
+import { nodeRepairProblems } from './node-repair.ts';
 
 // host:port, the host a name, an IPv4 address or a bracketed IPv6 address.
 const hostPort = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):(\d+)$/;
@@ -398,6 +399,9 @@ export const configSchema = z.strictObject({
   kubernetes: kubernetesSchema.prefault({}),
   http: httpSchema.prefault({}),
   ...sectionsShape,
+}).superRefine((config, ctx) => {
+  // Across sections: what nodeRepair queues must be repair's to carry out.
+  for (const p of nodeRepairProblems(config)) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
 });
 
 export type TlsOptions = z.output<typeof tlsOptionsSchema>;

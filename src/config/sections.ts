@@ -7,6 +7,7 @@ import { describeWeeder, weederSchema } from './weeder.ts';
 import { appsSchema, describeApps } from './apps.ts';
 import { describeRepair, repairSchema } from './repair.ts';
 import { describeTaintReplacement, taintReplacementSchema } from './taint-replacement.ts';
+import { describeNodeRepair, nodeRepairSchema } from './node-repair.ts';
 
 export interface Section<S extends z.ZodType> {
   schema: S;
@@ -18,12 +19,12 @@ export function defineSection<S extends z.ZodType>(schema: S, describe: (value: 
   return { schema, describe };
 }
 
-// Still to come: taintReplacement, repair (CKE's snake_case), apps.
 export const sections = {
   weeder: defineSection(weederSchema, describeWeeder),
   apps: defineSection(appsSchema, describeApps),
   repair: defineSection(repairSchema, describeRepair),
   taintReplacement: defineSection(taintReplacementSchema, describeTaintReplacement),
+  nodeRepair: defineSection(nodeRepairSchema, describeNodeRepair),
 };
 
 export type SectionName = keyof typeof sections;

@@ -4,7 +4,7 @@
 // limiters and NHC's minHealthy). Every input is an argument, times in epoch ms: imported by
 // workflow code, which passes workflow time (no Node built-ins, no clock here).
 import { shown, type NodeView, type RepairRequest } from './node.ts';
-import type { NodeRepairLimits, UnhealthyCondition } from './schema.ts';
+import type { NodeRepairLimits, UnhealthyCondition } from '../config/node-repair.ts';
 
 export interface UnhealthyMatch {
   condition: UnhealthyCondition;

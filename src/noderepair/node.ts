@@ -3,8 +3,8 @@
 // it meets (as CKE's sabakan-triggered repair makes an entry of a machine: its first IPv4, its
 // BMC type, its state lowercased). Pure: imported by workflow code (no Node built-ins, no clock).
 import { preview } from '../checks/preview.ts';
-import { conditionKey, DEFAULT_OPERATION_KEY, operationFor } from './operation.ts';
-import type { NodeRepairConfig } from './schema.ts';
+import { conditionKey, DEFAULT_OPERATION_KEY, operationFor } from '../config/node-repair-operation.ts';
+import type { NodeRepairConfig } from '../config/node-repair.ts';
 
 /** A Node condition, its lastTransitionTime in epoch ms (undefined when absent or unreadable). */
 export interface NodeConditionView {

@@ -39,7 +39,7 @@ function withoutModes(c: ModesInput): unknown {
   const { kubernetes, ...rest } = c as ModesInput & { kubernetes?: object };
   return {
     ...rest, kubernetes: kubernetes && { ...kubernetes, kubeconfig: undefined, context: undefined },
-    mode: undefined, weeder: strip(c.weeder), taintReplacement: strip(c.taintReplacement), apps: strip(c.apps), repair: strip(c.repair),
+    mode: undefined, weeder: strip(c.weeder), taintReplacement: strip(c.taintReplacement), apps: strip(c.apps), repair: strip(c.repair), nodeRepair: strip(c.nodeRepair),
   };
 }
 

@@ -242,6 +242,24 @@ describe('config', () => {
     });
   });
 
+  describe('nodeRepair across sections', () => {
+    const repair = 'repair: { repair_procedures: [ { machine_types: [qemu], repair_operations: [ { operation: unreachable, repair_steps: [ { repair_command: [sh, -c, "true"] } ], health_check_command: [sh, -c, "true"] } ] } ] }';
+    const nodeRepair = (extra = '') => `nodeRepair: { nodeSelector: { matchLabels: { role: worker } }, machineTypeLabel: example.org/machine-type, limits: { maximumRepairQueueEntries: 3 }${extra} }`;
+
+    it('accepts a section whose operations are repair procedures\' operations, and describes it', () => {
+      const config = parseConfig(`${repair}\n${nodeRepair(', unhealthyConditions: [ { type: Ready, status: Unknown, duration: 20s } ]')}`, 't');
+      assert.deepEqual(config.nodeRepair?.operations, { 'Ready/Unknown': 'unreachable' });
+      assert.match(describeConfig(config), /\nnodeRepair: Nodes unhealthy when Ready=Unknown for 20s; entries of InternalIP and machine type label example\.org\/machine-type \(Ready\/Unknown -> unreachable\); at most 3 queue entries, minHealthy 51%$/);
+    });
+
+    it('refuses nodeRepair without repair, and an operation no procedure has, naming where', () => {
+      assertProblems(configError(() => parseConfig(nodeRepair(), 't')).problems, [['nodeRepair', 'needs the repair section']]);
+      assertProblems(configError(() => parseConfig(`${repair}\n${nodeRepair(', operations: { default: reboot }')}`, 't')).problems, [
+        ['nodeRepair.operations.default', 'operation reboot is no repair procedure\'s operation (repair has unreachable)'],
+      ]);
+    });
+  });
+
   describe('loadConfig', () => {
     it('names a missing file, and where a relative one was looked for', async () => {
       let err = await configErrorAsync(loadConfig({ file: '/nonexistent/tend.yaml' }));
@@ -308,9 +326,10 @@ describe('config', () => {
           'apps: off',
           'repair: 1 machine type(s) (qemu), operations unreachable, at most 1 at once',
           'taintReplacement: taints example.org/maintenance after 7200s, * after 3600s; replace 1800s later, at most 1 at once, none while more than 50% nodes are tainted',
+          'nodeRepair: off',
         ].join('\n'),
       );
-      assert.match(describeConfig(parseConfig('', 't')), /\nweeder: off\napps: off\nrepair: off\ntaintReplacement: off$/);
+      assert.match(describeConfig(parseConfig('', 't')), /\nweeder: off\napps: off\nrepair: off\ntaintReplacement: off\nnodeRepair: off$/);
     });
 
     it('never prints an API key', () => {

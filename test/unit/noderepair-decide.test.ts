@@ -7,7 +7,7 @@ import {
   enqueueDecision, matchReason, minHealthyCount, unhealthyMatch, wouldEnqueueSentence, type EnqueueContext, type EnqueueDecision,
 } from '../../src/noderepair/decide.ts';
 import { inPlannedReboot, nodeViewOf, repairRequestOf, type NodeView } from '../../src/noderepair/node.ts';
-import { parseNodeRepair, type NodeRepairConfig, type UnhealthyCondition } from '../../src/noderepair/schema.ts';
+import { parseNodeRepair, type NodeRepairConfig, type UnhealthyCondition } from '../../src/config/node-repair.ts';
 
 function section(extra: Record<string, unknown> = {}): NodeRepairConfig {
   const r = parseNodeRepair({ nodeSelector: { matchLabels: { pool: 'a' } }, machineTypeLabel: 'example.com/type', limits: { maximumRepairQueueEntries: 3 }, ...extra });
@@ -222,14 +222,15 @@ describe('nodeRepair: enqueueDecision', () => {
 });
 
 describe('nodeRepair: workflow-safe', () => {
-  // decide.ts, node.ts and operation.ts run inside workflows: no Node built-ins, no clock, no randomness.
+  // src/noderepair/ and config/node-repair-operation.ts run inside workflows: no Node built-ins, no clock, no randomness.
   const dir = new URL('../../src/noderepair/', import.meta.url);
-  for (const file of readdirSync(dir).filter((f) => f !== 'schema.ts')) {
-    it(`${file} imports no Node built-in and reads no clock`, () => {
-      const text = readFileSync(new URL(file, dir), 'utf8');
+  const files = [...readdirSync(dir).map((f) => new URL(f, dir)), new URL('../../src/config/node-repair-operation.ts', import.meta.url)];
+  for (const file of files) {
+    it(`${file.pathname.split('/src/')[1]} imports no Node built-in and reads no clock`, () => {
+      const text = readFileSync(file, 'utf8');
       assert.doesNotMatch(text, /from '(node:|fs|path|os|crypto|child_process)/);
       assert.doesNotMatch(text, /Date\.now|new Date\(\)|Math\.random|process\./);
-      assert.doesNotMatch(text, /^import (?!type)[^;]*from '\.\/schema\.ts'/m, 'schema.ts (zod) is imported for its types only');
+      assert.doesNotMatch(text, /^import (?!type)[^;]*from '[./]*config\/node-repair\.ts'/m, 'config/node-repair.ts (zod) is imported for its types only');
     });
   }
 });

@@ -1,8 +1,8 @@
-// src/noderepair/schema.ts: the nodeRepair section in NHC's and CKE's shapes, its defaults, and
+// src/config/node-repair.ts: the nodeRepair section in NHC's and CKE's shapes, its defaults, and
 // every refusal with its path and its exact words.
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
-import { parseNodeRepair, type NodeRepairConfig } from '../../src/noderepair/schema.ts';
+import { parseNodeRepair, type NodeRepairConfig } from '../../src/config/node-repair.ts';
 
 /** The section as written in a config file. */
 const fromYaml = (text: string) => parseNodeRepair((parse(text) as { nodeRepair: unknown }).nodeRepair);

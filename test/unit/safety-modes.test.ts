@@ -21,13 +21,13 @@ const apps = 'apps: {}\n';
 
 describe('observe mode: configuration', () => {
   it('every capability acts unless told otherwise', () => {
-    assert.deepEqual(modesOf(parseConfig(weeder + apps, 't')), { weeder: 'act', taint: 'act', apps: 'act', repair: 'act' });
+    assert.deepEqual(modesOf(parseConfig(weeder + apps, 't')), { weeder: 'act', taint: 'act', apps: 'act', repair: 'act', nodeRepair: 'act' });
   });
 
   it('the top-level mode is every section\'s default; a section\'s own mode wins', () => {
     const c = parseConfig(`mode: observe\n${weeder}  mode: act\n${apps}`, 't');
-    assert.deepEqual(modesOf(c), { weeder: 'act', taint: 'observe', apps: 'observe', repair: 'observe' });
-    assert.deepEqual(modesOf(parseConfig(`${apps}`, 't')), { weeder: 'act', taint: 'act', apps: 'act', repair: 'act' });
+    assert.deepEqual(modesOf(c), { weeder: 'act', taint: 'observe', apps: 'observe', repair: 'observe', nodeRepair: 'observe' });
+    assert.deepEqual(modesOf(parseConfig(`${apps}`, 't')), { weeder: 'act', taint: 'act', apps: 'act', repair: 'act', nodeRepair: 'act' });
   });
 
   it('accepts observe for every capability, from the top level or its own section', () => {
@@ -82,7 +82,7 @@ describe('observe mode: ModeState', () => {
     assert.equal(modes.mode('apps'), 'act', 'an invalid file changed the mode');
     writeFileSync(file, 'apps:\n  mode: observe\n');
     await modes.reloadNow('test');
-    assert.deepEqual(modes.all(), { weeder: 'act', taint: 'act', apps: 'observe', repair: 'act' });
+    assert.deepEqual(modes.all(), { weeder: 'act', taint: 'act', apps: 'observe', repair: 'act', nodeRepair: 'act' });
   });
 
   it('a configuration from a file remembers where it came from (spreads keep it)', async () => {

@@ -4,15 +4,15 @@
 // repair queue entry, as CKE's sabakan-triggered repair makes one of a machine (its address, its
 // machine type, an operation named for its state); and CKE's enqueue limiters, camelCased
 // (`maximum-repair-queue-entries`, `wait-seconds-to-repair-rebooting`). Defaults are NHC's and
-// CKE's unless said. What the section decides is in decide.ts; this file only reads it.
+// CKE's unless said. What the section decides is in src/noderepair/decide.ts; this file only reads it.
 import { z } from 'zod';
-import { A_DAY, boundedName, REPAIR_NAME_MAX, secondsSchema } from '../config/bounds.ts';
-import { positiveGoDurationSchema } from '../config/duration.ts';
-import { kubeNameSchema, labelKeyProblem, labelValueProblem } from '../config/kube-names.ts';
-import { labelSelectorRequirementSchema } from '../config/label-selector.ts';
-import { modeSchema } from '../config/mode.ts';
-import { issueMessage, pathString, problemsOf } from '../config/problems.ts';
-import { conditionKey, DEFAULT_OPERATION_KEY, operationFor } from './operation.ts';
+import { A_DAY, boundedName, REPAIR_NAME_MAX, secondsSchema } from './bounds.ts';
+import { positiveGoDurationSchema } from './duration.ts';
+import { kubeNameSchema, labelKeyProblem, labelValueProblem } from './kube-names.ts';
+import { labelSelectorRequirementSchema } from './label-selector.ts';
+import { modeSchema } from './mode.ts';
+import { issueMessage, pathString, problemsOf } from './problems.ts';
+import { conditionKey, DEFAULT_OPERATION_KEY, operationFor } from './node-repair-operation.ts';
 
 /**
  * A Node selector that must select something, as the other sections' selectors: NHC reads an
@@ -136,9 +136,10 @@ export const nodeRepairSchema = z
   })
   .transform(({ operations, ...section }) => ({
     ...section,
+    // Only the operations some condition can ask for: each must be a repair procedure's (nodeRepairProblems).
     operations: operations ?? {
       ...(section.unhealthyConditions.some((c) => conditionKey(c) === 'Ready/Unknown') && { 'Ready/Unknown': 'unreachable' }),
-      [DEFAULT_OPERATION_KEY]: 'unhealthy',
+      ...(section.unhealthyConditions.some((c) => conditionKey(c) !== 'Ready/Unknown') && { [DEFAULT_OPERATION_KEY]: 'unhealthy' }),
     },
   }));
 
@@ -154,4 +155,29 @@ export function parseNodeRepair(value: unknown): { config: NodeRepairConfig } | 
   const result = nodeRepairSchema.safeParse(value, { reportInput: true, error: issueMessage });
   if (result.success) return { config: result.data };
   return { problems: problemsOf(result.error.issues, nodeRepairSchema).map((p) => `${pathString(['nodeRepair', ...p.path])}: ${p.message}`) };
+}
+
+/** One line for `tend config validate`. */
+export function describeNodeRepair(c: NodeRepairConfig): string {
+  const conditions = c.unhealthyConditions.map((u) => `${u.type}=${u.status} for ${u.duration.text}`).join(', ');
+  const ops = Object.entries(c.operations).map(([k, v]) => `${k} -> ${v}`).join(', ');
+  return `Nodes unhealthy when ${conditions}; entries of ${c.address.type} and machine type label ${c.machineTypeLabel} (${ops}); ` +
+    `at most ${c.limits.maximumRepairQueueEntries} queue entries, minHealthy ${c.limits.minHealthy}` +
+    (c.limits.waitSecondsToRepairRebooting > 0 ? `, ${c.limits.waitSecondsToRepairRebooting}s before repairing a Node in a planned reboot` : '');
+}
+
+/**
+ * The checks across sections: nodeRepair queues repair entries, so it needs the repair section,
+ * and each operation it may ask for must be an operation of some repair procedure (else every
+ * entry it queued would be refused).
+ */
+export function nodeRepairProblems(config: { nodeRepair?: NodeRepairConfig; repair?: { repair_procedures: { repair_operations: { operation: string }[] }[] } }): { path: (string | number)[]; message: string }[] {
+  const section = config.nodeRepair;
+  if (!section) return [];
+  if (!config.repair) return [{ path: ['nodeRepair'], message: 'needs the repair section: nodeRepair queues repair entries, and their steps are the repair procedures\' (add repair:, or leave nodeRepair out)' }];
+  const known = new Set(config.repair.repair_procedures.flatMap((p) => p.repair_operations.map((o) => o.operation)));
+  return Object.entries(section.operations).filter(([, op]) => !known.has(op)).map(([key, op]) => ({
+    path: ['nodeRepair', 'operations', key],
+    message: `operation ${op} is no repair procedure's operation (repair has ${[...known].join(', ')})`,
+  }));
 }
