@@ -5,3 +5,6 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 
 export const TendCapability = defineSearchAttributeKey('TendCapability', SearchAttributeType.KEYWORD);
 export const TendTarget = defineSearchAttributeKey('TendTarget', SearchAttributeType.KEYWORD);
+// The Node a run concerns (taint/<node>, node/<node>, repair/<index>), so that
+// `TendNode = "worker-3"` finds one Node's whole incident: docs/web-ui.md.
+export const TendNode = defineSearchAttributeKey('TendNode', SearchAttributeType.KEYWORD);
