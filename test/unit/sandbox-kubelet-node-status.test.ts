@@ -19,6 +19,7 @@ describe('simulated node status', () => {
       'kubernetes.io/arch': 'amd64',
       'topology.kubernetes.io/zone': 'zone-b',
       'topology.kubernetes.io/region': 'sim',
+      'node.kubernetes.io/instance-type': 'sim',
       'sim.tend.dev/node': 'true',
     });
   });

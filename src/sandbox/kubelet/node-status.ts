@@ -10,6 +10,12 @@ export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
 export const LEASE_DURATION_SECONDS = 40;
 export const ZONES = ['zone-a', 'zone-b', 'zone-c'] as const;
 export const REGION = 'sim';
+/**
+ * The machine type every simulated Node carries in the well-known instance-type label: what a
+ * repair procedure's machine_types and nodeRepair's machineTypeLabel name (deploy/demo/node-repair.yaml).
+ */
+export const INSTANCE_TYPE_LABEL = 'node.kubernetes.io/instance-type';
+export const INSTANCE_TYPE = 'sim';
 
 export interface SimNode {
   name: string;
@@ -38,6 +44,7 @@ export function nodeLabels(n: SimNode): Record<string, string> {
     'kubernetes.io/arch': 'amd64',
     'topology.kubernetes.io/zone': n.zone,
     'topology.kubernetes.io/region': REGION,
+    [INSTANCE_TYPE_LABEL]: INSTANCE_TYPE,
     [SIM_NODE_LABEL]: 'true',
   };
 }
