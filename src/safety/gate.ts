@@ -4,7 +4,7 @@
 // waits one out in place; the activities (src/activities/safety-gate.ts) record
 // what observe mode replaces. Observe is asked first: it never writes, so a
 // pause has nothing to stop.
-import type { Mode } from '../config/mode.ts';
+import type { Mode, ModeCapability } from '../config/mode.ts';
 import type { PausableCapability } from './messages.ts';
 import { describeCheck, type PauseCheck } from './pause.ts';
 
@@ -13,7 +13,7 @@ export interface PauseGate {
 }
 
 export interface ModeGate {
-  mode(capability: PausableCapability): Mode;
+  mode(capability: ModeCapability): Mode;
 }
 
 export interface SafetyGates {
