@@ -12,11 +12,10 @@ import { request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
-import { SearchAttributeType } from '@temporalio/common';
-import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { ensureBinaries, ensureServerBinaries, type Binaries, type ServerBinaries } from './binaries.ts';
 import {
-  CLUSTER_COMPONENTS, clusterPorts, initPostgres, postgresCommand, postgresDataDir, registerNamespace, SERVICES, serviceArgs, setupSchemas, uiArgs, writeServerConfig, writeUiConfig,
+  CLUSTER_COMPONENTS, clusterPorts, initPostgres, postgresCommand, postgresDataDir, registerNamespace, SERVICES, serviceArgs, setupSchemas,
+  TEND_SEARCH_ATTRIBUTES, uiArgs, writeServerConfig, writeUiConfig,
 } from './temporal-cluster.ts';
 import { ensurePki, pkiPaths, type Pki } from './certs.ts';
 import { isRunning, logTail, readRecord, startDetached, stopProcess, type ProcessRecord } from './process.ts';
@@ -78,10 +77,8 @@ export const defaultSettings: SandboxSettings = {
 };
 
 /** The search attributes tend's workflows set, registered when the dev server starts. */
-const searchAttributeFlags = [TendCapability, TendTarget].flatMap((key) => {
-  if (key.type !== SearchAttributeType.KEYWORD) throw new Error(`search attribute ${key.name}: only Keyword is registered here`);
-  return ['--search-attribute', `${key.name}=Keyword`];
-});
+const searchAttributeFlags = TEND_SEARCH_ATTRIBUTES.flatMap((a) => ['--search-attribute', `${a.name}=${a.type}`]);
+const searchAttributeNames = TEND_SEARCH_ATTRIBUTES.map((a) => a.name);
 
 /** `temporal server start-dev`'s arguments, as the sandbox runs it (without a Web UI when `uiPort` is not given). */
 export function devServerArgs(o: { port: number; uiPort?: number; dbFile: string; logLevel: string }): string[] {
@@ -363,7 +360,10 @@ export async function up(opts: UpOptions = {}): Promise<SandboxInfo> {
   };
 
   // Temporal is independent of Kubernetes: start both chains side by side.
-  const temporal = cluster ? startCluster(info, bin, server!, start, say) : start('temporal');
+  // A dev server that was running already may predate a search attribute tend has added since:
+  // what it lacks is registered (the flags above register them only when it starts).
+  const temporal = cluster ? startCluster(info, bin, server!, start, say)
+    : start('temporal').then(() => registerNamespace(bin.temporal, info.temporalAddress, searchAttributeNames));
   // Awaited below; a failure before then must not be an unhandled rejection.
   temporal.catch(() => undefined);
   try {
@@ -403,8 +403,7 @@ async function startCluster(
   await start('temporal-worker');
   await writeUiConfig(info.stateDir, info.temporalAddress, info.settings.ports.temporalUi);
   await start('temporal-ui');
-  const attributes = [TendCapability, TendTarget].map((key) => key.name);
-  await retry('the frontend to register the default namespace', 60_000, () => registerNamespace(bin.temporal, info.temporalAddress, attributes));
+  await retry('the frontend to register the default namespace', 60_000, () => registerNamespace(bin.temporal, info.temporalAddress, searchAttributeNames));
   say(`temporal cluster ready: frontend ${info.temporalAddress}, PostgreSQL 127.0.0.1:${ports.postgres}`);
 }
 

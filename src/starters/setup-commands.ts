@@ -4,12 +4,12 @@
 import type { Command } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
-import { TendCapability, TendTarget } from '../search-attributes.ts';
+import { TendCapability, TendNode, TendTarget } from '../search-attributes.ts';
 import { connectClient, type TemporalSettings } from '../temporal/connection.ts';
 import { configOrSandbox, OperatorError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
 
 /** Every search attribute tend's workflows set; all keywords. */
-export const tendSearchAttributes = [TendCapability, TendTarget];
+export const tendSearchAttributes = [TendCapability, TendTarget, TendNode];
 
 // Temporal's IndexedValueType (temporal/api/enums/v1/common.proto), by number.
 const indexedValueTypes = ['unspecified', 'text', 'keyword', 'int', 'double', 'bool', 'datetime', 'keyword list'];
@@ -91,7 +91,7 @@ export function registerSetupCommands(program: Command): void {
   const setup = program.command('setup').description('prepare what tend needs on a Temporal server');
   withConfigOptions(setup
     .command('temporal')
-    .description("register tend's search attributes (TendCapability, TendTarget) in its Temporal namespace"))
+    .description("register tend's search attributes (TendCapability, TendTarget, TendNode) in its Temporal namespace"))
     .option('--print', 'print the `temporal operator search-attribute create` commands instead of running anything')
     .action(async (flags: ConfigFlags & { print?: boolean }) => {
       const config = await configOrSandbox(flags, { orEnvironment: true });

@@ -50,6 +50,7 @@ describe('tend setup temporal and doctor on a namespace without tend', function 
     assert.match(r.stderr, new RegExp(`namespace ${namespace} at ${sandbox().temporalAddress} is missing what tend needs`));
     assert.match(r.stderr, /search attribute TendCapability: not registered/);
     assert.match(r.stderr, /search attribute TendTarget: not registered/);
+    assert.match(r.stderr, /search attribute TendNode: not registered/);
     assert.match(r.stderr, /tend setup temporal/);
   });
 
@@ -60,6 +61,7 @@ describe('tend setup temporal and doctor on a namespace without tend', function 
     assert.deepEqual(r.stdout.trim().split('\n'), [
       `temporal operator search-attribute create --address ${address} --namespace ${namespace} --name TendCapability --type Keyword`,
       `temporal operator search-attribute create --address ${address} --namespace ${namespace} --name TendTarget --type Keyword`,
+      `temporal operator search-attribute create --address ${address} --namespace ${namespace} --name TendNode --type Keyword`,
     ]);
     const { stdout } = await temporalCli(['operator', 'search-attribute', 'list', '--namespace', namespace, '-o', 'json']);
     assert.ok(!stdout.includes('TendCapability'), stdout);
@@ -68,10 +70,11 @@ describe('tend setup temporal and doctor on a namespace without tend', function 
   it('setup temporal registers them through the operator service; a second run has nothing to do', async () => {
     const r = await runTend(['setup', 'temporal', '-c', config], { env: onlyEnv() });
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, new RegExp(`registered TendCapability, TendTarget in namespace ${namespace}`));
+    assert.match(r.stdout, new RegExp(`registered TendCapability, TendTarget, TendNode in namespace ${namespace}`));
     const { stdout } = await temporalCli(['operator', 'search-attribute', 'list', '--namespace', namespace, '-o', 'json']);
     assert.match(stdout, /TendCapability/);
     assert.match(stdout, /TendTarget/);
+    assert.match(stdout, /TendNode/);
     const again = await runTend(['setup', 'temporal', '-c', config], { env: onlyEnv() });
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /has every search attribute tend needs/);

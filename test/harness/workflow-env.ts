@@ -9,7 +9,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { ensureBinaries } from '../../src/sandbox/binaries.ts';
-import { TendCapability, TendTarget } from '../../src/search-attributes.ts';
+import { TendCapability, TendNode, TendTarget } from '../../src/search-attributes.ts';
 import { workflowBundleOptions } from '../../src/workers/worker.ts';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
@@ -60,7 +60,7 @@ export async function startWorkflowEnv(opts: WorkflowEnvOptions = {}): Promise<T
   return TestWorkflowEnvironment.createLocal({
     server: {
       executable: { type: 'existing-path', path: bin },
-      searchAttributes: [TendCapability, TendTarget],
+      searchAttributes: [TendCapability, TendTarget, TendNode],
       extraArgs: ['--log-level', 'error', ...[...(opts.historyLimit ? historyLimitConfig(opts.historyLimit) : []), ...(opts.dynamicConfig ?? [])].flatMap((v) => ['--dynamic-config-value', v])],
     },
   });

@@ -331,14 +331,14 @@ describe('docker-compose.yml matches the cluster sandbox', () => {
   });
 
   it('the setup job leaves attributes that exist, creates the missing one, and fails on another type', async () => {
-    const again = await runScript('temporal-setup', { FAKE_EXISTING: 'TendCapability=Keyword TendTarget=Keyword' });
+    const again = await runScript('temporal-setup', { FAKE_EXISTING: 'TendCapability=Keyword TendTarget=Keyword TendNode=Keyword' });
     assert.equal(again.code, 0, again.stderr);
     assert.deepEqual(createdIn(again.calls), []);
 
     const older = await runScript('temporal-setup', { FAKE_EXISTING: 'TendCapability=Keyword', FAKE_OLD_SERVER: '1' });
     assert.equal(older.code, 0, older.stderr);
     assert.match(older.stdout, /TendCapability already exists/);
-    assert.deepEqual(createdIn(older.calls), ['TendTarget=Keyword']);
+    assert.deepEqual(createdIn(older.calls), ['TendNode=Keyword', 'TendTarget=Keyword']);
 
     const clash = await runScript('temporal-setup', { FAKE_EXISTING: 'TendTarget=Text' });
     assert.notEqual(clash.code, 0);
