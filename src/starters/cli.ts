@@ -274,24 +274,47 @@ export async function buildProgram(argv: readonly string[] = [], opts: { all?: b
       if (!info) throw new UsageError('no sandbox has been set up here; run `tend sandbox up`');
       printEnv(info);
     });
-  const node = sandbox.command('node').description("stop or restart a simulated node's heartbeats");
+  const node = sandbox.command('node').description("stop or restart a simulated node's heartbeats, or say whether it is Ready");
+  /**
+   * The sandbox's admin kubeconfig and the Node that `value` names: its name or its InternalIP, the
+   * address a repair command is given last (deploy/demo/node-repair.yaml). Anything else is refused.
+   */
+  const simNodeOf = async (value: string, flags: { stateDir?: string }) => {
+    const { currentSandbox } = await import('../sandbox/sandbox.ts');
+    const { kubeClients, loadKubeConfig } = await import('../kube/client.ts');
+    const { simNodeNamed, simNodes } = await import('../sandbox/kubelet/node-ref.ts');
+    const info = await currentSandbox(flags.stateDir);
+    if (!info) throw new UsageError('no sandbox has been set up here; run `tend sandbox up`');
+    const kc = loadKubeConfig({ kubeconfig: info.kubeconfig });
+    const nodes = await simNodes(kubeClients(kc).core);
+    const found = simNodeNamed(nodes, value);
+    if ('problem' in found) throw new UsageError(found.problem);
+    return { kc, name: found.name, node: nodes.find((n) => n.metadata?.name === found.name)! };
+  };
+  const nodeArgument = '<node>';
+  const nodeArgumentHelp = 'node name or InternalIP, e.g. sim-2 or 10.88.0.2';
   for (const verb of ['stop', 'start'] as const) {
     node
       .command(verb)
       .description(verb === 'stop' ? 'stop heartbeats: the node lifecycle controller will taint the node unreachable' : 'resume heartbeats')
-      .argument('<node>', 'node name, e.g. sim-2')
+      .argument(nodeArgument, nodeArgumentHelp)
       .addOption(stateDirOption())
-      .action(async (name: string, flags: { stateDir?: string }) => {
-        const { currentSandbox } = await import('../sandbox/sandbox.ts');
-        const { loadKubeConfig } = await import('../kube/client.ts');
+      .action(async (value: string, flags: { stateDir?: string }) => {
         const { stopHeartbeats, startHeartbeats } = await import('../sandbox/kubelet/index.ts');
-        const info = await currentSandbox(flags.stateDir);
-        if (!info) throw new UsageError('no sandbox has been set up here; run `tend sandbox up`');
-        const kc = loadKubeConfig({ kubeconfig: info.kubeconfig });
+        const { kc, name } = await simNodeOf(value, flags);
         await (verb === 'stop' ? stopHeartbeats(kc, name) : startHeartbeats(kc, name));
         console.log(`node ${name}: heartbeats ${verb === 'stop' ? 'stopped' : 'resumed'}`);
       });
   }
+  node
+    .command('ready')
+    .description('print true when the node is Ready, else false (a repair health check\'s answer)')
+    .argument(nodeArgument, nodeArgumentHelp)
+    .addOption(stateDirOption())
+    .action(async (value: string, flags: { stateDir?: string }) => {
+      const { nodeReady } = await import('../sandbox/kubelet/node-ref.ts');
+      console.log(String(nodeReady((await simNodeOf(value, flags)).node)));
+    });
   for (const group of COMMAND_GROUPS) {
     if (all || group === wanted) {
       (await group.load())(program);
