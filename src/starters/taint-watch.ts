@@ -16,7 +16,7 @@ import { log as rootLog } from '../log.ts';
 import { LatestSender } from '../latest.ts';
 import { drainKeyed } from '../pool.ts';
 import { startWatchedInformer } from '../metrics/informer.ts';
-import { TendCapability, TendTarget } from '../search-attributes.ts';
+import { TendCapability, TendNode, TendTarget } from '../search-attributes.ts';
 import { matchingTaints, sameTaints, taintId, type MatchedTaint } from '../taint/match.ts';
 import { runningTaintWorkflows } from '../taint/running.ts';
 import {
@@ -441,7 +441,10 @@ class TaintWatch {
           signal: nodeTaintsSignal,
           signalArgs: [message],
           staticSummary: `taint replacement on node ${name}: ${taints.map((t) => `${t.key}:${t.effect}`).join(', ')}`,
-          typedSearchAttributes: [{ key: TendCapability, value: TAINT_CAPABILITY }, { key: TendTarget, value: name }],
+          // TendNode gathers every run for this Node (`tend node describe`); continue-as-new keeps it.
+          typedSearchAttributes: [
+            { key: TendCapability, value: TAINT_CAPABILITY }, { key: TendTarget, value: name }, { key: TendNode, value: name },
+          ],
         });
       } else {
         this.podsReported.delete(name);
