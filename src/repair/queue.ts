@@ -115,13 +115,16 @@ export function mayStart(s: QueueState, maxConcurrent: number | undefined): bool
   return s.enabled && s.entries.some((e) => e.status === 'queued') && (maxConcurrent === undefined || running(s) < maxConcurrent);
 }
 
-/** Queues the requests (checked already), in order, with the next indexes. */
-export function addEntries(s0: QueueState, requests: readonly RepairRequest[], now: number): Step<RepairQueueEntry[]> {
+/**
+ * Queues the requests (checked already), in order, with the next indexes. `nodename`: the Node a
+ * request is for, when the queue knows it (request-node-repair); '' otherwise, as CKE's add.
+ */
+export function addEntries(s0: QueueState, requests: readonly (RepairRequest & { nodename?: string })[], now: number): Step<RepairQueueEntry[]> {
   const s = clone(s0);
   const added = requests.map((r): RepairQueueEntry => ({
     index: String(s.nextIndex++),
     address: r.address,
-    nodename: '',
+    nodename: r.nodename ?? '',
     machine_type: r.machine_type,
     operation: r.operation,
     ...(r.serial ? { serial: r.serial } : {}),

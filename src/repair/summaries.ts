@@ -28,6 +28,8 @@ export const drainSummary = (k: EntryKey, node: string) => `cordon node ${node} 
 export const uncordonSummary = (k: EntryKey, node: string) => `lift the cordon on node ${node || k.address} ${of(k)}`;
 
 export const checkRequestsSummary = (count: number) => `check ${count} repair request${count === 1 ? '' : 's'} against the repair procedures`;
+/** request-node-repair's read of the Node, the worker's nodeRepair section and the selected Nodes' health. */
+export const nodeRepairAssessSummary = (node: string) => `read Node ${node}, its unhealthy condition and the selected Nodes' health for its repair`;
 export const queueSettingsSummary = (queued: number) =>
   `read max_concurrent_repairs and the procedures of ${queued} queued entr${queued === 1 ? 'y' : 'ies'}`;
 

@@ -48,6 +48,18 @@ export const deleteInputSchema = strictObject({
   index: union([indexSchema, transform(number(undefined, integer, above(0)), String)], 'index must be an entry\'s index, e.g. "3"'),
 }, 'delete needs {"index": "N"}');
 
+/** A Node's name: a DNS subdomain (lowercase letters, digits, "-" and "."), as the API server accepts one. */
+const nodeNameMessage = `node must be a Node's name: a DNS subdomain of at most ${NAME_MAX} characters (lowercase letters, digits, "-" and ".")`;
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** The length first: the pattern never runs on more than NAME_MAX characters. */
+export const nodeNameSchema = string(nodeNameMessage, (s) => (s.length <= NAME_MAX && dnsSubdomain.test(s) ? undefined : nodeNameMessage));
+
+/**
+ * request-node-repair's ask: a Node's name and nothing else. The queue reads the rest itself
+ * (the worker's nodeRepair section, the Node, the counts its limiters need).
+ */
+export const nodeRepairAskSchema = strictObject({ node: nodeNameSchema }, 'request-node-repair needs {"node": "NODE"}');
+
 const count = number(undefined, integer, min(0), max(1_000_000));
 const epochMs = number(undefined, integer, min(0), max(8.64e15));
 const seconds = number(undefined, min(0), max(1e9));

@@ -9,8 +9,12 @@ import {
   isCancellation, log, ParentClosePolicy, patched, proxyActivities, setCurrentDetails, setHandler, startChild, WorkflowIdReusePolicy, workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+import type { createNodeRepairQueueActivities, NodeRepairAssessment } from '../activities/node-repair-queue.ts';
 import { preview } from '../checks/preview.ts';
+import { enqueueDecision, wouldEnqueueSentence } from '../noderepair/decide.ts';
+import { NODE_REPAIR_REFUSED, requestNodeRepairUpdate, type NodeRepairAnswer, type NodeRepairAsk } from '../noderepair/messages.ts';
 import { selectForDelete } from '../repair/decide.ts';
+import { addressProblem } from '../repair/entry.ts';
 import {
   addUpdate, deleteFinishedUpdate, deleteUnfinishedUpdate, deleteUpdate, disableUpdate, enableUpdate, entryReportSignal, isEnabledQuery, listQuery,
   MAX_INDEX, REFUSAL, REPAIR_QUEUE_ENDS_FREE_PATCH, REPAIR_QUEUE_UNBLOCKED_STARTS_PATCH, REPAIR_QUEUE_WORKFLOW_ID, repairEntryWorkflowId,
@@ -20,11 +24,11 @@ import {
   addEntries, applyReport, cancelFailed, decideQueue, emptyQueue, entryEnded, findDeleting, findEntry, listEntries, liveIndexes, mayStart, removeEntries,
   resetBackoff, saneNextIndex, setEnabled, started, startFailed, type FinalStatus, type QueueOp, type QueueState, type Step,
 } from '../repair/queue.ts';
-import { checkRequestsSummary, queueDetails, queueSettingsSummary } from '../repair/summaries.ts';
+import { checkRequestsSummary, nodeRepairAssessSummary, queueDetails, queueSettingsSummary } from '../repair/summaries.ts';
 import {
-  addInputSchema, capacityProblem, check, deleteInputSchema, entryReportSchema, noInput, parseOrThrow, QUEUE_STATE_LIMITS, queueStateSchema,
+  addInputSchema, capacityProblem, check, deleteInputSchema, entryReportSchema, nodeRepairAskSchema, noInput, parseOrThrow, QUEUE_STATE_LIMITS, queueStateSchema,
 } from '../repair/validate.ts';
-import { TendCapability, TendTarget } from '../search-attributes.ts';
+import { TendCapability, TendNode, TendTarget } from '../search-attributes.ts';
 import { failureMessage as describe } from './failures.ts';
 import { said } from './summary.ts';
 
@@ -95,6 +99,14 @@ class QueueShell {
   readonly activities = proxyActivities<Activities>({
     startToCloseTimeout: '10s', retry: { maximumInterval: '30s', nonRetryableErrorTypes: [REFUSAL.invalidInput] },
   });
+  /**
+   * request-node-repair's read of the cluster (a LIST of every selected Node, paged): a few
+   * attempts, so that an API server that does not answer fails the ask, which its countdown asks
+   * again, rather than holding the handler (and the queue's continue-as-new) for ever.
+   */
+  readonly nodeRepair = proxyActivities<ReturnType<typeof createNodeRepairQueueActivities>>({
+    startToCloseTimeout: '60s', retry: { maximumInterval: '10s', maximumAttempts: 3, nonRetryableErrorTypes: [NODE_REPAIR_REFUSED] },
+  });
 
   constructor(s: QueueState) {
     this.s = s;
@@ -157,7 +169,8 @@ class QueueShell {
         parentClosePolicy: ParentClosePolicy.ABANDON,
         cancellationType: ChildWorkflowCancellationType.ABANDON,
         staticSummary: `repair ${e.operation} of ${e.machine_type} ${e.address}${e.serial ? ` (${e.serial})` : ''}`,
-        typedSearchAttributes: [{ key: TendCapability, value: 'repair' }, { key: TendTarget, value: e.address }],
+        // TendNode when the entry was queued for a Node (request-node-repair): one filter finds the Node's whole incident.
+        typedSearchAttributes: [{ key: TendCapability, value: 'repair' }, { key: TendTarget, value: e.address }, ...(e.nodename ? [{ key: TendNode, value: e.nodename }] : [])],
       }));
       this.watched.add(index);
       this.starting.delete(index);
@@ -210,6 +223,47 @@ class QueueShell {
     return (await this.apply(addEntries(this.s, input.requests, Date.now())))!;
   }
 
+  /**
+   * A Node's countdown asks for its repair entry: the assess activity reads what the Node calls
+   * for, then the queue decides against its own entries and adds the entry. Handlers interleave
+   * at awaits: from the decision to the add there is none, so two asks never both take the last room.
+   */
+  async requestNodeRepair(ask: NodeRepairAsk): Promise<NodeRepairAnswer> {
+    let assessed: NodeRepairAssessment;
+    try {
+      assessed = await this.nodeRepair.nodeRepairAssess.executeWithOptions(said(nodeRepairAssessSummary(ask.node)), [{ node: ask.node }]);
+    } catch (err) {
+      throw ApplicationFailure.nonRetryable(`request-node-repair: could not read Node ${ask.node} and the selected Nodes: ${describe(err)}`, REFUSAL.invalidRequest);
+    }
+    const answer = this.decideNodeRepair(assessed);
+    log.info('repair: a Node\'s repair asked for', { node: ask.node, decision: answer.decision, ...(answer.decision === 'refused' && { reason: answer.reason }), sentence: answer.sentence });
+    return answer;
+  }
+
+  /** The decision and the add, with no await between them. */
+  decideNodeRepair(a: NodeRepairAssessment): NodeRepairAnswer {
+    if ('answer' in a) return a.answer;
+    const { request } = a;
+    const decision = enqueueDecision(request, {
+      recentEntries: listEntries(this.s), newReports: 0, nodes: a.nodes,
+      rebooting: a.rebootingSince === undefined ? undefined : { since: a.rebootingSince }, limits: a.limits, now: Date.now(),
+    });
+    if (decision.decision === 'refuse') {
+      return { decision: 'refused', reason: decision.reason, sentence: decision.sentence, ...(decision.retryAt !== undefined && { retryAt: decision.retryAt }) };
+    }
+    const { address, operation } = request;
+    if (a.observe) return { decision: 'observed', address, operation, sentence: wouldEnqueueSentence(request, a.reason) };
+    // As an add's requests are checked (repairCheckRequests), and the queue's own bounds.
+    const bad = addressProblem(address);
+    if (bad) return { decision: 'refused', reason: 'unmappable', sentence: `Node ${a.node}: ${bad}` };
+    const full = capacityProblem(this.s.entries.length + Object.keys(this.s.closing).length, this.s.nextIndex, 1);
+    if (full) return { decision: 'refused', reason: 'cluster-limit', sentence: full };
+    const step = addEntries(this.s, [{ address, machine_type: request.machineType, operation, nodename: a.node }], Date.now());
+    void this.apply(step);
+    const entry = step.value![0]!;
+    return { decision: 'enqueued', index: entry.index, address, operation, sentence: `repair entry ${entry.index} queued for Node ${a.node}: ${address} (${operation}, ${a.reason})` };
+  }
+
   async delete(arg: unknown) {
     const { index } = parseOrThrow(deleteInputSchema, arg, 'delete');
     // CKE: deleting an entry already being deleted changes nothing.
@@ -226,6 +280,12 @@ class QueueShell {
     setHandler(entryReportSignal, (raw: unknown) => this.report(raw));
     setHandler(addUpdate, (input) => this.add(input), {
       validator: (input: unknown) => this.roomFor(parseOrThrow(addInputSchema, input, 'add').requests.length),
+    });
+    setHandler(requestNodeRepairUpdate, (ask) => this.requestNodeRepair(ask), {
+      validator: (...args: unknown[]) => {
+        if (args.length !== 1) throw ApplicationFailure.nonRetryable(`request-node-repair takes one input, {"node": "NODE"} (got ${args.length})`, REFUSAL.invalidRequest);
+        parseOrThrow(nodeRepairAskSchema, args[0], 'request-node-repair');
+      },
     });
     setHandler(deleteUpdate, (arg) => this.delete(arg), {
       validator: (arg: unknown) => {
