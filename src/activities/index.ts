@@ -4,13 +4,14 @@ import type { KubeClients } from '../kube/client.ts';
 import type { Config } from '../config/schema.ts';
 import { createAppActivities } from './apps.ts';
 import { createClusterActivities } from './cluster.ts';
+import { createNodeRepairActivities } from './node-repair.ts';
 import { createRepairActivities, repairCommandActivities } from './repair.ts';
 import { createTaintActivities } from './taint.ts';
 import { createWeederActivities } from './weeder.ts';
 import type { ModeGate, PauseGate, SafetyGates } from './safety-gate.ts';
 
 /** The capability sections of the worker's own configuration. */
-export type WorkerSections = Pick<Config, 'weeder' | 'taintReplacement' | 'apps' | 'repair'>;
+export type WorkerSections = Pick<Config, 'weeder' | 'taintReplacement' | 'apps' | 'repair' | 'nodeRepair'>;
 
 export interface ActivityDeps {
   kube: KubeClients;
@@ -51,6 +52,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createAppActivities(deps.kube, deps.config.apps, gatesOf(deps)),
     ...createClusterActivities(deps.kube),
     ...createRepairActivities(deps.kube, deps.config.repair, 'main', gatesOf(deps)),
+    ...createNodeRepairActivities(deps.kube, deps.config.nodeRepair),
     ...createTaintActivities(deps.kube, deps.config.taintReplacement, gatesOf(deps)),
     ...createWeederActivities(deps.kube, deps.config.weeder, gatesOf(deps)),
   };
@@ -72,6 +74,8 @@ export function workerActivities(deps: { kube?: KubeClients; config: WorkerSecti
     ...(wanted.has('apps') ? createAppActivities(kube, deps.config.apps, gatesOf(deps)) : {}),
     ...createClusterActivities(kube),
     ...(wanted.has('repair') ? createRepairActivities(kube, deps.config.repair, 'main', gatesOf(deps)) : {}),
+    // A Node's countdown ends in a repair entry: node repair's activities are repair's.
+    ...(wanted.has('repair') ? createNodeRepairActivities(kube, deps.config.nodeRepair) : {}),
     ...(wanted.has('taint') ? createTaintActivities(kube, deps.config.taintReplacement, gatesOf(deps)) : {}),
     ...(wanted.has('weeder') ? createWeederActivities(kube, deps.config.weeder, gatesOf(deps)) : {}),
   };

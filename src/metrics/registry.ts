@@ -302,7 +302,7 @@ export const WOULD_ACTIONS = {
   weeder: ['delete'],
   taint: ['evict'],
   apps: ['write'],
-  repair: ['cordon', 'evict', 'delete', 'command', 'uncordon'],
+  repair: ['cordon', 'evict', 'delete', 'command', 'uncordon', 'enqueue'],
 } as const;
 export type WouldCapability = keyof typeof WOULD_ACTIONS;
 
@@ -311,6 +311,7 @@ const wouldHelp: Record<string, string> = {
   'taint/evict': 'Pods taint replacement would have evicted, in observe mode (nothing evicted).',
   'apps/write': 'Deployment and App writes an App would have made, in observe mode, by kind and verb (nothing written).',
   'repair/cordon': 'Nodes a repair would have cordoned, in observe mode (nothing cordoned).',
+  'repair/enqueue': 'Repair entries node repair would have queued for Nodes whose condition ran out, in observe mode (nothing queued).',
   'repair/evict': 'Pods a repair drain would have evicted, in observe mode.',
   'repair/delete': 'Pods a repair drain would have deleted (unprotected, not evictable), in observe mode.',
   'repair/command': 'Repair and success commands a repair would have run, in observe mode (health checks run: they only read).',

@@ -27,14 +27,18 @@ export interface NodeRepairInput {
 export interface NodeRepairCarried {
   /** The entry it queued, once queued: it then waits for the Node to recover. */
   queued?: { index: string; address: string; operation: string };
+  /** Observe mode answered: what would have been queued is recorded; it waits for the Node to recover. */
+  observed?: boolean;
   /** Asks refused so far (for the Web UI). */
   refusals: number;
+  /** Epoch ms: no ask before (after a refusal). */
+  askAt?: number;
 }
 
 /** The Node changed (the watcher saw it): read it again. No payload: nothing in it is trusted. */
 export const nodeChangedSignal = defineSignal<[]>('nodeChanged');
 
-export const nodeRepairPhases = ['counting', 'asking', 'waiting', 'queued', 'recovered'] as const;
+export const nodeRepairPhases = ['counting', 'asking', 'waiting', 'queued', 'observed', 'recovered'] as const;
 export type NodeRepairPhase = (typeof nodeRepairPhases)[number];
 
 /** What `node/<name>` answers to its status query (`tend node describe`, the Web UI). */

@@ -20,8 +20,9 @@ import { requestProblems } from '../repair/procedure.ts';
 import { indexSchema } from '../repair/validate.ts';
 import { parse } from '../checks/shape.ts';
 import { preview } from '../checks/preview.ts';
-import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { connectClient } from '../temporal/connection.ts';
+import { firstFreeIndex, notRunning, queueStartOptions } from '../activities/repair-queue-client.ts';
+export { firstFreeIndex, indexAfter } from '../activities/repair-queue-client.ts';
 import {
   configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, readerConfig, taskQueueOption, UsageError, withConfigOptions, type ConfigFlags, type ReadFlags,
 } from './cli-support.ts';
@@ -87,33 +88,6 @@ async function connect(config: Config, needsWorker: 'always' | 'when-started'): 
   return client;
 }
 
-/**
- * The index a new queue starts from: past every `repair/<index>` workflow an
- * earlier queue left (a queue reset: terminated, started afresh), so a new
- * entry never shares an id, a state file or Events with an old one.
- */
-export async function firstFreeIndex(client: Client): Promise<number> {
-  const ids: string[] = [];
-  for await (const w of client.workflow.list({ query: 'TendCapability="repair"' })) ids.push(w.workflowId);
-  return indexAfter(ids);
-}
-
-/**
- * One past the highest `repair/<index>` among workflow ids. An id whose index no entry can have
- * (past MAX_INDEX, not a safe integer: planted by hand) is skipped, so it cannot make the new
- * queue's indexes unsafe or use them up; the queue itself refuses an add past MAX_INDEX.
- */
-export function indexAfter(workflowIds: Iterable<string>): number {
-  let highest = 0;
-  for (const id of workflowIds) {
-    const m = /^repair\/([1-9]\d*)$/.exec(id);
-    if (m && parse(indexSchema, m[1]).ok && Number(m[1]) <= MAX_INDEX) highest = Math.max(highest, Number(m[1]));
-  }
-  return highest + 1;
-}
-
-const notRunning = (err: unknown) => err instanceof WorkflowNotFoundError ||
-  (err instanceof Error && /not found|already completed/i.test(err.message));
 
 /** Runs an update on the queue, starting the queue if it is not running (its indexes continuing past earlier queues'). */
 export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, config: Config, def: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
@@ -127,14 +101,7 @@ export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, c
   try {
     return await client.workflow.executeUpdateWithStart(def, {
       args,
-      startWorkflowOperation: new WithStartWorkflowOperation('repairQueueWorkflow', {
-        workflowId: REPAIR_QUEUE_WORKFLOW_ID,
-        taskQueue: config.temporal.taskQueue,
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        args: [{ entries: [], nextIndex, enabled: true, closing: {} }],
-        staticSummary: 'repair queue (CKE): entries, enabled flag; `tend repair-queue list`',
-        typedSearchAttributes: [{ key: TendCapability, value: 'repair' }, { key: TendTarget, value: REPAIR_QUEUE_WORKFLOW_ID }],
-      }),
+      startWorkflowOperation: new WithStartWorkflowOperation('repairQueueWorkflow', queueStartOptions(config.temporal.taskQueue, nextIndex)),
     });
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError) throw new RefusedError(err.cause?.message ?? err.message);

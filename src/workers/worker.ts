@@ -42,6 +42,7 @@ export const sharedWorkflowModules: readonly string[] = [
   'taint/breaker.ts', 'taint/match.ts', 'taint/messages.ts', 'taint/node.ts', 'taint/replace.ts', 'taint/slots.ts', 'taint/node-machine.ts', 'taint/coordinator.ts', 'taint/summaries.ts',
   'weeder/messages.ts', 'weeder/window.ts', 'weeder/armed.ts', 'weeder/crashloop.ts', 'weeder/window-run.ts', 'weeder/summaries.ts',
   'apps/messages.ts', 'apps/entity.ts', 'apps/types.ts', 'apps/summaries.ts',
+  'config/node-repair-operation.ts', 'noderepair/messages.ts', 'noderepair/countdown.ts', 'noderepair/decide.ts', 'noderepair/node.ts',
 ].map((m) => fileURLToPath(new URL(`../${m}`, import.meta.url)));
 
 /** The workflow sources for a worker that bundles them at start-up, bundled as the pre-built bundle is. */

@@ -1,0 +1,143 @@
+// The activities of a Node's countdown (`node/<name>`, src/workflows/node-repair.ts): reading
+// the Node against the worker's own nodeRepair section (the workflow is told a name only), and
+// recording what the repair queue answered (an Event on the Node, a counter). What the queue
+// reads to decide is src/activities/node-repair-queue.ts.
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Counter } from 'prom-client';
+import type * as k8s from '@kubernetes/client-node';
+import { preview } from '../checks/preview.ts';
+import { dns1123SubdomainProblem } from '../config/kube-names.ts';
+import type { NodeRepairConfig } from '../config/node-repair.ts';
+import { matches, type LabelSelector } from '../config/selector.ts';
+import { isNotFound } from '../kube/api.ts';
+import type { KubeClients } from '../kube/client.ts';
+import { registry } from '../metrics/registry.ts';
+import { matchReason, unhealthyMatch } from '../noderepair/decide.ts';
+import { NODE_REPAIR_REFUSED, requestNodeRepairUpdate, type NodeRepairAnswer, type NodeRepairRefusal } from '../noderepair/messages.ts';
+import { REPAIR_QUEUE_WORKFLOW_ID } from '../repair/messages.ts';
+import { impostor } from '../temporal/identity.ts';
+import { firstFreeIndex, notRunning, queueStartOptions } from './repair-queue-client.ts';
+import { nodeViewOf, type KubeNodeLike } from '../noderepair/node.ts';
+import { activityOccurrence, noteEvent } from './events.ts';
+import { recordWould } from './safety-gate.ts';
+
+/** What a countdown learns of its Node. */
+export type NodeReading =
+  /** The worker has no nodeRepair section: the countdown ends. */
+  | { state: 'off' }
+  | { state: 'gone' }
+  /** nodeSelector no longer selects it. */
+  | { state: 'unselected' }
+  | { state: 'healthy' }
+  /** It meets `reason` (as configured) since `since`; from `expiresAt` on it is unhealthy (epoch ms). */
+  | { state: 'unhealthy'; reason: string; since: number; expiresAt: number };
+
+const DECISIONS = ['enqueued', 'observed', 'refused', 'not-needed'] as const;
+const REFUSALS: readonly NodeRepairRefusal[] = ['recent-entry', 'rebooting', 'cluster-limit', 'storm', 'paused', 'unmappable', 'not-configured'];
+
+export const nodeRepairDecisions = new Counter({
+  name: 'tend_node_repair_decisions_total',
+  help: 'Answers of the repair queue to Node countdowns whose condition ran out: enqueued, observed (observe mode), refused (by refusal: a limiter, the pause, a Node that maps to no entry), not-needed.',
+  labelNames: ['decision', 'refusal'] as const,
+  registers: [registry],
+});
+
+const refuse = (message: string): never => {
+  throw ApplicationFailure.nonRetryable(`node repair: refused: ${message}`, NODE_REPAIR_REFUSED);
+};
+
+/** The node name a workflow passed, checked: a DNS subdomain. */
+export function checkedNodeName(node: unknown): string {
+  if (typeof node !== 'string' || dns1123SubdomainProblem(node)) return refuse(`${preview(node, 80)} is not a node name`);
+  return node;
+}
+
+/** What a countdown reads of its Node, as of `now`, by the section (pure: the e2e and unit tests share it). */
+export function readingOf(node: KubeNodeLike | undefined, config: NodeRepairConfig | undefined, now: number): NodeReading {
+  if (!config) return { state: 'off' };
+  if (!node) return { state: 'gone' };
+  if (!matches(config.nodeSelector as LabelSelector, node.metadata?.labels ?? {})) return { state: 'unselected' };
+  const match = unhealthyMatch(nodeViewOf(node), config.unhealthyConditions, now);
+  if (!match) return { state: 'healthy' };
+  return { state: 'unhealthy', reason: matchReason(match), since: match.since, expiresAt: match.expiresAt };
+}
+
+/** The Event a queue's answer leaves on the Node: reason and type (observe's record is recordWould's). */
+function eventOf(answer: NodeRepairAnswer): { reason: string; type: 'Normal' | 'Warning' } | undefined {
+  switch (answer.decision) {
+    case 'enqueued': return { reason: 'NodeRepairQueued', type: 'Normal' };
+    case 'refused': return { reason: 'NodeRepairRefused', type: 'Warning' };
+    default: return undefined;
+  }
+}
+
+export function createNodeRepairActivities(kube: KubeClients | undefined, config: NodeRepairConfig | undefined) {
+  return {
+    /** The Node read fresh, and what it means for its countdown. */
+    async nodeRepairRead(input: { node: string }): Promise<NodeReading> {
+      const name = checkedNodeName(input?.node);
+      if (!config) return { state: 'off' };
+      if (!kube) return refuse('no Kubernetes connection');
+      let node: k8s.V1Node | undefined;
+      try {
+        node = await kube.core.readNode({ name });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      return readingOf(node as KubeNodeLike | undefined, config, Date.now());
+    },
+
+    /**
+     * Asks the repair queue (request-node-repair) for the Node's entry, starting the queue on this
+     * worker's task queue when none runs. A queue that is not tend's (another type, or another
+     * tend's task queue) is not asked: the answer says why.
+     */
+    async nodeRepairAsk(input: { node: string }): Promise<NodeRepairAnswer> {
+      const node = checkedNodeName(input?.node);
+      const { client, info } = Context.current();
+      const handle = client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID);
+      try {
+        const d = await handle.describe();
+        const found = d.status.name === 'RUNNING' ? impostor(REPAIR_QUEUE_WORKFLOW_ID, { type: d.type, taskQueue: d.taskQueue }, { type: 'repairQueueWorkflow', taskQueues: [info.taskQueue] }) : undefined;
+        if (found) return { decision: 'refused', reason: 'not-configured', sentence: found };
+        if (d.status.name === 'RUNNING') return await handle.executeUpdate(requestNodeRepairUpdate, { args: [{ node }] });
+      } catch (err) {
+        if (err instanceof WorkflowUpdateFailedError) return refuse(err.cause?.message ?? err.message);
+        if (!notRunning(err)) throw err;
+      }
+      try {
+        return await client.workflow.executeUpdateWithStart(requestNodeRepairUpdate, {
+          args: [{ node }],
+          startWorkflowOperation: new WithStartWorkflowOperation('repairQueueWorkflow', queueStartOptions(info.taskQueue, await firstFreeIndex(client))),
+        });
+      } catch (err) {
+        if (err instanceof WorkflowUpdateFailedError) return refuse(err.cause?.message ?? err.message);
+        throw err;
+      }
+    },
+
+    /**
+     * What the repair queue answered, recorded: an Event on the Node (NodeRepairQueued,
+     * NodeRepairRefused; observe mode's WouldEnqueue), and tend_node_repair_decisions_total.
+     * The answer is the queue's: only its fixed fields become labels, its sentence a bounded note.
+     */
+    async nodeRepairRecord(input: { node: string; answer: NodeRepairAnswer }): Promise<void> {
+      const node = checkedNodeName(input?.node);
+      const answer = input?.answer;
+      const decision = (DECISIONS as readonly string[]).includes(answer?.decision) ? answer.decision : 'other';
+      const refusal = answer?.decision === 'refused' && REFUSALS.includes(answer.reason) ? answer.reason : '';
+      nodeRepairDecisions.inc({ decision, refusal });
+      if (!answer || typeof answer.sentence !== 'string') return;
+      // Worded by the queue (names in it through shown()); bounded all the same.
+      const note = answer.sentence.slice(0, 900);
+      const regarding = { apiVersion: 'v1', kind: 'Node', name: node };
+      if (answer.decision === 'observed') {
+        await recordWould(kube, { capability: 'repair', action: 'enqueue', regarding, note, dedupKey: activityOccurrence(), kind: 'Node' });
+        return;
+      }
+      const e = eventOf(answer);
+      if (e) await noteEvent(kube, { regarding, reason: e.reason, type: e.type, action: answer.decision === 'enqueued' ? 'Enqueue' : 'Refuse', note, dedupKey: activityOccurrence() });
+    },
+  };
+}
