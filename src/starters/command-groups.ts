@@ -36,6 +36,11 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
     load: async () => (await import('./taint-commands.ts')).registerTaintCommands,
   },
   {
+    names: ['node'],
+    help: { node: { term: 'node', description: "one view of a Node's incident: what each capability did for it, in time order" } },
+    load: async () => (await import('./node-commands.ts')).registerNodeCommands,
+  },
+  {
     names: ['rbac'],
     help: { rbac: { term: 'rbac [options]', description: "print the Roles, ClusterRoles and bindings the configuration's capabilities need (YAML, for kubectl apply)" } },
     load: async () => (await import('./rbac-commands.ts')).registerRbacCommands,
