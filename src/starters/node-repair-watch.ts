@@ -17,7 +17,7 @@ import { startWatchedInformer } from '../metrics/informer.ts';
 import { NODE_REPAIR_CAPABILITY, NODE_REPAIR_ID_PREFIX, NODE_REPAIR_WORKFLOW_TYPE, nodeChangedSignal, nodeRepairWorkflowId } from '../noderepair/messages.ts';
 import type { KubeNodeLike } from '../noderepair/node.ts';
 import { pool } from '../pool.ts';
-import { TendCapability, TendTarget } from '../search-attributes.ts';
+import { TendCapability, TendNode, TendTarget } from '../search-attributes.ts';
 import type { CapabilityWatch, WatchContext } from './watcher.ts';
 
 /** How often the Nodes are relisted and the running countdowns compared with the unhealthy Nodes. */
@@ -122,7 +122,7 @@ class NodeRepairWatch {
         await client.workflow.signalWithStart(NODE_REPAIR_WORKFLOW_TYPE, {
           workflowId, taskQueue: temporal.taskQueue, args: [{ node: name }], signal: nodeChangedSignal, signalArgs: [],
           staticSummary: `node repair: Node ${name}'s countdown (${reading.reason}), then a repair queue entry`,
-          typedSearchAttributes: [{ key: TendCapability, value: NODE_REPAIR_CAPABILITY }, { key: TendTarget, value: name }],
+          typedSearchAttributes: [{ key: TendCapability, value: NODE_REPAIR_CAPABILITY }, { key: TendTarget, value: name }, { key: TendNode, value: name }],
         });
         this.told.set(name, keyOf(reading));
         return;
