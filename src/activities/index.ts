@@ -5,6 +5,7 @@ import type { Config } from '../config/schema.ts';
 import { createAppActivities } from './apps.ts';
 import { createClusterActivities } from './cluster.ts';
 import { createNodeRepairActivities } from './node-repair.ts';
+import { createNodeRepairQueueActivities } from './node-repair-queue.ts';
 import { createRepairActivities, repairCommandActivities } from './repair.ts';
 import { createTaintActivities } from './taint.ts';
 import { createWeederActivities } from './weeder.ts';
@@ -53,6 +54,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createClusterActivities(deps.kube),
     ...createRepairActivities(deps.kube, deps.config.repair, 'main', gatesOf(deps)),
     ...createNodeRepairActivities(deps.kube, deps.config.nodeRepair),
+    ...createNodeRepairQueueActivities(deps.kube, deps.config, gatesOf(deps)),
     ...createTaintActivities(deps.kube, deps.config.taintReplacement, gatesOf(deps)),
     ...createWeederActivities(deps.kube, deps.config.weeder, gatesOf(deps)),
   };
@@ -75,7 +77,7 @@ export function workerActivities(deps: { kube?: KubeClients; config: WorkerSecti
     ...createClusterActivities(kube),
     ...(wanted.has('repair') ? createRepairActivities(kube, deps.config.repair, 'main', gatesOf(deps)) : {}),
     // A Node's countdown ends in a repair entry: node repair's activities are repair's.
-    ...(wanted.has('repair') ? createNodeRepairActivities(kube, deps.config.nodeRepair) : {}),
+    ...(wanted.has('repair') ? { ...createNodeRepairActivities(kube, deps.config.nodeRepair), ...createNodeRepairQueueActivities(kube, deps.config, gatesOf(deps)) } : {}),
     ...(wanted.has('taint') ? createTaintActivities(kube, deps.config.taintReplacement, gatesOf(deps)) : {}),
     ...(wanted.has('weeder') ? createWeederActivities(kube, deps.config.weeder, gatesOf(deps)) : {}),
   };
