@@ -34,7 +34,7 @@ export type NodeReading =
   | { state: 'unhealthy'; reason: string; since: number; expiresAt: number };
 
 const DECISIONS = ['enqueued', 'observed', 'refused', 'not-needed'] as const;
-const REFUSALS: readonly NodeRepairRefusal[] = ['recent-entry', 'rebooting', 'cluster-limit', 'storm', 'paused', 'unmappable', 'not-configured'];
+const REFUSALS: readonly NodeRepairRefusal[] = ['recent-entry', 'rebooting', 'cluster-limit', 'storm', 'paused', 'unmappable', 'not-configured', 'unavailable'];
 
 export const nodeRepairDecisions = new Counter({
   name: 'tend_node_repair_decisions_total',
@@ -46,6 +46,11 @@ export const nodeRepairDecisions = new Counter({
 const refuse = (message: string): never => {
   throw ApplicationFailure.nonRetryable(`node repair: refused: ${message}`, NODE_REPAIR_REFUSED);
 };
+
+/** The queue's update failed (its read of the cluster did): an answer the countdown asks again after. */
+function unavailable(err: WorkflowUpdateFailedError): NodeRepairAnswer {
+  return { decision: 'refused', reason: 'unavailable', sentence: `the repair queue could not decide: ${(err.cause?.message ?? err.message).slice(0, 500)}` };
+}
 
 /** The node name a workflow passed, checked: a DNS subdomain. */
 export function checkedNodeName(node: unknown): string {
@@ -103,7 +108,7 @@ export function createNodeRepairActivities(kube: KubeClients | undefined, config
         if (found) return { decision: 'refused', reason: 'not-configured', sentence: found };
         if (d.status.name === 'RUNNING') return await handle.executeUpdate(requestNodeRepairUpdate, { args: [{ node }] });
       } catch (err) {
-        if (err instanceof WorkflowUpdateFailedError) return refuse(err.cause?.message ?? err.message);
+        if (err instanceof WorkflowUpdateFailedError) return unavailable(err);
         if (!notRunning(err)) throw err;
       }
       try {
@@ -112,7 +117,7 @@ export function createNodeRepairActivities(kube: KubeClients | undefined, config
           startWorkflowOperation: new WithStartWorkflowOperation('repairQueueWorkflow', queueStartOptions(info.taskQueue, await firstFreeIndex(client))),
         });
       } catch (err) {
-        if (err instanceof WorkflowUpdateFailedError) return refuse(err.cause?.message ?? err.message);
+        if (err instanceof WorkflowUpdateFailedError) return unavailable(err);
         throw err;
       }
     },

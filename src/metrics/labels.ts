@@ -22,7 +22,7 @@ export const LABEL_BOUNDS: Readonly<Record<string, string>> = {
   resource: "an informer's resource: a fixed set in code",
   what: 'a workflow-state read: repair, taint-replacements, taint-nodes, weeder',
   decision: "the repair queue's answer to a Node's countdown: enqueued, observed, refused, not-needed (or other)",
-  refusal: 'why the repair queue refused a Node: a fixed set in code (recent-entry, rebooting, cluster-limit, storm, paused, unmappable, not-configured)',
+  refusal: 'why the repair queue refused a Node: a fixed set in code (recent-entry, rebooting, cluster-limit, storm, paused, unmappable, not-configured, unavailable)',
   reason: 'an Event reason of the fixed set docs/events.md lists',
   version: 'the version of tend the process runs: one per build',
   commit: 'the commit the process was built from: one per build',

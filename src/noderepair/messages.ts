@@ -59,8 +59,11 @@ export interface NodeRepairAsk {
   node: string;
 }
 
-/** Why the queue did not queue an entry: a limiter (decide.ts), the durable pause, or a Node that maps to no entry. */
-export type NodeRepairRefusal = RefuseReason | 'paused' | 'unmappable' | 'not-configured';
+/**
+ * Why the queue did not queue an entry: a limiter (decide.ts), the durable pause, a Node that maps
+ * to no entry, or a queue that could not decide (`unavailable`: its read of the cluster failed).
+ */
+export type NodeRepairRefusal = RefuseReason | 'paused' | 'unmappable' | 'not-configured' | 'unavailable';
 
 /** The queue's answer to request-node-repair. */
 export type NodeRepairAnswer =
