@@ -277,7 +277,9 @@ async function runsOfNode(client: Client, node: string, notes: string[]): Promis
   try {
     return await read(`TendNode = "${node}" OR ${byId}`);
   } catch (err) {
-    if (!/TendNode/.test((err as Error)?.message ?? '')) throw err;
+    // The server names the attribute it does not know in the cause (INVALID_ARGUMENT), not in the message.
+    const e = err as { message?: unknown; cause?: { message?: unknown } } | undefined;
+    if (!/TendNode/.test(`${e?.message}${e?.cause?.message}`)) throw err;
     notes.push('the namespace has no search attribute TendNode (run `tend setup temporal`): only the runs under taint/NODE and node/NODE are listed');
     return await read(byId);
   }

@@ -4,6 +4,9 @@
 // watcher sets) and taint's Events on the pod and on the Node. The real `tend run`, API server,
 // controllers, simulated kubelet and Temporal.
 import assert from 'node:assert/strict';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { runTend, type TendProcess } from '../harness/cli.ts';
 import { testStateDir } from '../harness/env.ts';
 import { sandbox } from '../harness/hooks.ts';
@@ -84,6 +87,23 @@ describe('tend node describe', function () {
     const back = await runTend(['sandbox', 'node', 'start', node, '--state-dir', testStateDir]);
     assert.equal(back.code, 0, back.stderr);
     stoppedNodes.delete(node);
+  });
+
+  it('with only a kubeconfig and TEMPORAL_*, on a namespace without TendNode: the runs by their ids, and a note saying why', async () => {
+    const namespace = `describe-${Date.now()}`;
+    await temporalCli(['operator', 'namespace', 'create', '--namespace', namespace]);
+    const dir = await mkdtemp(join(tmpdir(), 'tend-describe-'));
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: dir, XDG_CONFIG_HOME: join(dir, 'xdg') };
+    for (const k of Object.keys(env)) if (k.startsWith('TEMPORAL_') || k === 'TEND_CONFIG') delete env[k];
+    const r = await waitFor('the new namespace to answer', async () => {
+      const got = await runTend(['node', 'describe', 'sim-1', '--kubeconfig', sandbox().kubeconfig, '-o', 'json'],
+        { env: { ...env, TEMPORAL_ADDRESS: sandbox().temporalAddress, TEMPORAL_NAMESPACE: namespace, TEND_SANDBOX_DIR: join(dir, 'no-sandbox') } });
+      return (got.code === 0 || !/namespace/i.test(got.stderr)) && got;
+    }, { timeoutMs: 30_000 });
+    assert.equal(r.code, 0, r.stderr);
+    const d = JSON.parse(r.stdout) as NodeDescribe;
+    assert.deepEqual(d.rows.filter((row) => row.source.startsWith('workflow ')), [], 'no run in a new namespace');
+    assert.ok(d.notes.some((n) => /no search attribute TendNode \(run `tend setup temporal`\)/.test(n)), JSON.stringify(d.notes));
   });
 
   it('a Node with nothing: an empty table and a line saying so, exit 0', async () => {
