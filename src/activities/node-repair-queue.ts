@@ -109,7 +109,8 @@ export function countNodes(nodes: readonly KubeNodeLike[], section: Pick<NodeRep
   return { selected, healthy };
 }
 
-export function createNodeRepairQueueActivities(kube: KubeClients | undefined, config: NodeRepairQueueConfig, gates?: SafetyGates) {
+/** `pageSize`: Nodes per page of the count's LIST (NODE_COUNT_PAGE; smaller in tests, to read several pages). */
+export function createNodeRepairQueueActivities(kube: KubeClients | undefined, config: NodeRepairQueueConfig, gates?: SafetyGates, opts: { pageSize?: number } = {}) {
   async function readNode(k: KubeClients, name: string): Promise<KubeNodeLike | undefined> {
     try {
       return await k.core.readNode({ name }) as KubeNodeLike;
@@ -122,7 +123,7 @@ export function createNodeRepairQueueActivities(kube: KubeClients | undefined, c
   /** Every Node nodeSelector selects, page by page: only the counts are kept. */
   async function countSelected(k: KubeClients, section: NodeRepairConfig, now: number): Promise<{ selected: number; healthy: number }> {
     const counts = { selected: 0, healthy: 0 };
-    const pages: AsyncIterable<ListPage<k8s.V1Node>> = listPages(k.nodes.list, { labelSelector: toSelectorString(section.nodeSelector as LabelSelector), limit: NODE_COUNT_PAGE });
+    const pages: AsyncIterable<ListPage<k8s.V1Node>> = listPages(k.nodes.list, { labelSelector: toSelectorString(section.nodeSelector as LabelSelector), limit: opts.pageSize ?? NODE_COUNT_PAGE });
     for await (const page of pages) {
       const c = countNodes(page.items as KubeNodeLike[], section, now);
       counts.selected += c.selected;

@@ -54,8 +54,9 @@ describe('node repair: the repair queue\'s read of a Node (sandbox)', function (
     };
   }
   const parsed = (c: object) => parseConfig(stringify(c), 'node-repair-assess');
+  /** A page of one Node: the count follows the LIST's continue tokens through every page. */
   const assess = (node: string, c: Config = config, gates?: SafetyGates): Promise<NodeRepairAssessment> =>
-    createNodeRepairQueueActivities(tend, c, gates).nodeRepairAssess({ node });
+    createNodeRepairQueueActivities(tend, c, gates, { pageSize: 1 }).nodeRepairAssess({ node });
 
   before(async () => {
     kube = admin();
@@ -111,6 +112,9 @@ describe('node repair: the repair queue\'s read of a Node (sandbox)', function (
       return !('answer' in a) && a;
     }, { timeoutMs: 30_000 });
     assert.deepEqual(found, want);
+    // The same count in one page.
+    const whole = await createNodeRepairQueueActivities(tend, config, undefined).nodeRepairAssess({ node });
+    assert.deepEqual(whole, want);
 
     // A Node that is not selected (any more) needs nothing.
     const other = parsed(configOf({ nodeSelector: { matchLabels: { 'pool.tend.dev/none': 'x' } } }));
