@@ -14,6 +14,7 @@ import { disableUpdate, enableUpdate, listQuery, REPAIR_QUEUE_WORKFLOW_ID, repai
 import { TendNode } from '../../src/search-attributes.ts';
 import { queueUpdate } from '../../src/starters/repair-commands.ts';
 import { deepJson, failedWorkflowTasks, hugeJson, rawUpdate } from '../harness/raw-messages.ts';
+import { replaysWithPatches } from '../harness/workflow-env.ts';
 import { waitFor } from '../harness/wait.ts';
 import { gate, repairSuite } from './repair-stubs.ts';
 
@@ -192,6 +193,8 @@ describe('repair queue: request-node-repair (stub assess activity)', function ()
       const enqueued = answers.find((a) => a.decision === 'enqueued');
       assert.ok(enqueued?.decision === 'enqueued');
       assert.equal(entries[0]!.address, enqueued.address);
+      // The interleaved asks replay as they ran.
+      await replaysWithPatches(client, REPAIR_QUEUE_WORKFLOW_ID, []);
     });
   });
 
