@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { podStates } from '../../src/taint/messages.ts';
 import { repairStatuses, repairStepStatuses } from '../../src/repair/entry.ts';
 import { windowStates } from '../../src/weeder/window.ts';
+import { nodeRepairPhases } from '../../src/noderepair/messages.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -92,6 +93,12 @@ describe('the diagrams in the docs', () => {
     assert.deepEqual(sorted(states.get('')!), sorted(repairStatuses));
     assert.deepEqual(sorted(states.get('processing') ?? []), sorted(repairStepStatuses));
     assert.deepEqual(sorted(states.keys()), ['', 'processing']);
+  });
+
+  it("a Node's countdown (docs/node-repair.md) has the phases of nodeRepairPhases", () => {
+    const { states } = statesOf(onlyDiagram('docs/node-repair.md', 'stateDiagram-v2'));
+    assert.deepEqual(sorted(states.get('')!), sorted(nodeRepairPhases));
+    assert.equal(states.size, 1, 'a countdown has no composite state');
   });
 
   it('the architecture (README.md) connects the watcher, Temporal, the worker and Kubernetes as they talk', () => {
