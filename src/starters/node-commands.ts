@@ -238,6 +238,17 @@ export function registerNodeCommands(program: Command): void {
     });
 }
 
+/**
+ * Whether Temporal refused a call for want of TendNode in the namespace: INVALID_ARGUMENT, the
+ * attribute named in the cause (`no mapping defined for search attribute TendNode` on a start,
+ * `column name 'TendNode' is not a valid search attribute` in a query).
+ */
+export function lacksNodeAttribute(err: unknown): boolean {
+  const e = err as { message?: unknown; cause?: { message?: unknown } } | null | undefined;
+  const text = `${e?.message} ${e?.cause?.message}`;
+  return /search attribute/.test(text) && /\bTendNode\b/.test(text);
+}
+
 /** Reads both sources (Temporal, then Kubernetes) and merges them. */
 export async function describeNode(config: Config, node: string): Promise<NodeDescribe> {
   const { connectClient } = await import('../temporal/connection.ts');
@@ -277,9 +288,7 @@ async function runsOfNode(client: Client, node: string, notes: string[]): Promis
   try {
     return await read(`TendNode = "${node}" OR ${byId}`);
   } catch (err) {
-    // The server names the attribute it does not know in the cause (INVALID_ARGUMENT), not in the message.
-    const e = err as { message?: unknown; cause?: { message?: unknown } } | undefined;
-    if (!/TendNode/.test(`${e?.message}${e?.cause?.message}`)) throw err;
+    if (!lacksNodeAttribute(err)) throw err;
     notes.push('the namespace has no search attribute TendNode (run `tend setup temporal`): only the runs under taint/NODE and node/NODE are listed');
     return await read(byId);
   }

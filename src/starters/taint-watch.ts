@@ -17,6 +17,7 @@ import { LatestSender } from '../latest.ts';
 import { drainKeyed } from '../pool.ts';
 import { startWatchedInformer } from '../metrics/informer.ts';
 import { TendCapability, TendNode, TendTarget } from '../search-attributes.ts';
+import { lacksNodeAttribute } from './node-commands.ts';
 import { matchingTaints, sameTaints, taintId, type MatchedTaint } from '../taint/match.ts';
 import { runningTaintWorkflows } from '../taint/running.ts';
 import {
@@ -159,6 +160,12 @@ class TaintWatch {
   private resyncing = false;
   /** Why what runs under the coordinator's id is not tend's, as the last resync found: nothing is sent meanwhile. */
   private impostor: string | undefined;
+  /**
+   * Whether taint/<node> is started with TendNode: until the namespace answers that it has no
+   * such attribute (set up by an older tend, `tend setup temporal` not run again since), after
+   * which runs start without it rather than not at all.
+   */
+  private nodeAttribute = true;
   private nodes!: RunningInformer<k8s.V1Node>;
 
   private readonly config: TaintReplacementConfig;
@@ -434,7 +441,7 @@ class TaintWatch {
     const message = { taints };
     try {
       if (taints.length > 0) {
-        await this.ctx.client.workflow.signalWithStart(NODE_WORKFLOW_TYPE, {
+        const start = () => this.ctx.client.workflow.signalWithStart(NODE_WORKFLOW_TYPE, {
           workflowId: nodeWorkflowId(name),
           taskQueue: this.taskQueue,
           args: [{ node: name }],
@@ -443,8 +450,15 @@ class TaintWatch {
           staticSummary: `taint replacement on node ${name}: ${taints.map((t) => `${t.key}:${t.effect}`).join(', ')}`,
           // TendNode gathers every run for this Node (`tend node describe`); continue-as-new keeps it.
           typedSearchAttributes: [
-            { key: TendCapability, value: TAINT_CAPABILITY }, { key: TendTarget, value: name }, { key: TendNode, value: name },
+            { key: TendCapability, value: TAINT_CAPABILITY }, { key: TendTarget, value: name },
+            ...(this.nodeAttribute ? [{ key: TendNode, value: name }] : []),
           ],
+        });
+        await start().catch(async (err: unknown) => {
+          if (!this.nodeAttribute || !lacksNodeAttribute(err)) throw err;
+          this.nodeAttribute = false;
+          this.log.warn({ node: name }, 'the Temporal namespace has no search attribute TendNode: taint workflows start without it; run `tend setup temporal`');
+          await start();
         });
       } else {
         this.podsReported.delete(name);

@@ -4,20 +4,23 @@
 // watcher sets) and taint's Events on the pod and on the Node. The real `tend run`, API server,
 // controllers, simulated kubelet and Temporal.
 import assert from 'node:assert/strict';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runTend, type TendProcess } from '../harness/cli.ts';
+import { stringify as toYaml } from 'yaml';
+import { runTend, TendProcess } from '../harness/cli.ts';
 import { testStateDir } from '../harness/env.ts';
 import { sandbox } from '../harness/hooks.ts';
-import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
-import { cleanUpTaintTest, managedLabel, startTaintTend } from '../harness/taint.ts';
+import { admin, deployment, grantConfiguredRights, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
+import { cleanUpTaintTest, managedLabel, startTaintTend, taint, untaint } from '../harness/taint.ts';
 import { temporalCli } from '../harness/temporal.ts';
 import { waitFor } from '../harness/wait.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 import type { NodeDescribe } from '../../src/starters/node-commands.ts';
 
 const UNREACHABLE = 'node.kubernetes.io/unreachable';
+/** A taint only the test with an older namespace's tend watches. */
+const OLD_KEY = 'example.org/describe-old';
 
 describe('tend node describe', function () {
   this.timeout(240_000);
@@ -104,6 +107,35 @@ describe('tend node describe', function () {
     const d = JSON.parse(r.stdout) as NodeDescribe;
     assert.deepEqual(d.rows.filter((row) => row.source.startsWith('workflow ')), [], 'no run in a new namespace');
     assert.ok(d.notes.some((n) => /no search attribute TendNode \(run `tend setup temporal`\)/.test(n)), JSON.stringify(d.notes));
+  });
+
+  it('a namespace set up by an older tend (no TendNode): taint/<node> still starts, without it, and tend says to run tend setup temporal', async () => {
+    const namespace = `describe-old-${Date.now()}`;
+    await temporalCli(['operator', 'namespace', 'create', '--namespace', namespace]);
+    await waitFor('the older search attributes registered', () => temporalCli(['operator', 'search-attribute', 'create', '--namespace', namespace,
+      '--name', 'TendCapability', '--type', 'Keyword', '--name', 'TendTarget', '--type', 'Keyword']).then(() => true, () => false), { timeoutMs: 30_000 });
+    const dir = await mkdtemp(join(tmpdir(), 'tend-describe-'));
+    const file = join(dir, 'tend.yaml');
+    await writeFile(file, toYaml({
+      temporal: { address: sandbox().temporalAddress, namespace, taskQueue: 'tend-describe-old' },
+      kubernetes: { kubeconfig: sandbox().tendKubeconfig },
+      taintReplacement: { podSelector: { matchLabels: managedLabel(ns) }, namespaces: [ns], taintReplacementOptions: [{ key: OLD_KEY, durationInSeconds: 3600 }] },
+    }));
+    await grantConfiguredRights(file);
+    const old = new TendProcess(['run', '--config', file]);
+    const node = 'sim-1';
+    try {
+      await waitFor('tend to start its worker and taint watch', () => old.output.includes('taint watch synced') && old.output.includes('worker started'), { timeoutMs: 120_000 });
+      await taint(kube, node, { key: OLD_KEY, value: 'x', effect: 'NoSchedule' });
+      await waitFor(`taint/${node} running in ${namespace}`, async () => {
+        const { stdout } = await temporalCli(['workflow', 'list', '--namespace', namespace, '--query', `WorkflowId = "taint/${node}" AND ExecutionStatus = "Running"`, '-o', 'json']);
+        return stdout.includes(`"taint/${node}"`);
+      }, { timeoutMs: 60_000 });
+      assert.match(old.output, /no search attribute TendNode: taint workflows start without it; run `tend setup temporal`/);
+    } finally {
+      await untaint(kube, node, OLD_KEY);
+      await old.stop();
+    }
   });
 
   it('a Node with nothing: an empty table and a line saying so, exit 0', async () => {

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type * as k8s from '@kubernetes/client-node';
 import {
-  eventsOfNode, eventViewOf, formatNodeDescribe, mentionsNode, nodeDescribeRows, shown, type EventView, type RunView,
+  eventsOfNode, eventViewOf, formatNodeDescribe, lacksNodeAttribute, mentionsNode, nodeDescribeRows, shown, type EventView, type RunView,
 } from '../../src/starters/node-commands.ts';
 import { REPORTING_CONTROLLER } from '../../src/kube/events.ts';
 
@@ -163,6 +163,18 @@ describe('tend node describe', () => {
       assert.equal(legacy.count, 2);
       assert.equal(legacy.last, t('00:30'));
       assert.equal(eventViewOf({ regarding: { kind: 'Node', name: 'x' } } as k8s.EventsV1Event, REPORTING_CONTROLLER), undefined, 'no time at all');
+    });
+  });
+
+  describe('lacksNodeAttribute', () => {
+    it('knows Temporal\'s refusals for want of TendNode, on a start and in a query, and nothing else', () => {
+      const refusal = (cause: string) => Object.assign(new Error('Failed to signalWithStart Workflow'), { cause: new Error(cause) });
+      assert.ok(lacksNodeAttribute(refusal('3 INVALID_ARGUMENT: Namespace old has no mapping defined for search attribute TendNode')));
+      assert.ok(lacksNodeAttribute(refusal("3 INVALID_ARGUMENT: invalid query: invalid expression: column name 'TendNode' is not a valid search attribute")));
+      assert.ok(!lacksNodeAttribute(refusal('3 INVALID_ARGUMENT: Namespace old has no mapping defined for search attribute TendNodeX')));
+      assert.ok(!lacksNodeAttribute(refusal('14 UNAVAILABLE: TendNode connection refused')));
+      assert.ok(!lacksNodeAttribute(undefined));
+      assert.ok(!lacksNodeAttribute(null));
     });
   });
 
