@@ -18,6 +18,7 @@ import { NODE_REPAIR_CAPABILITY, NODE_REPAIR_ID_PREFIX, NODE_REPAIR_WORKFLOW_TYP
 import type { KubeNodeLike } from '../noderepair/node.ts';
 import { pool } from '../pool.ts';
 import { TendCapability, TendNode, TendTarget } from '../search-attributes.ts';
+import { lacksNodeAttribute } from './node-commands.ts';
 import type { CapabilityWatch, WatchContext } from './watcher.ts';
 
 /** How often the Nodes are relisted and the running countdowns compared with the unhealthy Nodes. */
@@ -63,6 +64,8 @@ class NodeRepairWatch {
   private readonly told = new Map<string, string>();
   private readonly pending = new Map<string, NodeReading>();
   private draining = false;
+  /** Whether countdowns are started with TendNode: until the namespace answers that it has no such attribute. */
+  private nodeAttribute = true;
   private readonly config: NodeRepairConfig;
   private readonly ctx: WatchContext;
 
@@ -119,10 +122,17 @@ class NodeRepairWatch {
     const workflowId = nodeRepairWorkflowId(name);
     try {
       if (reading.state === 'unhealthy') {
-        await client.workflow.signalWithStart(NODE_REPAIR_WORKFLOW_TYPE, {
+        const start = (withNode: boolean) => client.workflow.signalWithStart(NODE_REPAIR_WORKFLOW_TYPE, {
           workflowId, taskQueue: temporal.taskQueue, args: [{ node: name }], signal: nodeChangedSignal, signalArgs: [],
           staticSummary: `node repair: Node ${name}'s countdown (${reading.reason}), then a repair queue entry`,
-          typedSearchAttributes: [{ key: TendCapability, value: NODE_REPAIR_CAPABILITY }, { key: TendTarget, value: name }, { key: TendNode, value: name }],
+          typedSearchAttributes: [{ key: TendCapability, value: NODE_REPAIR_CAPABILITY }, { key: TendTarget, value: name }, ...(withNode ? [{ key: TendNode, value: name }] : [])],
+        });
+        await start(this.nodeAttribute).catch(async (err: unknown) => {
+          // A namespace set up before TendNode: the countdown runs without it, and the operator is told once.
+          if (!this.nodeAttribute || !lacksNodeAttribute(err)) throw err;
+          this.nodeAttribute = false;
+          this.log.warn({ node: name }, 'the Temporal namespace has no search attribute TendNode: node repair countdowns start without it; run `tend setup temporal`');
+          await start(false);
         });
         this.told.set(name, keyOf(reading));
         return;
