@@ -148,7 +148,10 @@ describe('ship: the alert rules (deploy/helm/tend/files/prometheus-rules.yaml)',
     const values = join(work, 'values.yaml');
     writeFileSync(values, stringify({
       temporal: { taskQueue: 'tend-main' },
-      config: { weeder: demo.weeder, apps: {}, repair: { ...demo.repair, taskQueue: 'tend-commands' } },
+      config: {
+        weeder: demo.weeder, apps: {}, repair: { ...demo.repair, taskQueue: 'tend-commands' },
+        nodeRepair: { nodeSelector: { matchLabels: { pool: 'a' } }, machineTypeLabel: 'node.kubernetes.io/instance-type', limits: { maximumRepairQueueEntries: 1 } },
+      },
       metrics: { prometheusRule: { runbookBaseUrl: 'https://runbooks.example/tend', alerts: { repairStuckFor: '2h', pausedLongerThanSeconds: 60, observeModeFor: '3d' } } },
     }));
     const rules = new Map(alertsOf(chartRuleGroups(helm, [values])).map((r) => [r.alert, r]));
@@ -160,7 +163,7 @@ describe('ship: the alert rules (deploy/helm/tend/files/prometheus-rules.yaml)',
     assert.match(rules.get('TendRepairQueueStuck').expr, /\[2h\]/);
     assert.match(rules.get('TendCapabilityPausedTooLong').expr, /> 60$/);
     assert.equal(rules.get('TendObserveModeTooLong').for, '3d');
-    assert.match(rules.get('TendObserveModeTooLong').expr, /capability=~"apps\|repair\|weeder"/);
+    assert.match(rules.get('TendObserveModeTooLong').expr, /capability=~"apps\|nodeRepair\|repair\|weeder"/);
     assert.equal(rules.get('TendTaintBreakerOpen').annotations.runbook_url, 'https://runbooks.example/tend#tendtaintbreakeropen');
     // The defaults: tend's one task queue, every capability.
     const defaults = new Map(alertsOf(groups).map((r) => [r.alert, r]));

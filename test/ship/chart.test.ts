@@ -83,6 +83,14 @@ const demo = parse(readFileSync(join(repoRoot, 'deploy/demo/config.yaml'), 'utf8
 const without = (o: Obj, ...keys: string[]): Obj => Object.fromEntries(Object.entries(o ?? {}).filter(([k]) => !keys.includes(k)));
 const section = (name: 'weeder' | 'taintReplacement' | 'apps' | 'repair', namespaces?: string[]): Obj =>
   ({ ...without(demo[name], 'namespaces'), ...(namespaces && name !== 'repair' && { namespaces }) });
+// nodeRepair needs the repair section, and an operation of its procedures: the demo's reboot.
+const nodeRepair = {
+  nodeSelector: { matchLabels: { 'node.kubernetes.io/instance-type': 'sim' } },
+  unhealthyConditions: [{ type: 'Ready', status: 'Unknown', duration: '20s' }],
+  machineTypeLabel: 'node.kubernetes.io/instance-type',
+  operations: { default: 'reboot' },
+  limits: { maximumRepairQueueEntries: 2, minHealthy: '60%' },
+};
 
 /**
  * The comparison: the same set of objects by kind, namespace and name; each Role's and
@@ -131,7 +139,7 @@ describe('ship: the Helm chart deploy/helm/tend', function () {
 
   it('helm lint passes on the chart as shipped and with every capability configured', async () => {
     await helmOk(['lint', '--strict', chart]);
-    await helmOk(['lint', '--strict', chart, '-f', valuesFile({ config: { weeder: section('weeder'), taintReplacement: section('taintReplacement'), apps: {}, repair: section('repair') } })]);
+    await helmOk(['lint', '--strict', chart, '-f', valuesFile({ config: { weeder: section('weeder'), taintReplacement: section('taintReplacement'), apps: {}, repair: section('repair'), nodeRepair } })]);
   });
 
   it('ships the App CRD of deploy/crds as it is', () => {
@@ -139,7 +147,7 @@ describe('ship: the Helm chart deploy/helm/tend', function () {
   });
 
   it('renders the configuration into the ConfigMap labelled tend.dev/config that the Deployment mounts and tend validates', async () => {
-    const config = { mode: 'observe', weeder: section('weeder', ['a', 'b']), taintReplacement: section('taintReplacement'), apps: {}, repair: section('repair') };
+    const config = { mode: 'observe', weeder: section('weeder', ['a', 'b']), taintReplacement: section('taintReplacement'), apps: {}, repair: section('repair'), nodeRepair };
     const objects = await template({ config, temporal: { taskQueue: 'tq', deployment: { name: 'tend', promote: 'newest' } }, metrics: { port: 9500 }, logLevel: 'debug' });
     const configMaps = objects.filter((o) => o.kind === 'ConfigMap' && o.metadata.labels?.['tend.dev/config'] === 'true');
     assert.equal(configMaps.length, 1);
@@ -274,6 +282,9 @@ describe('ship: the Helm chart deploy/helm/tend', function () {
       { values: { config: { weder: {} } }, says: /weder/ },
       { values: { config: { weeder: { ...section('weeder'), fromFile: 'dep.yaml' } } }, says: /config\.weeder\.fromFile: the pod has no file/ },
       { values: { config: { weeder: { namespaces: ['a'] } } }, says: /config\/weeder.*missing property 'servicesAndDependantSelectors'/ },
+      { values: { config: { nodeRepair: { ...nodeRepair, limits: {} } } }, says: /config\/nodeRepair\/limits.*missing property 'maximumRepairQueueEntries'/ },
+      { values: { config: { nodeRepair: { ...nodeRepair, unhealthyConditions: [{ type: 'Ready', status: true, duration: '5m' }] } } }, says: /config\/nodeRepair\/unhealthyConditions\/0\/status/ },
+      { values: { config: { nodeRepair: { ...nodeRepair, selector: {} } } }, says: /config\/nodeRepair.*selector/ },
       { values: { replicas: 3 }, says: /replicas/ },
       { values: { temporal: { tls: { caCert: true } } }, says: /temporal\.tls\.caCert: needs temporal\.tls\.secretName/ },
       { values: { serviceAccount: { create: false } }, says: /serviceAccount\.name: required when serviceAccount\.create is false/ },
@@ -295,11 +306,12 @@ describe('ship: the Helm chart deploy/helm/tend', function () {
       { name: 'apps in listed namespaces', config: { apps: { namespaces: both } } },
       { name: 'apps cluster-wide (an empty section)', config: { apps: {} } },
       { name: 'repair', config: { repair: section('repair') } },
+      { name: 'nodeRepair, with the repair section it needs', config: { repair: section('repair'), nodeRepair } },
       {
         name: 'all four in listed namespaces, observe mode',
         config: { mode: 'observe', weeder: section('weeder', ['w']), taintReplacement: section('taintReplacement', ['t', 'w']), apps: { namespaces: ['a'] }, repair: section('repair') },
       },
-      { name: 'all four cluster-wide, act mode', config: { mode: 'act', weeder: section('weeder'), taintReplacement: section('taintReplacement'), apps: {}, repair: section('repair') } },
+      { name: 'all five cluster-wide, act mode', config: { mode: 'act', weeder: section('weeder'), taintReplacement: section('taintReplacement'), apps: {}, repair: section('repair'), nodeRepair } },
       {
         name: 'another release name, namespace and ServiceAccount',
         config: { weeder: section('weeder', ['w']), repair: section('repair') },
@@ -332,7 +344,7 @@ describe('ship: the Helm chart deploy/helm/tend', function () {
     }
 
     it('observe mode grants the same rights as act mode', async () => {
-      const config = { weeder: section('weeder'), taintReplacement: section('taintReplacement'), apps: {}, repair: section('repair') };
+      const config = { weeder: section('weeder'), taintReplacement: section('taintReplacement'), apps: {}, repair: section('repair'), nodeRepair };
       const rights = async (mode: string) => normal((await template({ config: { mode, ...config } })).filter((o) => o.metadata.labels?.['rbac.tend.dev/generated'] === 'true'));
       assert.deepEqual(await rights('observe'), await rights('act'));
     });

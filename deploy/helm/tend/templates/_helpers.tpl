@@ -78,7 +78,7 @@ deploy/kubernetes: the file stays the same wherever it is read from.
 {{/* The capability sections present (an empty one, like `apps: {}`, is present: on, everywhere). */}}
 {{- define "tend.capabilities" -}}
 {{- $present := list -}}
-{{- range $section := list "weeder" "taintReplacement" "apps" "repair" -}}
+{{- range $section := list "weeder" "taintReplacement" "apps" "repair" "nodeRepair" -}}
 {{- if kindIs "map" (index $.Values.config $section) }}{{ $present = append $present $section }}{{ end -}}
 {{- end -}}
 {{- toJson $present -}}

@@ -120,6 +120,15 @@ repair:
   - apiGroups: [events.k8s.io]
     resources: [events]
     verbs: [create, get, patch]
+node-repair:
+  # The watcher follows the selected Nodes' conditions; a countdown and the repair queue read its Node, and count the healthy ones.
+  - apiGroups: [""]
+    resources: [nodes]
+    verbs: [get, list, watch]
+  # An Event on the Node when the repair queue answers its countdown: queued, refused, or in observe mode WouldEnqueue (in default).
+  - apiGroups: [events.k8s.io]
+    resources: [events]
+    verbs: [create, get, patch]
 {{- end -}}
 
 {{- /* A section's namespaces, each once and sorted; [""] (cluster-wide) when it lists none. */ -}}
@@ -157,6 +166,10 @@ repair:
 {{- end -}}
 {{- if has "repair" $present -}}
 {{- $grants = append $grants (dict "capability" "repair" "part" "repair" "namespace" "" "rules" (get $rules "repair")) -}}
+{{- end -}}
+{{- /* Nodes have no namespace: cluster-wide, as tend rbac grants it (the Events on the Node are in default). */ -}}
+{{- if has "nodeRepair" $present -}}
+{{- $grants = append $grants (dict "capability" "nodeRepair" "part" "node-repair" "namespace" "" "rules" (get $rules "node-repair")) -}}
 {{- end -}}
 {{- toJson $grants -}}
 {{- end -}}
