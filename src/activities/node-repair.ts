@@ -17,6 +17,7 @@ import { matchReason, unhealthyMatch } from '../noderepair/decide.ts';
 import { NODE_REPAIR_REFUSED, requestNodeRepairUpdate, type NodeRepairAnswer, type NodeRepairRefusal } from '../noderepair/messages.ts';
 import { REPAIR_QUEUE_WORKFLOW_ID } from '../repair/messages.ts';
 import { impostor } from '../temporal/identity.ts';
+import { TendNode } from '../search-attributes.ts';
 import { firstFreeIndex, notRunning, queueStartOptions } from './repair-queue-client.ts';
 import { nodeViewOf, type KubeNodeLike } from '../noderepair/node.ts';
 import { activityOccurrence, noteEvent } from './events.ts';
@@ -46,6 +47,9 @@ export const nodeRepairDecisions = new Counter({
 const refuse = (message: string): never => {
   throw ApplicationFailure.nonRetryable(`node repair: refused: ${message}`, NODE_REPAIR_REFUSED);
 };
+
+/** The namespaces found to have TendNode (a search attribute is not removed while tend runs). */
+const nodeAttributeSeen = new Set<string>();
 
 /** The queue's update failed (its read of the cluster did): an answer the countdown asks again after. */
 function unavailable(err: WorkflowUpdateFailedError): NodeRepairAnswer {
@@ -101,6 +105,16 @@ export function createNodeRepairActivities(kube: KubeClients | undefined, config
     async nodeRepairAsk(input: { node: string }): Promise<NodeRepairAnswer> {
       const node = checkedNodeName(input?.node);
       const { client, info } = Context.current();
+      // The queue starts the entry with TendNode: on a namespace without it the server would fail
+      // the queue's workflow task at every try, holding the whole queue. Asked until it is there.
+      const namespace = info.workflowNamespace ?? client.options.namespace;
+      if (!nodeAttributeSeen.has(namespace)) {
+        const { customAttributes } = await client.connection.operatorService.listSearchAttributes({ namespace });
+        if (!customAttributes?.[TendNode.name]) {
+          return { decision: 'refused', reason: 'not-configured', sentence: `the Temporal namespace ${namespace} has no search attribute ${TendNode.name}, which an entry queued for a Node carries: run \`tend setup temporal\`` };
+        }
+        nodeAttributeSeen.add(namespace);
+      }
       const handle = client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID);
       try {
         const d = await handle.describe();

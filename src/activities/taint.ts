@@ -156,6 +156,9 @@ function settingsOf(c: TaintReplacementConfig): TaintSettings {
   };
 }
 
+/** A mark asked for a node whose taint has lifted meanwhile: not a refusal (the workflow goes on), not worth a retry. */
+export const TAINT_UNTAINTED = 'TaintNodeUntainted';
+
 const refuse = (what: string): never => {
   throw ApplicationFailure.nonRetryable(`refused: ${what}; nothing was changed`, TAINT_REFUSED);
 };
@@ -600,6 +603,12 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       // Every pod is checked before any is written: a refusal of a mark changes nothing.
       let taints: Promise<MatchedTaint[]> | undefined;
       const taintsOf = (n: string) => (taints ??= configuredTaints(c, n));
+      // The taint lifted between the workflow's reading and this write (a Node back a moment ago):
+      // no mark is written, and the workflow is told so without a refusal, which would end it with
+      // its conditions on; it reads the Node again (the watcher tells it) and clears them instead.
+      if (writes.some((w) => w?.detected || w?.replacing) && (await taintsOf(node)).length === 0) {
+        throw ApplicationFailure.nonRetryable(`node ${node} carries none of the configured taints any more: no mark written; read the node again`, TAINT_UNTAINTED);
+      }
       // The re-read: one LIST of the node's managed pods rather than a GET per pod (a pod
       // missing from it is read by name, to tell gone from refused).
       const listed = writes.length > 1

@@ -75,8 +75,10 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
   /** The node repair Events on a Node recorded since `since` (an earlier test's stay): reason and note, oldest first. */
   const nodeEvents = async (node: string, since: number) => {
     const list = await kube.events.listNamespacedEvent({ namespace: 'default', fieldSelector: `regarding.kind=Node,regarding.name=${node}` });
-    return list.items.filter((e) => /^NodeRepair/.test(e.reason ?? '') && new Date(e.metadata?.creationTimestamp ?? 0).getTime() >= since - 1000)
-      .sort((a, b) => new Date(a.metadata!.creationTimestamp!).getTime() - new Date(b.metadata!.creationTimestamp!).getTime())
+    // A repeat is counted in its series: when it was last seen is the series' time, else the Event's.
+    const seen = (e: (typeof list.items)[number]) => new Date(e.series?.lastObservedTime ?? e.eventTime ?? e.metadata?.creationTimestamp ?? 0).getTime();
+    return list.items.filter((e) => /^NodeRepair/.test(e.reason ?? '') && seen(e) >= since - 1000)
+      .sort((a, b) => seen(a) - seen(b))
       .map((e) => ({ reason: e.reason!, note: e.note ?? '' }));
   };
   const workflow = async (id: string) => {

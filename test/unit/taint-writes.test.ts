@@ -5,7 +5,7 @@
 // longer managed is refused before anything is written.
 import assert from 'node:assert/strict';
 import type * as k8s from '@kubernetes/client-node';
-import { createTaintActivities, LIST_PAGE } from '../../src/activities/taint.ts';
+import { createTaintActivities, LIST_PAGE, TAINT_UNTAINTED } from '../../src/activities/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 import type { TaintReplacementConfig } from '../../src/config/taint-replacement.ts';
 import { firstMark, newNodeTaintData, observeTaints, type ConditionWrite, type TaintSettings } from '../../src/taint/node.ts';
@@ -92,6 +92,20 @@ describe('taint: condition writes re-read their pods with one LIST of the node',
     assert.equal(r.gone, 1);
     assert.deepEqual(calls, { list: 1, get: 1, patch: 3, nodes: 1 });
     assert.deepEqual(patched.sort(), ['db-1', 'db-2', 'db-3']);
+  });
+
+  it('a mark for a node whose taint has lifted meanwhile is not written, and is not a refusal (the workflow goes on and clears)', async () => {
+    const pods = [pod(1), pod(2)];
+    const { kube, calls } = stubKube(pods, []);
+    await assert.rejects(
+      createTaintActivities(kube, config).writeTaintConditions({ node: 'sim-1', writes: pods.map(mark) }),
+      (err: Error & { type?: string; nonRetryable?: boolean }) => err.type === TAINT_UNTAINTED && err.nonRetryable === true && /carries none of the configured taints any more/.test(err.message),
+    );
+    assert.equal(calls.patch, 0);
+    // Clears go on: an untainted node is where they are wanted.
+    const clear = pods.map((p) => ({ ...mark(p), detected: null }));
+    const r = await createTaintActivities(kube, config).writeTaintConditions({ node: 'sim-1', writes: clear });
+    assert.equal(r.written, 2);
   });
 
   it('a pod the list leaves out because it is no longer managed is refused, and nothing is written', async () => {
