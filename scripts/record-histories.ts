@@ -4,12 +4,17 @@
 // not yet handled) and written as JSON, the form `temporal workflow show -o json`
 // prints and `historyFromJSON` reads.
 //
-//   npm run record:histories -- [--state-dir DIR] [--port-offset N] [--label NAME] [--only safety]
+//   npm run record:histories -- [--state-dir DIR] [--port-offset N] [--label NAME] [--only safety|node-repair]
 //
 // `--only safety` records the durable pause (safetyWorkflow) alone, without the
 // sandbox: that workflow runs no activity, so a worker of its own serves it.
 // Its default label is `<version>-<commit>-safety`, a folder of its own beside
 // the full recordings.
+//
+// `--only node-repair` records Nodes' countdowns (nodeRepairWorkflow, with the
+// repair queue and entry they lead to) alone: on the sandbox, whose Nodes it
+// stops and starts again, with workers of its own running the real activities
+// (recordNodeRepairOnly). Its default label is `<version>-<commit>-node-repair`.
 //
 // The Kubernetes side is the sandbox (started, or reused when it runs with the
 // same settings). Temporal is a dev server of this script's own, in memory,
@@ -30,11 +35,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection, type WorkflowExecutionInfo } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { workflowBundleOptions, workflowsPath } from '../src/workers/worker.ts';
 import { pauseSignal, SAFETY_WORKFLOW_ID } from '../src/safety/messages.ts';
 import { pause as safetyPause, resume as safetyResume } from '../src/starters/safety-commands.ts';
-import type { Config } from '../src/config/load.ts';
+import { preview } from '../src/checks/preview.ts';
+import { parseConfig, type Config } from '../src/config/load.ts';
+import { createActivities } from '../src/activities/index.ts';
 import { historyToJSON } from '../test/replay/history-json.ts';
 import { stringify as toYaml } from 'yaml';
 import { kubeClients, loadKubeConfig, type KubeClients } from '../src/kube/client.ts';
@@ -42,13 +49,14 @@ import { mergePatch } from '../src/kube/api.ts';
 import { ensureBinaries } from '../src/sandbox/binaries.ts';
 import { grantRightsFor } from '../src/sandbox/bootstrap.ts';
 import { up, type SandboxInfo } from '../src/sandbox/sandbox.ts';
-import { TendCapability, TendTarget } from '../src/search-attributes.ts';
+import { TendCapability, TendNode, TendTarget } from '../src/search-attributes.ts';
 import { APP_GROUP, APP_PLURAL, APP_VERSION } from '../src/apps/types.ts';
 import { extendSignal, windowQuery } from '../src/weeder/messages.ts';
 import { appChangedSignal } from '../src/apps/messages.ts';
 import { nodeTaintsSignal, slotSettingsSignal, slotsStatusQuery, SLOTS_WORKFLOW_ID } from '../src/taint/messages.ts';
 import { listQuery, REPAIR_QUEUE_WORKFLOW_ID, resetEntryBackoffSignal } from '../src/repair/messages.ts';
 import type { RepairQueueEntry } from '../src/repair/entry.ts';
+import { NODE_REPAIR_CAPABILITY, NODE_REPAIR_WORKFLOW_TYPE, nodeChangedSignal, nodeRepairStatusQuery, nodeRepairWorkflowId } from '../src/noderepair/messages.ts';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 
@@ -74,7 +82,8 @@ const { values: flags } = parseArgs({
 const offset = Number(flags['port-offset']);
 if (!Number.isInteger(offset) || offset < 0) throw new Error(`--port-offset must be a whole number of 0 or more (got ${flags['port-offset']})`);
 
-if (flags.only !== undefined && flags.only !== 'safety') throw new Error(`--only takes safety (got ${flags.only})`);
+const ONLY = ['safety', 'node-repair'];
+if (flags.only !== undefined && !ONLY.includes(flags.only)) throw new Error(`--only takes ${ONLY.join(' or ')} (got ${flags.only})`);
 
 const say = (m: string) => process.stderr.write(`record-histories: ${m}\n`);
 
@@ -176,11 +185,11 @@ const crashLooping = (p: k8s.V1Pod) => (p.status?.containerStatuses ?? []).some(
 
 // ------------------------------------------------------------------ the run
 
-async function main() {
-  const stateDir = resolve(flags['state-dir']);
+/** The sandbox in --state-dir, started or reused. */
+async function sandbox(stateDir: string): Promise<SandboxInfo> {
   const port = (p: number) => p + offset;
   say(`sandbox in ${stateDir} (port offset ${offset}): starting or reusing it`);
-  const info: SandboxInfo = await up({
+  return await up({
     stateDir,
     // The end-to-end tests' settings, but for etcd's peer port, which with
     // theirs is the client port of the sandbox ten offsets up.
@@ -193,6 +202,10 @@ async function main() {
     },
     progress: (m) => say(`sandbox: ${m}`),
   });
+}
+
+async function main() {
+  const info = await sandbox(resolve(flags['state-dir']));
   const kube = kubeClients(loadKubeConfig({ kubeconfig: info.kubeconfig }));
   const work = await mkdtemp(join(tmpdir(), 'tend-record-'));
 
@@ -393,7 +406,7 @@ async function startDevServer(): Promise<{ address: string; server: Proc }> {
   const bin = (await ensureBinaries()).temporal;
   const server = new Proc(bin, [
     'server', 'start-dev', '--ip', '127.0.0.1', '--port', String(temporalPort), '--headless', '--log-level', 'error',
-    ...[TendCapability, TendTarget].flatMap((k) => ['--search-attribute', `${k.name}=Keyword`]),
+    ...[TendCapability, TendTarget, TendNode].flatMap((k) => ['--search-attribute', `${k.name}=Keyword`]),
     ...[`limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW}`, 'limit.historyCount.warn=5000', 'limit.historyCount.error=10000']
       .flatMap((v) => ['--dynamic-config-value', v]),
   ]);
@@ -425,6 +438,159 @@ async function recordSafetyOnly() {
   }
 }
 
+/** The countdowns' task queues: one per nodeRepair configuration (a few seconds' condition, an hour's). */
+const COUNTDOWN_QUEUES = { soon: TASK_QUEUE, late: `${TASK_QUEUE}-late` };
+
+/** A tend configuration whose nodeRepair asks after `duration` of Ready=Unknown; its repair entry changes nothing. */
+function nodeRepairConfig(address: string, taskQueue: string, duration: string, work: string) {
+  return toYaml({
+    temporal: { address, namespace: 'default', taskQueue },
+    repair: {
+      max_concurrent_repairs: 1, time_scale: 0.05, state_dir: join(work, 'repair-state'),
+      repair_procedures: [{
+        machine_types: ['sim'],
+        repair_operations: [{
+          operation: 'unreachable',
+          // The Node's address is appended: `true` ignores it, and the Node stays down (so its countdown stays queued).
+          repair_steps: [{ repair_command: ['true'], need_drain: false, watch_seconds: 20 }],
+          health_check_command: ['sh', '-c', 'echo true'],
+        }],
+      }],
+    },
+    nodeRepair: {
+      nodeSelector: { matchLabels: { 'node.kubernetes.io/instance-type': 'sim' } },
+      unhealthyConditions: [{ type: 'Ready', status: 'Unknown', duration }],
+      machineTypeLabel: 'node.kubernetes.io/instance-type',
+      // All three Nodes end down: the storm limit is off, so that the cluster limit is what refuses.
+      limits: { maximumRepairQueueEntries: 1, minHealthy: 0 },
+    },
+  });
+}
+
+/**
+ * `--only node-repair`: Nodes' countdowns (`node/<name>`) on the sandbox, served by workers of
+ * this script's own with the real activities. A countdown's condition duration is the worker's
+ * configuration, so the countdowns that must not ask (one counting, one recovering) run on a task
+ * queue whose worker says an hour, the others on one whose worker says a few seconds (the repair
+ * queue they ask runs there too).
+ * Caught: a countdown continued as new and counting, one queued, one refused and waiting to ask
+ * again, and one ended by its Node's recovery. Every Node stopped is started again at the end.
+ */
+async function recordNodeRepairOnly() {
+  const stateDir = resolve(flags['state-dir']);
+  const info = await sandbox(stateDir);
+  const admin = kubeClients(loadKubeConfig({ kubeconfig: info.kubeconfig }));
+  const work = await mkdtemp(join(tmpdir(), 'tend-record-'));
+  const { address, server } = await startDevServer();
+  const stopped = new Set<string>();
+  const sandboxNode = (verb: 'start' | 'stop', node: string) => void tend(['sandbox', 'node', verb, node, '--state-dir', stateDir]);
+  const readyOf = async (node: string) => (await admin.core.readNode({ name: node })).status?.conditions?.find((c) => c.type === 'Ready')?.status;
+  try {
+    const connection = await waitFor('the dev server to answer', () => Connection.connect({ address }), 60_000);
+    const client = new Client({ connection });
+    for (const n of ['sim-1', 'sim-2', 'sim-3']) {
+      sandboxNode('start', n);
+      await waitFor(`${n} Ready`, async () => (await readyOf(n)) === 'True', 120_000);
+    }
+
+    const files = { soon: join(work, 'soon.yaml'), late: join(work, 'late.yaml') };
+    await writeFile(files.soon, nodeRepairConfig(address, COUNTDOWN_QUEUES.soon, '5s', work));
+    await writeFile(files.late, nodeRepairConfig(address, COUNTDOWN_QUEUES.late, '1h', work));
+    await grantRightsFor(info.kubeconfig, files.soon, 'tend-replay-node-repair');
+    const kube = kubeClients(loadKubeConfig({ kubeconfig: info.tendKubeconfig }));
+    const configOf = async (file: string) => parseConfig(await readFile(file, 'utf8'), file, { file });
+
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    const native = await NativeConnection.connect({ address });
+    // Bundled once for both workers.
+    const { code } = await bundleWorkflowCode({ ...workflowBundleOptions(), logger: new DefaultLogger('WARN') });
+    const workerOn = async (taskQueue: string, file: string) =>
+      Worker.create({ connection: native, taskQueue, workflowBundle: { code }, activities: createActivities({ kube, config: await configOf(file) }) });
+    const soon = await workerOn(COUNTDOWN_QUEUES.soon, files.soon);
+    const late = await workerOn(COUNTDOWN_QUEUES.late, files.late);
+    await soon.runUntil(late.runUntil(driveCountdowns(client, {
+      stop: async (node) => {
+        stopped.add(node);
+        sandboxNode('stop', node);
+        await waitFor(`${node} Ready=Unknown`, async () => (await readyOf(node)) === 'Unknown', 120_000);
+      },
+      start: async (node) => {
+        sandboxNode('start', node);
+        stopped.delete(node);
+        await waitFor(`${node} Ready`, async () => (await readyOf(node)) === 'True', 120_000);
+      },
+    })));
+    // A change that reaches the counting run while no worker runs: its history ends with it unhandled.
+    await client.workflow.getHandle(nodeRepairWorkflowId('sim-1')).signal(nodeChangedSignal);
+    // Every run: a countdown continues as new between its asks, so the asks and refusals are in the runs between.
+    await writeHistories(client, 'node-repair', true);
+    await native.close();
+    await connection.close();
+  } finally {
+    await server.stop();
+    for (const n of stopped) {
+      try {
+        sandboxNode('start', n);
+      } catch (err) {
+        say(`starting ${n} again failed: ${(err as Error).message}`);
+      }
+    }
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+/** The countdowns, started as the watcher starts them (signalWithStart, the search attributes), driven into the states recorded. */
+async function driveCountdowns(client: Client, nodes: { stop(node: string): Promise<void>; start(node: string): Promise<void> }) {
+  const countdown = (node: string, taskQueue: string) => client.workflow.signalWithStart(NODE_REPAIR_WORKFLOW_TYPE, {
+    workflowId: nodeRepairWorkflowId(node), taskQueue, args: [{ node }], signal: nodeChangedSignal, signalArgs: [],
+    staticSummary: `node repair: Node ${node}'s countdown, then a repair queue entry`,
+    typedSearchAttributes: [{ key: TendCapability, value: NODE_REPAIR_CAPABILITY }, { key: TendTarget, value: node }, { key: TendNode, value: node }],
+  });
+  const status = (node: string) => client.workflow.getHandle(nodeRepairWorkflowId(node)).query(nodeRepairStatusQuery);
+
+  say('node repair: a countdown ended by its Node\'s recovery (sim-3)');
+  await nodes.stop('sim-3');
+  const recovering = await countdown('sim-3', COUNTDOWN_QUEUES.late);
+  await waitFor('sim-3 counting', async () => (await status('sim-3')).phase === 'counting');
+  await nodes.start('sim-3');
+  await recovering.signal(nodeChangedSignal);
+  const ended = await recovering.result() as string;
+  if (!ended.includes('meets no unhealthy condition')) throw new Error(`sim-3's countdown ended otherwise: ${ended}`);
+
+  say('node repair: a countdown continued as new, counting an hour (sim-1)');
+  await nodes.stop('sim-1');
+  await countdown('sim-1', COUNTDOWN_QUEUES.late);
+  const sim1 = nodeRepairWorkflowId('sim-1');
+  for (let i = 0; (await runsOf(client, sim1)).length < 2; i++) {
+    if (i > 20) throw new Error(`${sim1} did not continue as new after ${i} changes`);
+    const h = client.workflow.getHandle(sim1);
+    const before = (await h.describe()).historyLength;
+    await h.signal(nodeChangedSignal);
+    // Each change read before the next: the history grows by a read each time.
+    await waitFor(`${sim1} to read its Node again`, async () => (await runsOf(client, sim1)).length > 1 || (await h.describe()).historyLength >= before + 6);
+  }
+  await waitFor(`${sim1}'s new run counting`, async () => (await status('sim-1')).phase === 'counting');
+
+  say('node repair: a countdown queued (sim-2), one refused by the cluster limit and asking again (sim-3)');
+  await nodes.stop('sim-2');
+  await countdown('sim-2', COUNTDOWN_QUEUES.soon);
+  await waitFor('sim-2 queued', async () => (await status('sim-2')).phase === 'queued');
+  await nodes.stop('sim-3');
+  await countdown('sim-3', COUNTDOWN_QUEUES.soon);
+  // ASK_AGAIN_MS after the first refusal, the second. A run continued as new carries the count of
+  // refusals, not the last answer: the reason is checked whenever a run has one.
+  let otherwise: string | undefined;
+  await waitFor('sim-3 refused twice by the cluster limit, waiting', async () => {
+    const s = await status('sim-3');
+    if (s.answer && (s.answer.decision !== 'refused' || s.answer.reason !== 'cluster-limit')) otherwise ??= preview(s.answer, 300);
+    return otherwise !== undefined || (s.phase === 'waiting' && s.refusals >= 2);
+  }, 120_000);
+  if (otherwise) throw new Error(`sim-3's countdown was answered otherwise: ${otherwise}`);
+  // The queued entry has run its command and health check by now: it is part of the recording too.
+  const entries = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).query(listQuery);
+  say(`repair queue: ${entries.map((e) => `${e.index} ${e.address} ${e.status}`).join(', ')}`);
+}
+
 async function runsOf(client: Client, workflowId: string): Promise<WorkflowExecutionInfo[]> {
   const runs: WorkflowExecutionInfo[] = [];
   for await (const r of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(r);
@@ -452,8 +618,11 @@ export interface Manifest {
   histories: ManifestEntry[];
 }
 
-/** Of every workflow id: its first run and its latest one; at most IDS_PER_TYPE ids per type. */
-async function writeHistories(client: Client, suffix?: string) {
+/**
+ * Of every workflow id: its first run and its latest one (with `everyRun`, the runs between too,
+ * `run<N>`); at most IDS_PER_TYPE ids per type.
+ */
+async function writeHistories(client: Client, suffix?: string, everyRun = false) {
   const version = (JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
   const label = flags.label ?? `${version}-${commit}${suffix ? `-${suffix}` : ''}`;
@@ -473,7 +642,8 @@ async function writeHistories(client: Client, suffix?: string) {
     const n = idsOfType.get(type) ?? 0;
     if (n >= IDS_PER_TYPE) continue;
     idsOfType.set(type, n + 1);
-    const picked = runs.length > 1 ? [['first', runs[0]!], ['latest', runs.at(-1)!]] as const : [['only', runs[0]!]] as const;
+    const named = runs.map((run, i) => [i === 0 ? 'first' : i === runs.length - 1 ? 'latest' : `run${i + 1}`, run] as const);
+    const picked = runs.length === 1 ? [['only', runs[0]!] as const] : everyRun ? named : [named[0]!, named.at(-1)!];
     for (const [which, run] of picked) {
       const history = await client.workflow.getHandle(id, run.runId).fetchHistory();
       const first = history.events?.[0]?.workflowExecutionStartedEventAttributes;
@@ -493,4 +663,4 @@ async function writeHistories(client: Client, suffix?: string) {
   say(`${histories.length} histories in ${final}`);
 }
 
-await (flags.only === 'safety' ? recordSafetyOnly() : main());
+await (flags.only === 'safety' ? recordSafetyOnly() : flags.only === 'node-repair' ? recordNodeRepairOnly() : main());
