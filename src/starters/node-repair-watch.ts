@@ -85,6 +85,9 @@ class NodeRepairWatch {
       onResync: (all) => void this.resync(all),
     });
     try {
+      // A watcher started while countdowns run (after a crash, say) compares them with the Nodes at once.
+      await nodes.synced;
+      void this.resync(nodes.cache.list());
       await new Promise<void>((resolve) => (this.ctx.signal.aborted ? resolve() : this.ctx.signal.addEventListener('abort', () => resolve(), { once: true })));
     } finally {
       await nodes.stop();
@@ -149,8 +152,9 @@ class NodeRepairWatch {
   }
 
   /**
-   * After each relist: every unhealthy Node without a running countdown (one that ended, was
-   * terminated, or whose start failed) gets one; a countdown whose Node is no longer listed is told.
+   * After the first list and each relist: every unhealthy Node without a running countdown (one
+   * that ended, was terminated, or whose start failed) gets one; a countdown whose Node is healthy
+   * and was not told so by this watcher, or is no longer listed, is told.
    */
   private async resync(all: k8s.V1Node[]): Promise<void> {
     let running: Set<string>;
@@ -167,7 +171,11 @@ class NodeRepairWatch {
       const name = node.metadata!.name!;
       listed.add(name);
       const reading = readingOf(node as KubeNodeLike, this.config, now);
-      if (reading.state === 'unhealthy' && !running.has(nodeRepairWorkflowId(name)) && !this.pending.has(name)) {
+      const runs = running.has(nodeRepairWorkflowId(name));
+      if (this.pending.has(name)) continue;
+      // An unhealthy Node without its countdown gets one; a countdown whose Node is healthy (or
+      // deselected) that this watcher never told, as after a restart, is told.
+      if (reading.state === 'unhealthy' ? !runs : runs && !this.told.has(name)) {
         this.told.delete(name);
         this.pending.set(name, reading);
       }

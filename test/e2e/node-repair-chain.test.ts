@@ -22,22 +22,27 @@ import { condition, managedLabel, readPod } from '../harness/taint.ts';
 import { temporalCli } from '../harness/temporal.ts';
 import { waitFor } from '../harness/wait.ts';
 
-const TASK_QUEUE = 'tend-node-repair';
+/** Each test's tend on a task queue of its own: a worker of an earlier test still shutting down never takes its tasks. */
+let queues = 0;
 const UNREACHABLE = 'node.kubernetes.io/unreachable';
 
-/** deploy/demo/node-repair.yaml for this sandbox and namespace: a shorter countdown and watch. */
+/**
+ * deploy/demo/node-repair.yaml for this sandbox and namespace, a shorter watch, and a countdown of 30 s:
+ * well past taint replacement's 15 s (5 s, then 10 s more), so that the pods are replaced before the
+ * repair brings the Node back, as on a cluster where a countdown lasts minutes, a worker killed meanwhile too.
+ */
 async function chainConfig(ns: string, limits: Record<string, unknown> = {}): Promise<string> {
   const demo = parse(readFileSync(join(repoRoot, 'deploy/demo/node-repair.yaml'), 'utf8')) as Record<string, Record<string, unknown>>;
   const dir = mkdtempSync(join(tmpdir(), 'tend-node-repair-'));
   const file = join(dir, 'tend.yaml');
   const nodeRepair = demo.nodeRepair!;
   writeFileSync(file, stringify({
-    temporal: { address: sandbox().temporalAddress, taskQueue: TASK_QUEUE },
+    temporal: { address: sandbox().temporalAddress, taskQueue: `tend-node-repair-${++queues}` },
     kubernetes: { kubeconfig: sandbox().tendKubeconfig },
     // watch_seconds 30 -> 6 s.
     repair: { ...demo.repair, time_scale: 0.2, state_dir: join(dir, 'state') },
     taintReplacement: { ...demo.taintReplacement, namespaces: [ns], podSelector: { matchLabels: managedLabel(ns) } },
-    nodeRepair: { ...nodeRepair, unhealthyConditions: [{ type: 'Ready', status: 'Unknown', duration: '10s' }], limits: { ...(nodeRepair.limits as object), ...limits } },
+    nodeRepair: { ...nodeRepair, unhealthyConditions: [{ type: 'Ready', status: 'Unknown', duration: '30s' }], limits: { ...(nodeRepair.limits as object), ...limits } },
   }));
   await grantConfiguredRights(file);
   return file;
@@ -155,7 +160,7 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     assert.deepEqual((await entries()).map((e) => e.address), [address]);
     const events = await nodeEvents(node, since);
     assert.deepEqual(events.map((e) => e.reason), ['NodeRepairQueued'], JSON.stringify(events));
-    assert.match(events[0]!.note, new RegExp(`repair entry ${queued.index} queued for Node ${node}: ${address.replace(/\./g, '\\.')} \\(unreachable, Ready=Unknown for 10s\\)`));
+    assert.match(events[0]!.note, new RegExp(`repair entry ${queued.index} queued for Node ${node}: ${address.replace(/\./g, '\\.')} \\(unreachable, Ready=Unknown for 30s\\)`));
     return { address, queued };
   }
 
@@ -194,6 +199,7 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     const n = sandbox().settings.nodes;
     // Two of three Nodes down: one healthy, fewer than minHealthy 51% (2 of 3).
     const [a, b] = [`sim-${n}`, `sim-${n - 1}`];
+    const pod = await managedPodOn('db', a);
     const since = Date.now();
     await stopNode(a);
     await stopNode(b);
@@ -201,6 +207,10 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
       await waitFor(`${node}: a storm refusal recorded`, async () => (await nodeEvents(node, since)).some((e) => e.reason === 'NodeRepairRefused' && /fewer than minHealthy 51% \(2\)/.test(e.note)), { timeoutMs: 90_000 });
     }
     assert.deepEqual(await entries(), [], 'nothing queued during the storm');
+    // The taint limits hold as before: two of three Nodes tainted is past the breaker's 50%, nothing is evicted.
+    const held = await readPod(kube, ns, pod.metadata!.name!);
+    assert.ok(held && !held.metadata?.deletionTimestamp, 'the managed pod on a stopped Node is not evicted while the breaker is open');
+    assert.ok(condition(held, 'NodeTaintDetected'), 'but it is marked');
     // The Web UI shows why: the countdown's status.
     const { stdout } = await temporalCli(['workflow', 'query', '--workflow-id', `node/${a}`, '--type', 'status', '--output', 'json']);
     assert.match(stdout, /"reason": ?"storm"/);

@@ -136,3 +136,32 @@ describe('node-repair-queue activity: an ask refused before anything is read', (
     assert.match(noKube.answer.sentence, /no Kubernetes connection/);
   });
 });
+
+describe('node-repair-queue activity: one count of the selected Nodes serves a burst of asks', () => {
+  it('asks together share one LIST; a failed LIST is not kept', async () => {
+    let lists = 0;
+    let fail = false;
+    const down = kubeNode({ since: Date.now() - 3_600_000 });
+    const kube = {
+      core: { readNode: async () => down },
+      nodes: {
+        list: async () => {
+          lists += 1;
+          if (fail) throw new Error('429 too many requests');
+          return { items: [down, kubeNode({ ready: 'True' }), kubeNode({ ready: 'True' })], metadata: {} };
+        },
+      },
+    } as unknown as Parameters<typeof createNodeRepairQueueActivities>[0];
+    const a = createNodeRepairQueueActivities(kube, config());
+    const answers = await Promise.all(Array.from({ length: 20 }, () => a.nodeRepairAssess({ node: 'worker-3' })));
+    assert.equal(lists, 1, 'twenty asks at once: one LIST');
+    for (const r of answers) assert.deepEqual('nodes' in r && r.nodes, { selected: 3, healthy: 2 });
+    const later = createNodeRepairQueueActivities(kube, config());
+    fail = true;
+    await assert.rejects(later.nodeRepairAssess({ node: 'worker-3' }), /429/);
+    fail = false;
+    const again = await later.nodeRepairAssess({ node: 'worker-3' });
+    assert.equal(lists, 3, 'a failed count is read again by the next ask');
+    assert.deepEqual('nodes' in again && again.nodes, { selected: 3, healthy: 2 });
+  });
+});
