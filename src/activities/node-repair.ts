@@ -5,7 +5,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Counter } from 'prom-client';
-import type * as k8s from '@kubernetes/client-node';
 import { preview } from '../checks/preview.ts';
 import { dns1123SubdomainProblem } from '../config/kube-names.ts';
 import type { NodeRepairConfig } from '../config/node-repair.ts';
@@ -13,9 +12,10 @@ import { matches, type LabelSelector } from '../config/selector.ts';
 import { isNotFound } from '../kube/api.ts';
 import type { KubeClients } from '../kube/client.ts';
 import { registry } from '../metrics/registry.ts';
-import { matchReason, unhealthyMatch } from '../noderepair/decide.ts';
+import { enqueueDecision, matchReason, unhealthyMatch } from '../noderepair/decide.ts';
 import { NODE_REPAIR_REFUSED, requestNodeRepairUpdate, type NodeRepairAnswer, type NodeRepairRefusal } from '../noderepair/messages.ts';
-import { REPAIR_QUEUE_WORKFLOW_ID } from '../repair/messages.ts';
+import type { RepairQueueEntry } from '../repair/entry.ts';
+import { listQuery, REPAIR_QUEUE_WORKFLOW_ID } from '../repair/messages.ts';
 import { impostor } from '../temporal/identity.ts';
 import { TendNode } from '../search-attributes.ts';
 import { firstFreeIndex, notRunning, queueStartOptions } from './repair-queue-client.ts';
@@ -72,6 +72,36 @@ export function readingOf(node: KubeNodeLike | undefined, config: NodeRepairConf
   return { state: 'unhealthy', reason: matchReason(match), since: match.since, expiresAt: match.expiresAt };
 }
 
+/**
+ * What the queue's list (a query: no history, no update) answers alone, before an update is
+ * asked: the entry this Node's earlier ask queued, still unfinished (an ask retried after its
+ * answer was lost gets the same entry, not a refusal by it); or a refusal by one recent entry per
+ * machine, or by maximumRepairQueueEntries. In a zone outage most countdowns ask a full queue
+ * again and again: each such ask is answered here (Temporal allows a workflow ten updates in
+ * flight, and 342 asks at once were refused by that limit). Whatever may queue an entry is still
+ * decided by the update, against the queue's own state.
+ */
+export function listAnswer(config: NodeRepairConfig, name: string, node: KubeNodeLike | undefined, entries: readonly RepairQueueEntry[], now: number): NodeRepairAnswer | undefined {
+  const address = node?.status?.addresses?.find((a) => a.type === config.address.type && a.address !== '')?.address;
+  if (address === undefined) return undefined;
+  const own = entries.find((e) => e.address === address && e.nodename === name && !e.deleted && (e.status === 'queued' || e.status === 'processing'));
+  if (own) return { decision: 'enqueued', index: own.index, address, operation: own.operation, sentence: `repair entry ${own.index} queued for Node ${name}: ${address} (${own.operation}), as asked before` };
+  // As the queue counts them: every entry it lists, those being deleted too.
+  const d = enqueueDecision({ address, machineType: '', operation: '' }, {
+    recentEntries: entries, newReports: 0, nodes: { selected: 0, healthy: 0 }, now, limits: { ...config.limits, minHealthy: 0 },
+  });
+  return d.decision === 'refuse' && (d.reason === 'recent-entry' || d.reason === 'cluster-limit') ? { decision: 'refused', reason: d.reason, sentence: d.sentence } : undefined;
+}
+
+async function readNodeOrGone(kube: KubeClients, name: string): Promise<KubeNodeLike | undefined> {
+  try {
+    return await kube.core.readNode({ name }) as KubeNodeLike;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
 /** The Event a queue's answer leaves on the Node: reason and type (observe's record is recordWould's). */
 function eventOf(answer: NodeRepairAnswer): { reason: string; type: 'Normal' | 'Warning' } | undefined {
   switch (answer.decision) {
@@ -88,19 +118,14 @@ export function createNodeRepairActivities(kube: KubeClients | undefined, config
       const name = checkedNodeName(input?.node);
       if (!config) return { state: 'off' };
       if (!kube) return refuse('no Kubernetes connection');
-      let node: k8s.V1Node | undefined;
-      try {
-        node = await kube.core.readNode({ name });
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
-      return readingOf(node as KubeNodeLike | undefined, config, Date.now());
+      return readingOf(await readNodeOrGone(kube, name), config, Date.now());
     },
 
     /**
      * Asks the repair queue (request-node-repair) for the Node's entry, starting the queue on this
      * worker's task queue when none runs. A queue that is not tend's (another type, or another
-     * tend's task queue) is not asked: the answer says why.
+     * tend's task queue) is not asked: the answer says why. The queue's list is read first
+     * (answeredByList): what it answers alone costs no update.
      */
     async nodeRepairAsk(input: { node: string }): Promise<NodeRepairAnswer> {
       const node = checkedNodeName(input?.node);
@@ -120,7 +145,11 @@ export function createNodeRepairActivities(kube: KubeClients | undefined, config
         const d = await handle.describe();
         const found = d.status.name === 'RUNNING' ? impostor(REPAIR_QUEUE_WORKFLOW_ID, { type: d.type, taskQueue: d.taskQueue }, { type: 'repairQueueWorkflow', taskQueues: [info.taskQueue] }) : undefined;
         if (found) return { decision: 'refused', reason: 'not-configured', sentence: found };
-        if (d.status.name === 'RUNNING') return await handle.executeUpdate(requestNodeRepairUpdate, { args: [{ node }] });
+        if (d.status.name === 'RUNNING') {
+          const early = config && kube ? listAnswer(config, node, await readNodeOrGone(kube, node), await handle.query(listQuery), Date.now()) : undefined;
+          if (early) return early;
+          return await handle.executeUpdate(requestNodeRepairUpdate, { args: [{ node }] });
+        }
       } catch (err) {
         if (err instanceof WorkflowUpdateFailedError) return unavailable(err);
         if (!notRunning(err)) throw err;

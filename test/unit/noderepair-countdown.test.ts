@@ -1,7 +1,8 @@
 // src/noderepair/countdown.ts (a Node's countdown as a pure machine) and readingOf
 // (src/activities/node-repair.ts: what a countdown reads of its Node, by the section).
 import assert from 'node:assert/strict';
-import { readingOf } from '../../src/activities/node-repair.ts';
+import { listAnswer, readingOf } from '../../src/activities/node-repair.ts';
+import type { RepairQueueEntry } from '../../src/repair/entry.ts';
 import { parseNodeRepair, type NodeRepairConfig } from '../../src/config/node-repair.ts';
 import { ASK_AGAIN_MS, Countdown, REREAD_MS, type CountdownReading } from '../../src/noderepair/countdown.ts';
 import type { NodeRepairAnswer } from '../../src/noderepair/messages.ts';
@@ -103,5 +104,35 @@ describe('nodeRepair: what a countdown reads of its Node', () => {
     assert.deepEqual(readingOf(node({ role: 'db' }, 'Unknown', '2026-11-27T10:00:00Z'), config, T0), { state: 'unselected' });
     assert.deepEqual(readingOf(undefined, config, T0), { state: 'gone' });
     assert.deepEqual(readingOf(node({ role: 'worker' }, 'Unknown', '2026-11-27T10:00:00Z'), undefined, T0), { state: 'off' });
+  });
+});
+
+describe('nodeRepair: what the repair queue\'s list answers before an update is asked', () => {
+  const config = (() => {
+    const r = parseNodeRepair({
+      nodeSelector: { matchLabels: { role: 'worker' } }, machineTypeLabel: 'example.org/type', limits: { maximumRepairQueueEntries: 2 },
+    });
+    assert.ok('config' in r);
+    return r.config as NodeRepairConfig;
+  })();
+  const node = { metadata: { name: 'w-1' }, status: { addresses: [{ type: 'InternalIP', address: '10.0.0.1' }] } };
+  const entry = (index: string, address: string, status: string, nodename = '') =>
+    ({ index, address, status, nodename, operation: 'unreachable', machine_type: 'sim', deleted: false }) as unknown as RepairQueueEntry;
+
+  it('the entry this Node\'s earlier ask queued, unfinished: the same entry (an ask retried after its answer was lost)', () => {
+    const a = listAnswer(config, 'w-1', node, [entry('3', '10.0.0.1', 'processing', 'w-1')], T0);
+    assert.deepEqual(a && a.decision === 'enqueued' && [a.index, a.address], ['3', '10.0.0.1']);
+  });
+
+  it('refuses by one recent entry per machine (a finished one too) and by the maximum, as the queue would', () => {
+    assert.deepEqual(listAnswer(config, 'w-1', node, [entry('3', '10.0.0.1', 'succeeded', 'w-1')], T0), { decision: 'refused', reason: 'recent-entry', sentence: 'the repair queue already has an entry for 10.0.0.1 (succeeded): one recent entry per machine, until an operator deletes it' });
+    const full = listAnswer(config, 'w-1', node, [entry('1', '10.0.0.8', 'queued'), entry('2', '10.0.0.9', 'failed')], T0);
+    assert.equal(full?.decision === 'refused' && full.reason, 'cluster-limit');
+  });
+
+  it('leaves everything else to the update: room in the queue, a Node without its address, a Node gone', () => {
+    assert.equal(listAnswer(config, 'w-1', node, [entry('1', '10.0.0.8', 'queued')], T0), undefined);
+    assert.equal(listAnswer(config, 'w-1', { metadata: { name: 'w-1' }, status: { addresses: [] } }, [], T0), undefined);
+    assert.equal(listAnswer(config, 'w-1', undefined, [entry('1', '10.0.0.8', 'queued'), entry('2', '10.0.0.9', 'failed')], T0), undefined);
   });
 });
