@@ -48,6 +48,9 @@ const refuse = (message: string): never => {
   throw ApplicationFailure.nonRetryable(`node repair: refused: ${message}`, NODE_REPAIR_REFUSED);
 };
 
+/** How long an ask waits for the queue's list before it asks by an update anyway. */
+const LIST_WAIT_MS = 5000;
+
 /** The namespaces found to have TendNode (a search attribute is not removed while tend runs). */
 const nodeAttributeSeen = new Set<string>();
 
@@ -146,7 +149,9 @@ export function createNodeRepairActivities(kube: KubeClients | undefined, config
         const found = d.status.name === 'RUNNING' ? impostor(REPAIR_QUEUE_WORKFLOW_ID, { type: d.type, taskQueue: d.taskQueue }, { type: 'repairQueueWorkflow', taskQueues: [info.taskQueue] }) : undefined;
         if (found) return { decision: 'refused', reason: 'not-configured', sentence: found };
         if (d.status.name === 'RUNNING') {
-          const early = config && kube ? listAnswer(config, node, await readNodeOrGone(kube, node), await handle.query(listQuery), Date.now()) : undefined;
+          // A list the queue does not answer soon (its worker busy, as in an outage) is no answer: the update decides.
+          const listed = await Promise.race([handle.query(listQuery), new Promise<undefined>((r) => setTimeout(() => r(undefined), LIST_WAIT_MS).unref())]).catch(() => undefined);
+          const early = config && kube && listed ? listAnswer(config, node, await readNodeOrGone(kube, node), listed, Date.now()) : undefined;
           if (early) return early;
           return await handle.executeUpdate(requestNodeRepairUpdate, { args: [{ node }] });
         }
