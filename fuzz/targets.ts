@@ -10,6 +10,7 @@ import * as taintMessages from '../src/taint/messages.ts';
 import * as weederMessages from '../src/weeder/messages.ts';
 import * as appsMessages from '../src/apps/messages.ts';
 import * as safetyMessages from '../src/safety/messages.ts';
+import * as nodeRepairMessages from '../src/noderepair/messages.ts';
 import * as taintSlots from '../src/taint/slots.ts';
 import * as weederWindow from '../src/weeder/window.ts';
 import { MESSAGE_LIMITS } from '../src/checks/limits.ts';
@@ -115,6 +116,7 @@ export function exportedBounds(): Record<string, Bound[]> {
     weeder: [...of('src/weeder/messages.ts', weederMessages), ...of('src/weeder/window.ts', weederWindow), ...shared],
     apps: [...of('src/apps/messages.ts', appsMessages), ...shared],
     safety: [...of('src/safety/messages.ts', safetyMessages), ...shared],
+    node: [...of('src/noderepair/messages.ts', nodeRepairMessages), ...shared],
   };
 }
 
@@ -163,6 +165,16 @@ export function targets(): TargetSpec[] {
       { name: repairMessages.enableUpdate.name, kind: 'update', valid: () => [] },
       { name: repairMessages.disableUpdate.name, kind: 'update', operator: true },
       { name: repairMessages.resetBackoffUpdate.name, kind: 'update', valid: () => [] },
+      {
+        name: nodeRepairMessages.requestNodeRepairUpdate.name, kind: 'update',
+        // A Node of the cluster: the queue reads it and the worker's nodeRepair section itself (none here: not-configured).
+        valid: (c, d) => [{ node: node(c, d) }],
+        forged: () => [
+          { args: [{ node: 'fuzz-no-such-node' }], note: 'a repair asked for a Node that does not exist' },
+          { args: [{ node: 'x'.repeat(100_000) }], note: 'a 100,000-character Node name' },
+          { args: [{ node: 'sim-1', address: '10.9.9.9', operation: 'reboot', machine_type: 'sim' }], note: 'an ask carrying its own entry' },
+        ],
+      },
       { name: repairMessages.listQuery.name, kind: 'query', valid: () => [] },
       { name: repairMessages.isEnabledQuery.name, kind: 'query', valid: () => [] },
       {
@@ -378,6 +390,22 @@ export function targets(): TargetSpec[] {
     ],
   };
 
+  const nodeRepair: TargetSpec = {
+    type: 'node/<name>',
+    workflowType: 'nodeRepairWorkflow',
+    id: (c, d) => runningOr(c, d, 'nodeRepairWorkflow', () => nodeRepairMessages.nodeRepairWorkflowId(node(c, d))),
+    startIds: (c, d) => [nodeRepairMessages.nodeRepairWorkflowId(node(c, d)), other(c, d, 'node')],
+    handlers: [
+      { name: nodeRepairMessages.nodeChangedSignal.name, kind: 'signal', valid: () => [], forged: () => [{ args: [{ ready: false, since: 0 }], note: 'a change that claims the Node is down' }] },
+      { name: nodeRepairMessages.nodeRepairStatusQuery.name, kind: 'query', valid: () => [] },
+    ],
+    startInputs: (c, d) => [
+      { args: [{ node: node(c, d) }], note: 'a node of the cluster' },
+      { args: [{ node: 'fuzz-no-such-node' }], note: 'a node that does not exist' },
+      { args: [{ node: node(c, d), carried: { refusals: 0, queued: { index: '1', address: '10.9.9.9', operation: 'reboot' } } }], note: 'a carried entry that was never queued' },
+    ],
+  };
+
   const check: TargetSpec = {
     type: 'check',
     workflowType: 'checkWorkflow',
@@ -387,7 +415,7 @@ export function targets(): TargetSpec[] {
     startInputs: () => [{ args: [], note: 'no input' }, { args: [{ command: ['sh', '-c', 'true'] }], note: 'an input with a command' }],
   };
 
-  const all = [repairQueue, repairEntry, slots, taintNode, weeder, app, safety, check];
+  const all = [repairQueue, repairEntry, slots, taintNode, nodeRepair, weeder, app, safety, check];
   // Every workflow the worker hosts has its row: a new one fails here, not silently unfuzzed.
   const hosted = Object.keys(workflows).sort();
   const covered = all.map((t) => t.workflowType).sort();
@@ -397,7 +425,7 @@ export function targets(): TargetSpec[] {
 
 /** Which bounds apply to a target. */
 const boundsOf = (type: string, bounds: Record<string, Bound[]>): Bound[] =>
-  type.startsWith('repair') ? bounds.repair! : type.startsWith('taint') ? bounds.taint! : type === 'weeder' ? bounds.weeder! : type === 'app' ? bounds.apps! : type === 'tend-safety' ? bounds.safety! : [];
+  type.startsWith('repair') ? bounds.repair! : type.startsWith('taint') ? bounds.taint! : type === 'weeder' ? bounds.weeder! : type === 'app' ? bounds.apps! : type === 'tend-safety' ? bounds.safety! : type.startsWith('node') ? bounds.node! : [];
 
 /**
  * The arguments of one message of `family` for a handler: a broken or forged variant of its valid

@@ -7,7 +7,7 @@
 
 /** Label name -> why its values are bounded. */
 export const LABEL_BOUNDS: Readonly<Record<string, string>> = {
-  capability: "one of tend's four capabilities: weeder, taint, apps, repair",
+  capability: "one of tend's capabilities: weeder, taint, apps, repair, and nodeRepair (its mode, its informer)",
   mode: 'act or observe',
   state: "a weeder window's state: open or armed",
   condition: "a taint condition's type: NodeTaintDetected or NodeTaintReplacing",

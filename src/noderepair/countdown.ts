@@ -9,6 +9,13 @@ export type CountdownReading =
   | { state: 'off' | 'gone' | 'unselected' | 'healthy' }
   | { state: 'unhealthy'; reason: string; since: number; expiresAt: number };
 
+/**
+ * A countdown started with a carried entry asks the queue once before it follows it: the entry
+ * is confirmed (the queue's own, unfinished: the same entry back; or the machine's recent entry),
+ * else it is dropped and the countdown asks as usual. Runs recorded before trusted it.
+ */
+export const NODE_REPAIR_VERIFY_CARRIED_PATCH = 'node-repair-verify-carried';
+
 /** How long after a refusal (but a planned reboot's, which says when) the queue is asked again. */
 export const ASK_AGAIN_MS = 30_000;
 /**
@@ -42,9 +49,17 @@ export class Countdown {
   private until: number | undefined;
   readonly node: string;
 
-  constructor(node: string, carried?: NodeRepairCarried) {
+  /** A carried entry not yet confirmed by the queue (NODE_REPAIR_VERIFY_CARRIED_PATCH): asked once before it is trusted. */
+  private unconfirmed = false;
+
+  /**
+   * `verifyCarried`: a carried entry is confirmed by one ask before it is followed. A start's input
+   * is anyone's who may start workflows: an entry it claims would otherwise hold back the Node's repair.
+   */
+  constructor(node: string, carried?: NodeRepairCarried, verifyCarried = false) {
     this.node = node;
     this.queued = carried?.queued;
+    this.unconfirmed = verifyCarried && carried?.queued !== undefined;
     this.observed = carried?.observed === true;
     this.refusals = carried?.refusals ?? 0;
     this.askAt = carried?.askAt ?? 0;
@@ -58,6 +73,11 @@ export class Countdown {
       this.until = undefined;
       const after = this.queued ? ` after repair entry ${this.queued.index} was queued` : '';
       return { kind: 'end', why: `${ENDS[reading.state]}${after}: the countdown ends` };
+    }
+    if (this.unconfirmed) {
+      this.phase = 'asking';
+      this.until = undefined;
+      return { kind: 'ask' };
     }
     if (this.queued || this.observed) {
       this.phase = this.queued ? 'queued' : 'observed';
@@ -78,6 +98,12 @@ export class Countdown {
   /** The queue's answer to an ask made at `now`. */
   answered(answer: NodeRepairAnswer, now: number): void {
     this.answer = answer;
+    if (this.unconfirmed) {
+      this.unconfirmed = false;
+      // The queue holds an entry for this machine (its own, or a finished one): followed as before.
+      if (answer.decision === 'refused' && answer.reason === 'recent-entry') return;
+      this.queued = undefined;
+    }
     switch (answer.decision) {
       case 'enqueued':
         this.queued = { index: answer.index, address: answer.address, operation: answer.operation };

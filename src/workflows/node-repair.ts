@@ -6,10 +6,10 @@
 // again later; a queued entry (or observe mode's record) is followed until the Node recovers.
 // Every decision is the pure machine src/noderepair/countdown.ts; this file hands it Temporal's
 // calls. The start's input is a Node name only (docs/node-repair.md).
-import { ApplicationFailure, condition, continueAsNew, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, condition, continueAsNew, patched, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { preview } from '../checks/preview.ts';
-import { Countdown } from '../noderepair/countdown.ts';
+import { Countdown, NODE_REPAIR_VERIFY_CARRIED_PATCH } from '../noderepair/countdown.ts';
 import {
   NODE_NAME_MAX, NODE_REPAIR_REFUSED, nodeChangedSignal, nodeRepairStatusQuery, nodeRepairWorkflowId, type NodeRepairCarried, type NodeRepairInput,
 } from '../noderepair/messages.ts';
@@ -48,7 +48,8 @@ function checkedInput(input: unknown): { node: string; carried?: NodeRepairCarri
 
 export async function nodeRepairWorkflow(input: NodeRepairInput): Promise<string> {
   const { node, carried } = checkedInput(input);
-  const run = new Countdown(node, carried);
+  // Asked only for a start that carries an entry: runs recorded before followed it at once.
+  const run = new Countdown(node, carried, carried?.queued !== undefined && patched(NODE_REPAIR_VERIFY_CARRIED_PATCH));
   let changed = true;
   setHandler(nodeChangedSignal, () => {
     changed = true;

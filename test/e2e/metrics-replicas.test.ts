@@ -30,6 +30,7 @@ import { mergePatch } from '../../src/kube/api.ts';
 import type { Config } from '../../src/config/load.ts';
 import { repairStatuses } from '../../src/repair/entry.ts';
 import { PAUSABLE } from '../../src/safety/messages.ts';
+import { MODE_SECTIONS } from '../../src/config/mode.ts';
 import { DETECTED, REPLACING, SLOTS_WORKFLOW_ID } from '../../src/taint/messages.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
@@ -223,7 +224,7 @@ describe('two replicas of tend run: the dashboard\'s gauge queries equal one rep
       ...pods.flatMap((p) => [p.metadata!.name!, p.metadata!.uid!]), ...nodes.flatMap((n) => [n.metadata!.name!, n.metadata!.uid!]), ADDRESS, index,
     ]);
     const fixed: Record<string, Set<string>> = {
-      capability: new Set(PAUSABLE), status: new Set(repairStatuses), state: new Set(['open', 'armed']), condition: new Set([DETECTED, REPLACING]),
+      capability: new Set([...PAUSABLE, ...Object.keys(MODE_SECTIONS)]), status: new Set(repairStatuses), state: new Set(['open', 'armed']), condition: new Set([DETECTED, REPLACING]),
       mode: new Set(['act', 'observe']), service: new Set(['db']), namespace: namespaces,
       operation: new Set([...configuredOperations((parse(readFileSync(config, 'utf8')) as Config).repair), OTHER_OPERATION]),
     };

@@ -168,12 +168,27 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     config = await chainConfig(ns);
     await start(['run'], 'worker started');
     const node = `sim-${sandbox().settings.nodes}`;
-    await chain(node);
+    const t0 = Date.now();
+    const { queued } = await chain(node);
     // One view of the incident: the Node's runs carry TendNode.
     const { stdout } = await temporalCli(['workflow', 'list', '--query', `TendNode="${node}"`, '--output', 'json']);
     const ids = new Set(((stdout.trim() ? JSON.parse(stdout) as { execution: { workflowId: string } }[] : null) ?? []).map((r) => r.execution.workflowId));
     for (const id of [`taint/${node}`, `node/${node}`]) assert.ok(ids.has(id), `${id} among ${[...ids].join(', ')}`);
-    assert.ok([...ids].some((id) => /^repair\/\d+$/.test(id)), `the repair entry among ${[...ids].join(', ')}`);
+    assert.ok(ids.has(`repair/${queued.index}`), `the repair entry among ${[...ids].join(', ')}`);
+    // tend node describe: each capability's part, in time order.
+    // As an operator runs it: with their own kubeconfig (tend's ServiceAccount may not list Events).
+    const r = await runTend(['node', 'describe', node, '--config', config, '--kubeconfig', sandbox().kubeconfig, '-o', 'json']);
+    assert.equal(r.code, 0, r.stderr);
+    const rows = (JSON.parse(r.stdout) as { rows: { time: string; capability: string; what: string; source: string }[] }).rows;
+    const times = rows.map((x) => Date.parse(x.time));
+    assert.deepEqual(times, [...times].sort((a, b) => a - b), 'rows in time order');
+    const at = (source: string, what: RegExp) => rows.find((x) => x.source === source && what.test(x.what) && Date.parse(x.time) >= t0);
+    const steps = [
+      at(`workflow taint/${node}`, /started/), at(`workflow node/${node}`, /started/),
+      at(`Event on Node ${node}`, /^NodeRepairQueued/), at(`workflow repair/${queued.index}`, /started/),
+    ];
+    assert.ok(steps.every(Boolean), JSON.stringify(rows, null, 1));
+    assert.deepEqual(steps.map((x) => x!.capability), ['taint', 'node', 'node', 'repair']);
   });
 
   it('the same outcome with the worker killed during the countdown and the watcher killed once the entry is queued', async () => {

@@ -69,6 +69,28 @@ describe('nodeRepair: a countdown', () => {
     assert.equal(c.status().phase, 'observed');
   });
 
+  it('a carried entry is confirmed by one ask before it is followed; one the queue does not hold is dropped', () => {
+    const carried = { queued: { index: '9', address: '10.0.0.9', operation: 'reboot' }, refusals: 0 };
+    // Confirmed: the queue answers with the same entry (or the machine's recent one).
+    const a = new Countdown('w-1', carried, true);
+    assert.deepEqual(a.next(unhealthy(T0), T0), { kind: 'ask' });
+    a.answered({ ...enqueued, index: '9', address: '10.0.0.9' }, T0);
+    assert.equal(a.next(unhealthy(T0), T0 + 1).kind, 'wait');
+    assert.equal(a.status().phase, 'queued');
+    const b = new Countdown('w-1', carried, true);
+    b.next(unhealthy(T0), T0);
+    b.answered({ decision: 'refused', reason: 'recent-entry', sentence: 'the queue has an entry for 10.0.0.9' }, T0);
+    assert.deepEqual(b.carried().queued, carried.queued, 'a recent entry for the machine: followed');
+    // Forged: the queue holds no such entry and is full: dropped, asked again as any refusal.
+    const c = new Countdown('w-1', carried, true);
+    c.next(unhealthy(T0), T0);
+    c.answered({ decision: 'refused', reason: 'cluster-limit', sentence: 'full' }, T0);
+    assert.equal(c.carried().queued, undefined);
+    assert.deepEqual(c.next(unhealthy(T0), T0 + 1), { kind: 'wait', until: T0 + ASK_AGAIN_MS });
+    // Runs recorded before the patch follow a carried entry at once.
+    assert.equal(new Countdown('w-1', carried).next(unhealthy(T0), T0).kind, 'wait');
+  });
+
   it('carries what it learnt across continue-as-new', () => {
     const c = new Countdown('w-1');
     c.next(unhealthy(T0), T0);
