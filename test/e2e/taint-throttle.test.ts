@@ -191,7 +191,7 @@ describe('taint replacement: limits and failures', function () {
     await waitFor('pods queued behind the open breaker', async () => {
       const s = await taintStatusJson(cfg);
       return s.slots?.breakerOpen && onTainted.every((p) => s.pods.find((r) => r.pod === p.metadata!.name)?.state === 'Queued');
-    }, { timeoutMs: 30_000 });
+    }, { timeoutMs: 60_000 });
     for (const p of onTainted) {
       const now = await readPod(kube, ns, p.metadata!.name!);
       assert.ok(!evicted(now, p.metadata!.uid!), 'nothing evicted while the breaker is open');
