@@ -77,8 +77,11 @@ describe('node/<name>: a Node\'s countdown', function () {
     const queue = taskQueue('node-repair');
     await withWorker(env, queue, stubs.activities(), async (client) => {
       const h = await client.workflow.start('nodeRepairWorkflow', { taskQueue: queue, workflowId: 'node/worker-2', args: [{ node: 'worker-2' }] });
-      await waitFor('counting', async () => (await h.query(nodeRepairStatusQuery)).phase === 'counting', { timeoutMs: 20_000 });
-      const status = await h.query(nodeRepairStatusQuery);
+      // Counting once it has read the Node (its reason known), not merely started.
+      const status = await waitFor('counting', async () => {
+        const s = await h.query(nodeRepairStatusQuery);
+        return s.phase === 'counting' && s.reason !== undefined && s;
+      }, { timeoutMs: 20_000 });
       assert.equal(status.reason, 'Ready=Unknown for 2s');
       assert.ok(status.until !== undefined && status.until > Date.now() + 30_000, 'the ask is set for the duration\'s end');
       stubs.reading = { state: 'healthy' };
