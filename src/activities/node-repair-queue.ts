@@ -11,7 +11,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type { NodeRepairConfig, NodeRepairLimits } from '../config/node-repair.ts';
 import type { RepairConfig } from '../config/repair.ts';
 import { matches, toSelectorString, type LabelSelector } from '../config/selector.ts';
-import { isNotFound } from '../kube/api.ts';
+import { readNodeOrGone } from './node-repair.ts';
 import type { KubeClients } from '../kube/client.ts';
 import { listPages, type ListPage } from '../kube/prepared.ts';
 import { matchReason, unhealthyMatch } from '../noderepair/decide.ts';
@@ -114,15 +114,6 @@ export const COUNT_REUSE_MS = 2000;
 
 /** `pageSize`: Nodes per page of the count's LIST (NODE_COUNT_PAGE; smaller in tests, to read several pages). */
 export function createNodeRepairQueueActivities(kube: KubeClients | undefined, config: NodeRepairQueueConfig, gates?: SafetyGates, opts: { pageSize?: number } = {}) {
-  async function readNode(k: KubeClients, name: string): Promise<KubeNodeLike | undefined> {
-    try {
-      return await k.core.readNode({ name }) as KubeNodeLike;
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
   /**
    * The counts, shared by the asks of a burst: in a zone outage hundreds of countdowns run out
    * together, and each ask reading every selected Node drew 429s from the API server (1,024
@@ -166,7 +157,7 @@ export function createNodeRepairQueueActivities(kube: KubeClients | undefined, c
       const section = config.nodeRepair;
       if (!section) return NO_SECTION;
       if (!kube) return refused('not-configured', 'this worker has no Kubernetes connection: it cannot read the Node');
-      const node = await readNode(kube, name);
+      const node = await readNodeOrGone(kube, name);
       const found = nodeCase(name, node, config, Date.now());
       if ('answer' in found) return found;
       const nodes = await sharedCount(kube, section);

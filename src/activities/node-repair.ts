@@ -96,7 +96,8 @@ export function listAnswer(config: NodeRepairConfig, name: string, node: KubeNod
   return d.decision === 'refuse' && (d.reason === 'recent-entry' || d.reason === 'cluster-limit') ? { decision: 'refused', reason: d.reason, sentence: d.sentence } : undefined;
 }
 
-async function readNodeOrGone(kube: KubeClients, name: string): Promise<KubeNodeLike | undefined> {
+/** A Node read fresh; undefined when it is gone. */
+export async function readNodeOrGone(kube: KubeClients, name: string): Promise<KubeNodeLike | undefined> {
   try {
     return await kube.core.readNode({ name }) as KubeNodeLike;
   } catch (err) {

@@ -10,7 +10,7 @@ import { readingOf, type NodeReading } from '../activities/node-repair.ts';
 import type { NodeRepairConfig } from '../config/node-repair.ts';
 import { toSelectorString, type LabelSelector } from '../config/selector.ts';
 import { errorMessage } from '../kube/api.ts';
-import { kubeClients, type KubeClients } from '../kube/client.ts';
+import { kubeClients } from '../kube/client.ts';
 import { listPages } from '../kube/prepared.ts';
 import { log as rootLog } from '../log.ts';
 import { startWatchedInformer } from '../metrics/informer.ts';
@@ -19,6 +19,7 @@ import type { KubeNodeLike } from '../noderepair/node.ts';
 import { pool } from '../pool.ts';
 import { TendCapability, TendNode, TendTarget } from '../search-attributes.ts';
 import { lacksNodeAttribute } from './node-commands.ts';
+import { listKept } from './taint-watch.ts';
 import type { CapabilityWatch, WatchContext } from './watcher.ts';
 
 /** How often the Nodes are relisted and the running countdowns compared with the unhealthy Nodes. */
@@ -36,17 +37,6 @@ export function keptNode(node: k8s.V1Node): k8s.V1Node {
     metadata: { ...(m?.name !== undefined && { name: m.name }), ...(m?.resourceVersion !== undefined && { resourceVersion: m.resourceVersion }), ...(m?.labels && { labels: m.labels }) },
     status: { conditions: (node.status?.conditions ?? []).map((c) => ({ type: c.type, status: c.status, ...(c.lastTransitionTime && { lastTransitionTime: c.lastTransitionTime }) })) },
   };
-}
-
-/** The selected Nodes, a page at a time, each trimmed as its page comes (keptNode). */
-async function listKeptNodes(kube: Pick<KubeClients, 'nodes'>, labelSelector: string): Promise<k8s.V1NodeList> {
-  const items: k8s.V1Node[] = [];
-  let resourceVersion: string | undefined;
-  for await (const page of listPages(kube.nodes.list, { labelSelector, limit: NODE_LIST_PAGE })) {
-    for (const n of page.items) items.push(keptNode(n as k8s.V1Node));
-    resourceVersion ??= page.metadata?.resourceVersion;
-  }
-  return { items, metadata: { ...(resourceVersion !== undefined && { resourceVersion }) } };
 }
 
 /** What of a reading makes its countdown look again: a change of state, of condition or of its start. */
@@ -79,7 +69,7 @@ class NodeRepairWatch {
     const labelSelector = toSelectorString(this.config.nodeSelector as LabelSelector);
     const nodes = startWatchedInformer<k8s.V1Node>('nodeRepair', 'nodes', {
       kc: this.ctx.kc, path: '/api/v1/nodes', labelSelector, keep: keptNode, log: this.log, resyncMs: RESYNC_MS,
-      list: () => listKeptNodes(kube, labelSelector),
+      list: () => listKept(listPages(kube.nodes.list, { labelSelector, limit: NODE_LIST_PAGE }), keptNode),
       onUpsert: (node) => this.changed(node.metadata!.name!, node),
       onDelete: (node) => this.changed(node.metadata!.name!, undefined),
       onResync: (all) => void this.resync(all),

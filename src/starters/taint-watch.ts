@@ -71,7 +71,7 @@ export function keptNode(node: k8s.V1Node): k8s.V1Node {
  * Every object of one LIST, page by page (the first page's snapshot), each trimmed by `keep` as its
  * page comes, so that a relist of a large cluster never holds every object whole.
  */
-async function listKept<T>(pages: AsyncIterable<ListPage<T>>, keep: (o: T) => T): Promise<{ items: T[]; metadata: { resourceVersion?: string } }> {
+export async function listKept<T>(pages: AsyncIterable<ListPage<T>>, keep: (o: T) => T): Promise<{ items: T[]; metadata: { resourceVersion?: string } }> {
   const items: T[] = [];
   let resourceVersion: string | undefined;
   for await (const page of pages) {

@@ -9,9 +9,11 @@
 import { ApplicationFailure, condition, continueAsNew, patched, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { preview } from '../checks/preview.ts';
+import { parse } from '../checks/shape.ts';
+import { nodeNameSchema } from '../repair/validate.ts';
 import { Countdown, NODE_REPAIR_VERIFY_CARRIED_PATCH } from '../noderepair/countdown.ts';
 import {
-  NODE_NAME_MAX, NODE_REPAIR_REFUSED, nodeChangedSignal, nodeRepairStatusQuery, nodeRepairWorkflowId, type NodeRepairCarried, type NodeRepairInput,
+  NODE_REPAIR_REFUSED, nodeChangedSignal, nodeRepairStatusQuery, nodeRepairWorkflowId, type NodeRepairCarried, type NodeRepairInput,
 } from '../noderepair/messages.ts';
 import { said } from './summary.ts';
 
@@ -24,8 +26,6 @@ const acts = proxyActivities<Activities>({
 const HISTORY_LIMIT = 2000;
 const historyTooLong = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_LIMIT;
 
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 /** The input, checked: a Node name under its own id, and what an earlier run carried (numbers and keys only). */
 function checkedInput(input: unknown): { node: string; carried?: NodeRepairCarried } {
   const refuse = (why: string): never => {
@@ -33,7 +33,7 @@ function checkedInput(input: unknown): { node: string; carried?: NodeRepairCarri
   };
   const i = input as Partial<NodeRepairInput> | null | undefined;
   const node = i?.node;
-  if (typeof node !== 'string' || node.length > NODE_NAME_MAX || !DNS_SUBDOMAIN.test(node)) return refuse(`node ${preview(node, 80)} is not a Node name`);
+  if (typeof node !== 'string' || !parse(nodeNameSchema, node).ok) return refuse(`node ${preview(node, 80)} is not a Node name`);
   if (workflowInfo().workflowId !== nodeRepairWorkflowId(node)) return refuse(`runs as ${nodeRepairWorkflowId(node)} only (got ${preview(workflowInfo().workflowId, 80)})`);
   const c = i?.carried;
   if (c === undefined) return { node };
