@@ -32,6 +32,7 @@ import { repairCommands } from '../metrics/registry.ts';
 import { recordWould, waitForGates, writeHold, type SafetyGates, type WriteHold } from './safety-gate.ts';
 import { activityOccurrence, noteEvent } from './events.ts';
 import type { TendEvent } from '../kube/events.ts';
+import { activityStop, beginShutdown, stoppedBy } from '../temporal/worker-shutdown.ts';
 
 /** One run of argv + address in its own process group (no entry lock): for benchmarks and tools. */
 export function runOnce(command: string[], address: string, timeoutSeconds: number, signal?: AbortSignal): Promise<RunResult> {
@@ -157,32 +158,13 @@ async function heartbeating<T>(work: () => Promise<T>, details: () => unknown = 
   }
 }
 
-/**
- * Aborted when the worker begins to shut down. Watches, inspections and
- * drains stop at once (they are retried on the next worker and resume where
- * they were); repair and success commands run on through the worker's
- * shutdown grace time.
- */
-const shutdown = new AbortController();
+/** Called by the worker on SIGTERM/SIGINT (kept for the worker's import; src/workers/shutdown.ts). */
+export const beginRepairShutdown = beginShutdown;
 
-/** Called by the worker on SIGTERM/SIGINT, before Worker.shutdown(). */
-export function beginRepairShutdown(): void {
-  shutdown.abort();
-}
-
-const SHUTTING_DOWN = 'the worker is shutting down; retried on the next worker';
-
-function cancelled(stopOnShutdown = false): AbortSignal {
-  const own = Context.current().cancellationSignal;
-  return stopOnShutdown ? AbortSignal.any([own, shutdown.signal]) : own;
-}
-
-/** Rethrows the reason the activity stopped: its cancellation, or the worker's shutdown (retryable). */
-function stopped(signal: AbortSignal): never {
-  if (Context.current().cancellationSignal.aborted) throw Context.current().cancellationSignal.reason;
-  if (signal.aborted) throw ApplicationFailure.retryable(SHUTTING_DOWN, 'WorkerShutdown');
-  throw new Error('stopped without a reason');
-}
+// Watches, inspections and drains stop at once when the worker shuts down (they are retried on the
+// next worker and resume where they were); repair and success commands run on through the grace time.
+const cancelled = activityStop;
+const stopped = stoppedBy;
 
 function podView(p: k8s.V1Pod): PodView {
   return {
