@@ -55,14 +55,14 @@ describe('CLI: -o/--output on the read commands', function () {
     it(`tend ${args.join(' ')} --help names -o/--output`, async () => {
       const r = await tend([...args, '--help']);
       assert.equal(r.code, 0, r.stderr);
-      assert.match(r.stdout.replace(/\s+/g, ' '), /-o, --output <format> output format \(choices: "table", "wide", "json", "yaml", default: "(table|json)"\)/);
+      assert.match(r.stdout.replace(/\s+/g, ' '), /-o, --output <format> output format \(choices: "table", "wide", "json", "yaml", "name", "jsonpath=TEMPLATE", default: "(table|json)"\)/);
     });
   }
 
   it('repair-queue list: an -o after "--" is checked too, before connecting', async () => {
     const r = await tend(['repair-queue', 'list', '--config', config, '--', '-o', 'xml']);
     assert.equal(r.code, 2, r.stderr);
-    assert.match(r.stderr, /list: -o\/--output must be one of table, wide, json, yaml \(got "xml"\)/);
+    assert.match(r.stderr, /list: -o\/--output must be one of table, wide, json, yaml, name \(got "xml"\)/);
   });
 
   it('-o takes its format as kubectl does: -o json, -ojson, -o=json, --output=json, --output json', () => {
@@ -72,7 +72,7 @@ describe('CLI: -o/--output on the read commands', function () {
       assert.equal(cmd.opts().output, 'json', args.join(' '));
     }
     const bad = new Command().exitOverride().configureOutput({ writeErr: () => undefined }).addOption(outputOption());
-    assert.throws(() => bad.parse(['-o=xml'], { from: 'user' }), /argument '=xml' is invalid\. Allowed choices are table, wide, json, yaml\./);
+    assert.throws(() => bad.parse(['-o=xml'], { from: 'user' }), /argument '=xml' is invalid\. Allowed choices are table, wide, json, yaml, name, jsonpath=TEMPLATE \(got "xml"\)\./);
   });
 
   it('columns: aligned, two spaces apart, no trailing blanks', () => {
