@@ -48,3 +48,26 @@ export const REPAIR_NAME_MAX = 63;
 
 /** A string of 1 to `max` characters, the bound named when past it. */
 export const boundedName = (max: number) => z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+
+/**
+ * The longest host:port: a DNS name of at most 253 characters (a bracketed IPv6 address is
+ * shorter), ":" and a port of at most 5 digits.
+ */
+export const ADDRESS_MAX = 253 + 1 + 5;
+
+/** The longest file path tend takes: Linux's PATH_MAX. */
+export const PATH_MAX = 4096;
+
+/** The longest kubeconfig context name tend takes (cloud providers' are about 100). */
+export const CONTEXT_MAX = 1024;
+
+/**
+ * `schema` refusing a string past `max` characters before any other check, with a reason that
+ * says its length and the bound (`what` says what the bound is made of): a 10,000-character
+ * value is too long, whatever characters it holds.
+ */
+export const lengthFirst = (schema: z.ZodString, max: number, what?: string) =>
+  schema.max(max, { abort: true, error: (issue) => `is ${String((issue.input as string).length)} characters long, past the most it may have (${max}${what ? `: ${what}` : ''})` });
+
+/** `text` as it is when at most `max` characters, else its start and "…": a path or a message shown unquoted. */
+export const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);

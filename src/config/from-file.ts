@@ -8,10 +8,10 @@
 // The part is read and merged into the section before validation; a field given both in the
 // section and in the file is refused (keep one). A problem in a field that came from the file
 // names that file and its line there.
-import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import { expandHome } from '../kube/basics.ts';
+import { readConfigText } from './size.ts';
 
 interface FromFileKind {
   /** Where in that file the section's content is. */
@@ -72,16 +72,21 @@ export function includeFromFiles(data: unknown, configFile: string | undefined):
       continue;
     }
     const file = resolve(dirname(resolve(expandHome(configFile))), expandHome(name));
-    let text: string;
+    let read: ReturnType<typeof readConfigText>;
     try {
-      text = readFileSync(file, 'utf8');
+      // Bounded as tend's own file is (size.ts): an anchor's file is a few kilobytes too.
+      read = readConfigText(file);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       problems.push({ path: at, message: `${name}: ${code === 'ENOENT' ? `file not found (looked for ${file})` : code === 'EISDIR' ? 'is a directory, not a file' : code === 'EACCES' ? 'permission denied' : (err as Error).message}` });
       continue;
     }
+    if ('tooLarge' in read) {
+      problems.push({ path: at, message: `${name}: ${read.tooLarge}` });
+      continue;
+    }
     const lineCounter = new LineCounter();
-    const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+    const doc = parseDocument(read.text, { lineCounter, prettyErrors: false });
     const [error] = doc.errors;
     if (error) {
       const { line, col } = lineCounter.linePos(error.pos[0]);

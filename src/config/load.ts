@@ -1,7 +1,6 @@
 // The one config loader: reads a file or a ConfigMap key, parses YAML,
 // validates it against the schema, and reports every problem at once with
 // its path and line, so that a bad config stops tend before anything starts.
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { z } from 'zod';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
@@ -17,6 +16,8 @@ import { modesOf, type ModeCapability } from './mode.ts';
 import { anchorHint } from './anchors.ts';
 import { includeFromFiles, placeIncluded } from './from-file.ts';
 import { taintReplacementWarnings } from './taint-replacement.ts';
+import { readConfigText, textSizeProblem } from './size.ts';
+import { cut } from './bounds.ts';
 
 const MODE_CAPABILITY_OF: Record<SectionName, ModeCapability> = { weeder: 'weeder', taintReplacement: 'taint', apps: 'apps', repair: 'repair', nodeRepair: 'nodeRepair' };
 
@@ -26,9 +27,11 @@ export { parseConfigMapRef, type ConfigMapRef } from './config-map.ts';
 export type ConfigSource = { file: string } | ({ configMap: string } & KubeOptions);
 
 export async function loadConfig(source: ConfigSource): Promise<Config> {
+  // A file or ConfigMap that says nothing is a mistake (the wrong file, a key not filled in), not
+  // a wish for every default: that is written `{}`.
   const config = 'file' in source
-    ? parseConfig(await readConfigFile(source.file), source.file, { file: source.file })
-    : parseConfig(await readConfigMap(source), `configmap ${source.configMap}`);
+    ? parseConfig(await readConfigFile(source.file), source.file, { file: source.file, refuseEmpty: true })
+    : parseConfig(await readConfigMap(source), `configmap ${source.configMap}`, { refuseEmpty: true });
   sources.set(config.temporal, source);
   return config;
 }
@@ -45,39 +48,65 @@ export function sourceOf(config: Pick<Config, 'temporal'>): ConfigSource | undef
   return sources.get(config.temporal);
 }
 
+/** The most aliases a configuration resolves (the yaml package's own default, said here): past it is a "billion laughs". */
+const MAX_ALIASES = 100;
+
+/** An error's words, bounded: a problem may quote what it was given. */
+const MESSAGE_MAX = 400;
+/** A key shown in a problem's path, bounded: YAML takes keys of any length. */
+const KEY_SHOWN_MAX = 64;
+
+const shownPath = (path: DocumentPath) => pathString(path.map((segment) => (typeof segment === 'string' ? cut(segment, KEY_SHOWN_MAX) : segment)));
+
+/** Every problem's path and words bounded, whatever they quote. */
+function refused(origin: string, problems: ConfigProblem[]): ConfigError {
+  return new ConfigError(origin, problems.map((p) => ({ ...p, message: cut(p.message, MESSAGE_MAX) })));
+}
+
 /**
  * Parses and validates config text; `origin` names where it came from in errors. `file`: the
  * file it was read from, which a section's `fromFile` is relative to (from-file.ts).
+ * `refuseEmpty`: text with no settings (nothing, comments, `---`, `null`) is refused; otherwise
+ * it means every default (a command run with the environment alone).
  */
-export function parseConfig(text: string, origin: string, opts: { file?: string } = {}): Config {
+export function parseConfig(text: string, origin: string, opts: { file?: string; refuseEmpty?: boolean } = {}): Config {
+  const tooLarge = textSizeProblem(text);
+  if (tooLarge) throw new ConfigError(origin, [{ path: '', message: tooLarge }]);
   registerWrittenSecrets(text);
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
-  // Only the first YAML error: the ones after it are mostly its echoes.
+  // Only the first YAML error: the ones after it are mostly its echoes. (Nesting too deep is
+  // one of them: the yaml package refuses it as RESOURCE_EXHAUSTION.)
   const [error] = doc.errors;
   if (error) {
     const { line, col } = lineCounter.linePos(error.pos[0]);
     const reason = error.code === 'MULTIPLE_DOCS' ? 'holds more than one YAML document; tend reads one' : error.message;
-    throw new ConfigError(origin, [{ path: '', line, message: `invalid YAML at line ${line}, column ${col}: ${reason}` }]);
+    throw refused(origin, [{ path: '', line, message: `invalid YAML at line ${line}, column ${col}: ${reason}` }]);
   }
   let data: unknown;
   try {
-    data = doc.toJS();
+    data = doc.toJS({ maxAliasCount: MAX_ALIASES });
   } catch (err) {
     // Resolving aliases can still fail (too many of them: a "billion laughs").
-    throw new ConfigError(origin, [{ path: '', message: `invalid YAML: ${(err as Error).message}` }]);
+    throw refused(origin, [{ path: '', message: `invalid YAML: ${(err as Error).message}` }]);
+  }
+  if (data == null && opts.refuseEmpty) {
+    throw new ConfigError(origin, [{
+      path: '',
+      message: 'holds no settings (it is empty, or only comments, "---" or null): is it the configuration file? To run with every default, write {}',
+    }]);
   }
   // Sections read from their users' own files (fromFile): merged in before validation.
   const { included, problems: notIncluded } = includeFromFiles(data, opts.file);
   if (notIncluded.length > 0) {
-    throw new ConfigError(origin, notIncluded.map(({ path, message }) => {
+    throw refused(origin, notIncluded.map(({ path, message }) => {
       const line = lineOf(doc, lineCounter, path);
-      return { path: pathString(path), message, ...(line !== undefined && { line }) };
+      return { path: shownPath(path), message, ...(line !== undefined && { line }) };
     }));
   }
   const written = (data as { temporal?: { apiKey?: unknown } } | null)?.temporal?.apiKey;
   if (typeof written === 'string') registerSecret(written);
-  // An empty file, or one holding only comments, means every default.
+  // Text with no settings, where it is not refused, means every default.
   const result = configSchema.safeParse(data ?? {}, { reportInput: true, error: issueMessage });
   if (result.success) {
     // The key read from temporal.apiKeyEnv's variable.
@@ -87,16 +116,16 @@ export function parseConfig(text: string, origin: string, opts: { file?: string 
   const problems = problemsOf(result.error.issues, configSchema).map(({ path, message }): ConfigProblem => {
     // A field that came from a fromFile: named in that file, at its line there.
     const there = placeIncluded(included, path, lineOf);
-    if (there) return { path: pathString(path), message: `${message} (in ${there.file}${there.line !== undefined ? `, line ${there.line}` : ''})` };
+    if (there) return { path: shownPath(path), message: `${message} (in ${cut(there.file, 200)}${there.line !== undefined ? `, line ${there.line}` : ''})` };
     const line = lineOf(doc, lineCounter, path);
-    return { path: pathString(path), message, ...(line !== undefined && { line }) };
+    return { path: shownPath(path), message, ...(line !== undefined && { line }) };
   });
   // An anchor's own file given as it is: say where its content goes first.
   const hint = anchorHint(data);
   if (hint) problems.unshift({ path: '', message: hint });
   // Document order reads best; problems that cannot be placed come first.
   problems.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
-  throw new ConfigError(origin, problems);
+  throw refused(origin, problems);
 }
 
 /**
@@ -132,8 +161,9 @@ function lineOf(doc: Document, lineCounter: LineCounter, path: DocumentPath): nu
 
 async function readConfigFile(file: string): Promise<string> {
   const path = expandHome(file);
+  let read: ReturnType<typeof readConfigText>;
   try {
-    return await readFile(path, 'utf8');
+    read = readConfigText(path);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const where = resolve(path) === path ? '' : ` (looked for ${resolve(path)})`;
@@ -144,6 +174,8 @@ async function readConfigFile(file: string): Promise<string> {
       : `cannot be read: ${(err as Error).message}`;
     throw new ConfigError(file, [{ path: '', message: reason }]);
   }
+  if ('tooLarge' in read) throw new ConfigError(file, [{ path: '', message: read.tooLarge }]);
+  return read.text;
 }
 
 /** A few lines saying what the config will do, for `tend config validate`. */

@@ -7,7 +7,8 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { loadClientConfigProfile, type ClientConfigProfile, type ClientConfigTLS } from '@temporalio/envconfig';
 import { z } from 'zod';
-import { boundedName, NAMESPACE_MAX, taskQueueSchema } from './bounds.ts';
+import { preview } from '../checks/preview.ts';
+import { ADDRESS_MAX, boundedName, CONTEXT_MAX, cut, lengthFirst, NAMESPACE_MAX, PATH_MAX, taskQueueSchema } from './bounds.ts';
 import { dns1123LabelProblem, kubeNameSchema } from './kube-names.ts';
 import { sections, type SectionName } from './sections.ts';
 import { modeSchema } from './mode.ts';
@@ -16,7 +17,8 @@ import { nodeRepairProblems } from './node-repair.ts';
 // host:port, the host a name, an IPv4 address or a bracketed IPv6 address.
 const hostPort = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):(\d+)$/;
 
-const addressSchema = z.string().superRefine((address, ctx) => {
+// Its length first: a long address is refused for being long, not for its characters.
+const addressSchema = lengthFirst(z.string(), ADDRESS_MAX, 'a host name of at most 253, ":" and a port').superRefine((address, ctx) => {
   const match = hostPort.exec(address);
   if (!match) {
     ctx.addIssue({
@@ -29,11 +31,11 @@ const addressSchema = z.string().superRefine((address, ctx) => {
   }
 });
 
-const pathSchema = z.string().min(1);
+const pathSchema = lengthFirst(z.string().min(1), PATH_MAX, "the system's longest path");
 
 export const tlsOptionsSchema = z
   .strictObject({
-    serverName: z.string().min(1).optional(),
+    serverName: boundedName(253).optional(),
     serverRootCACertPath: pathSchema.optional(),
     clientCertPath: pathSchema.optional(),
     clientKeyPath: pathSchema.optional(),
@@ -79,8 +81,7 @@ export const temporalFileSchema = z
       .optional(),
     apiKey: z.string().min(1).optional(),
     /** The environment variable holding the API key, so that the key need not sit in the file. */
-    apiKeyEnv: z
-      .string()
+    apiKeyEnv: lengthFirst(z.string(), NAMESPACE_MAX)
       .regex(envVarName, 'must be an environment variable name: letters, digits and "_", not starting with a digit')
       .optional(),
     /** Worker Deployment Versioning for the worker (docs/upgrading.md); absent: unversioned. */
@@ -217,7 +218,7 @@ function envBool(env: NodeJS.ProcessEnv, name: string): { value?: boolean; probl
   if (v === undefined || v === '') return {};
   if (GO_TRUE.includes(v)) return { value: true };
   if (GO_FALSE.includes(v)) return { value: false };
-  return { problem: `${name} is "${v}": not a boolean (true or false; the temporal CLI also reads 1, t, TRUE, True, 0, f, FALSE, False)` };
+  return { problem: `${name} is ${preview(v, 40)}: not a boolean (true or false; the temporal CLI also reads 1, t, TRUE, True, 0, f, FALSE, False)` };
 }
 
 /** A profile value of the wrong type (TOML takes any): a problem naming the key and the profile. */
@@ -238,12 +239,12 @@ function profileTypeProblems(profile: ClientConfigProfile, where: string): strin
 function profileOf(env: NodeJS.ProcessEnv): { profile: ClientConfigProfile; where: string } | { problem: string } {
   const file = temporalConfigFile(env);
   const name = env.TEMPORAL_PROFILE || 'default';
-  const where = `temporal CLI profile "${name}" in ${file.path ?? '(no config file: neither HOME nor XDG_CONFIG_HOME is set)'}`;
+  const where = `temporal CLI profile ${preview(name, 80)} in ${file.path === undefined ? '(no config file: neither HOME nor XDG_CONFIG_HOME is set)' : cut(file.path, 200)}`;
   if (file.explicit && !existsSync(file.path!)) {
-    return { problem: `TEMPORAL_CONFIG_FILE names ${file.path}, which does not exist` };
+    return { problem: `TEMPORAL_CONFIG_FILE names ${cut(file.path!, 200)}, which does not exist` };
   }
   if (!file.path || !existsSync(file.path)) {
-    if (env.TEMPORAL_PROFILE) return { problem: `TEMPORAL_PROFILE is "${name}", but there is no temporal CLI config file (${file.path ?? 'no HOME'}); set TEMPORAL_CONFIG_FILE` };
+    if (env.TEMPORAL_PROFILE) return { problem: `TEMPORAL_PROFILE is ${preview(name, 80)}, but there is no temporal CLI config file (${cut(file.path ?? 'no HOME', 200)}); set TEMPORAL_CONFIG_FILE` };
     return { profile: {}, where };
   }
   try {
@@ -253,7 +254,7 @@ function profileOf(env: NodeJS.ProcessEnv): { profile: ClientConfigProfile; wher
   } catch (err) {
     const message = (err as Error)?.message ?? String(err);
     if (/not found in config data/.test(message)) {
-      return { problem: `TEMPORAL_PROFILE is "${name}", but ${file.path} has no profile "${name}" ([profile.${name}])` };
+      return { problem: `TEMPORAL_PROFILE is ${preview(name, 80)}, but ${cut(file.path, 200)} has no profile ${preview(name, 80)} ([profile.${cut(name, 80)}])` };
     }
     return { problem: envconfigProblem(err, `temporal CLI config file ${file.path}`) };
   }
@@ -300,7 +301,7 @@ export function resolveTemporal(file: TemporalFileConfig, env: NodeJS.ProcessEnv
 
   const addressProblem = addressSchema.safeParse(address.value);
   if (!addressProblem.success) {
-    problems.push({ path: ['address'], message: `${address.from} is "${address.value}": ${addressProblem.error.issues[0]!.message}` });
+    problems.push({ path: ['address'], message: `${address.from} is ${preview(String(address.value), 80)}: ${addressProblem.error.issues[0]!.message}` });
   }
 
   const tlsOrigins: Record<string, string> = {};
@@ -372,7 +373,7 @@ export const kubernetesSchema = z.strictObject({
   /** A kubeconfig file (`~` expanded); in-cluster credentials when absent. */
   kubeconfig: pathSchema.optional(),
   /** A context in that kubeconfig; its current context when absent. */
-  context: z.string().min(1).optional(),
+  context: boundedName(CONTEXT_MAX).optional(),
   /**
    * tend's own namespace, where it keeps what it owns (the weeder's readiness
    * record). When absent: the in-cluster ServiceAccount's namespace, else tend-system.

@@ -76,13 +76,14 @@ describe('config', () => {
       ['a file of comments', '# nothing here\n'],
       ['empty sections', 'temporal: {}\nkubernetes: {}\n'],
     ]) {
-      it(`applies every default to ${name}`, () => {
+      it(`applies every default to ${name} given as text (the environment alone)`, () => {
         assert.deepEqual(parseConfig(text!, 'test.yaml'), defaults);
       });
     }
 
-    it('applies every default to a comments-only file on disk', async () => {
-      assert.deepEqual(await loadConfig({ file: fixture('comments-only.yaml') }), defaults);
+    it('refuses a comments-only file on disk: text with no settings means every default only without a file (config-size.test.ts)', async () => {
+      const err = await configErrorAsync(loadConfig({ file: fixture('comments-only.yaml') }));
+      assert.match(err.message, /holds no settings/);
     });
 
     it('defaults watchDuration to 5m', () => {
