@@ -2,7 +2,7 @@
 // their NodeTaint* conditions, evict, and wait for a ready replacement. Each
 // is idempotent: writes carry the pod's UID, so a retried write never lands on
 // a newer pod of the same name.
-import { taintReplacementActive, type TaintReplacementConfig } from '../config/taint-replacement.ts';
+import { breakerFromFaultDomains, taintReplacementActive, type TaintReplacementConfig } from '../config/taint-replacement.ts';
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -28,7 +28,8 @@ import {
   listingTime, startMark, type ConditionWrite, type ListedPod, type OwnerRef, type TaintSettings,
 } from '../taint/node.ts';
 import { controllerWhole } from '../taint/replace.ts';
-import { nodeOfId, type NodeFirstRead } from '../taint/node-machine.ts';
+import { faultDomainCounts, foundationDBRefusal, toleratesConfigured, type NodeTaint } from '../taint/pod-rules.ts';
+import { nodeOfId, untaintedRefusal, type NodeFirstRead } from '../taint/node-machine.ts';
 import { anyValue, maxLength, minLength, object, optional, parse, string } from '../checks/shape.ts';
 import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metrics/registry.ts';
 import { recordWould, writeHold, type SafetyGates } from './safety-gate.ts';
@@ -259,12 +260,20 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
   const managed = (c: TaintReplacementConfig, pod: k8s.V1Pod): boolean =>
     (!c.namespaces || c.namespaces.includes(pod.metadata?.namespace ?? '')) &&
     matches(c.podSelector as LabelSelector, pod.metadata?.labels ?? {});
-  /** The node's taints that the configuration names (none when the node is gone). */
-  const configuredTaints = async (c: TaintReplacementConfig, node: string): Promise<MatchedTaint[]> => {
-    // A prepared request (a LIST of the one name, as tend's rights on Nodes are list and watch),
-    // its JSON read as it is: the marking's other reads are made the same way.
-    return matchingTaints(await unthrottled(() => kube.nodes.taints(node)), c.taintReplacementOptions);
+  /**
+   * The node's taints as it carries them, and those the configuration names (none when the node
+   * is gone: `missing`). A prepared request (a LIST of the one name, as tend's rights on Nodes
+   * are list and watch), its JSON read as it is: the marking's other reads are made the same way.
+   */
+  const readNode = async (c: TaintReplacementConfig, node: string): Promise<{ raw: NodeTaint[]; taints: MatchedTaint[]; missing: boolean }> => {
+    const raw = await unthrottled(() => kube.nodes.taints(node));
+    return { raw: raw ?? [], taints: matchingTaints(raw, c.taintReplacementOptions), missing: raw === undefined };
   };
+  /** The node's taints that the configuration names (none when the node is gone). */
+  const configuredTaints = async (c: TaintReplacementConfig, node: string): Promise<MatchedTaint[]> => (await readNode(c, node)).taints;
+  /** Whether the configuration leaves the pod alone for tolerating the node's configured taints (toleratingPods: leave). */
+  const leftTolerating = (c: TaintReplacementConfig, pod: k8s.V1Pod, raw: readonly NodeTaint[]): boolean =>
+    c.toleratingPods === 'leave' && toleratesConfigured(pod.spec?.tolerations, raw, c.taintReplacementOptions);
   /**
    * Re-reads a pod an activity is about to change: undefined when it is gone
    * (or a namesake replaced it); refuses a pod the configuration does not
@@ -300,9 +309,7 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
         `${c.namespaces ? ` within namespaces ${c.namespaces.join(', ')}` : ''}`);
     }
     if (pod.spec?.nodeName !== node) refuse(`pod ${key} runs on node ${pod.spec?.nodeName ?? '(none)'}, not on ${node}`);
-    if (tainted && (await taintsOf(node)).length === 0) {
-      refuse(`node ${node} carries none of the configured taints (${c.taintReplacementOptions.map((o) => o.key).join(', ')})`);
-    }
+    if (tainted && (await taintsOf(node)).length === 0) refuse(untaintedRefusal(node, (await readNode(c, node)).missing, c.taintReplacementOptions));
     return pod;
   };
 
@@ -321,6 +328,17 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     };
     if (!c.namespaces) return paged(query);
     const lists = await Promise.all(c.namespaces.map((namespace) => paged({ namespace, ...query })));
+    return lists.flat();
+  };
+
+  /** Every managed pod (the cluster's, or its namespaces'), in pages of LIST_PAGE. */
+  const listManaged = async (c: TaintReplacementConfig): Promise<k8s.V1Pod[]> => {
+    const query = { labelSelector: selectorOf(c.podSelector), limit: LIST_PAGE };
+    const lists = await Promise.all((c.namespaces ?? [undefined]).map(async (namespace) => {
+      const items: k8s.V1Pod[] = [];
+      for await (const page of listPages(kube.pods.list, { ...(namespace ? { namespace } : {}), ...query }, unthrottled)) items.push(...page.items);
+      return items;
+    }));
     return lists.flat();
   };
 
@@ -451,15 +469,33 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
   };
 
   /**
+   * An Event on each refused pod the workflow does not know yet (not in `known`), saying why it
+   * is not replaced: a pod a FoundationDBCluster owns, while the configuration does not say it
+   * may be evicted without FoundationDB's process exclusion.
+   */
+  const noteRefused = async (node: string, listed: readonly ListedPod[], known: readonly unknown[] | undefined): Promise<void> => {
+    const knownSet = new Set(Array.isArray(known) ? known : []);
+    const occurrence = activityOccurrence();
+    await pool(listed.filter((p) => p.refused !== undefined && !knownSet.has(p.uid)), WRITES_AT_ONCE, async (p) => {
+      await noteEvent(kube, {
+        regarding: podTarget(p), type: 'Warning', reason: 'TaintReplacementRefused', action: 'Mark',
+        note: `not replaced for the taint on node ${node}: ${p.refused!}`, dedupKey: `${occurrence}/${p.uid}/refused`,
+      });
+    });
+  };
+
+  /**
    * The node's managed pods, with the taint conditions they carry; with `mark`, the first mark is
    * written on those not `known` yet, while the node carries a configured taint (`taintsChecked`:
    * the caller has just read that it does).
    */
-  const listAndMark = async (c: TaintReplacementConfig, node: string, mark: ListTaintPodsInput['mark'], taintsChecked: boolean):
+  const listAndMark = async (c: TaintReplacementConfig, node: string, mark: ListTaintPodsInput['mark'], taintsChecked: boolean, raw?: NodeTaint[]):
   Promise<ListedPod[] | ListedAndMarked> => {
-    const pods = (await listOnNode(c, node)).filter(live);
+    const taints = c.toleratingPods === 'leave' ? raw ?? (await readNode(c, node)).raw : [];
+    const pods = (await listOnNode(c, node)).filter((p) => live(p) && !leftTolerating(c, p, taints));
     const listed = pods.map((pod) => {
       const controller = pod.metadata?.ownerReferences?.find((o) => o.controller);
+      const refused = foundationDBRefusal(pod.metadata?.ownerReferences, c.evictFoundationDBPodsWithoutExclusion);
       const detectedSince = conditionTime(pod, DETECTED);
       const replacingSince = conditionTime(pod, REPLACING);
       const createdAt = timeOf(pod.metadata?.creationTimestamp);
@@ -471,8 +507,10 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
         ...(detectedSince !== undefined ? { detectedSince } : {}),
         ...(replacingSince !== undefined ? { replacingSince } : {}),
         ...(createdAt !== undefined ? { createdAt } : {}),
+        ...(refused !== undefined ? { refused } : {}),
       };
     });
+    if (mark !== undefined || taintsChecked) await noteRefused(node, listed, mark?.known);
     if (mark === undefined) return listed;
     const condition = (x: unknown) => x === null || (typeof x === 'object' && typeof (x as { since?: unknown }).since === 'number' &&
       Number.isFinite((x as { since: number }).since) && typeof (x as { message?: unknown }).message === 'string');
@@ -516,7 +554,9 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     const node = nodeOfId(callingWorkflow()?.workflowId ?? '');
     if (!node) return;
     try {
-      const left = (await listOnNode(configured(), node)).filter((p) => live(p) && p.metadata?.ownerReferences?.some((o) => o.controller));
+      const c = configured();
+      const taints = c.toleratingPods === 'leave' ? (await readNode(c, node)).raw : [];
+      const left = (await listOnNode(c, node)).filter((p) => live(p) && !leftTolerating(c, p, taints) && p.metadata?.ownerReferences?.some((o) => o.controller));
       if (left.length > 0) return;
     } catch (err) {
       log.warn({ node, error: errorMessage(err) }, 'taint: could not list the pods left on the node for its TaintReplacementsDone Event');
@@ -532,7 +572,10 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     /** The settings of the worker's own configuration that the coordinator keeps. */
     async taintSlotSettings(): Promise<SlotSettings> {
       const c = configured();
-      return { maxConcurrentReplacements: c.maxConcurrentReplacements, maxTaintedNodes: c.breaker.maxTaintedNodes, grantCheckSeconds: GRANT_CHECK_SECONDS };
+      return {
+        maxConcurrentReplacements: c.maxConcurrentReplacements, maxTaintedNodes: c.breaker.maxTaintedNodes,
+        ...(breakerFromFaultDomains(c) ? { faultDomains: true } : {}), grantCheckSeconds: GRANT_CHECK_SECONDS,
+      };
     },
 
     /** The slots a node's workflow holds and asks for, as the workflow itself says (nodeSlotsOf). */
@@ -541,10 +584,18 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       return nodeSlotsOf(ctx.client, nodeName(input?.node), ctx.info.taskQueue);
     },
 
-    /** The breaker's inputs, counted here: nodes carrying a configured taint, out of all nodes. */
+    /**
+     * The breaker's inputs, counted here: nodes carrying a configured taint, out of all nodes; with
+     * FDB's maxFaultDomainsWithTaintedProcessGroups, out of the nodes holding managed pods (its fault domains).
+     */
     async taintNodeCounts(): Promise<{ taintedNodes: number; totalNodes: number }> {
       const c = configured();
       const nodes = (await kube.core.listNode()).items;
+      if (breakerFromFaultDomains(c)) {
+        const taints = new Map(nodes.map((n) => [n.metadata?.name ?? '', n.spec?.taints ?? []]));
+        const pods = (await listManaged(c)).filter(live).map((p) => ({ ...(p.spec?.nodeName ? { nodeName: p.spec.nodeName } : {}) }));
+        return faultDomainCounts(pods, (n) => taints.get(n), c.taintReplacementOptions);
+      }
       return { taintedNodes: nodes.filter((n) => matchingTaints(n.spec?.taints, c.taintReplacementOptions).length > 0).length, totalNodes: nodes.length };
     },
 
@@ -553,9 +604,10 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
      * settings of the worker's configuration: what a node workflow decides
      * on. A signal only says "look again"; it is never taken for the truth.
      */
-    async taintNodeState(input: { node: string }): Promise<{ taints: MatchedTaint[]; settings: TaintSettings }> {
+    async taintNodeState(input: { node: string }): Promise<{ taints: MatchedTaint[]; settings: TaintSettings; missing?: true }> {
       const c = configured();
-      return { taints: await configuredTaints(c, nodeName(input?.node)), settings: settingsOf(c) };
+      const read = await readNode(c, nodeName(input?.node));
+      return { taints: read.taints, settings: settingsOf(c), ...(read.missing ? { missing: true } : {}) };
     },
 
     /**
@@ -577,9 +629,10 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       if (at !== undefined && (typeof at !== 'number' || !Number.isFinite(at))) return refuse('at must be a time in ms');
       const now = listingTime(at, Date.now());
       const settings = settingsOf(c);
-      const { taints, mark } = startMark(node, await configuredTaints(c, node), settings, hints as Record<string, unknown>, now);
-      if (taints.length === 0) return { taints, settings };
-      const listed = await listAndMark(c, node, mark && { known: [], ...mark }, true);
+      const read = await readNode(c, node);
+      const { taints, mark } = startMark(node, read.taints, settings, hints as Record<string, unknown>, now);
+      if (taints.length === 0) return { taints, settings, ...(read.missing ? { missing: true } : {}) };
+      const listed = await listAndMark(c, node, mark && { known: [], ...mark }, true, read.raw);
       return { taints, settings, listedAt: now, ...(mark ? { mark } : {}), ...(Array.isArray(listed) ? { pods: listed, written: [], marked: {} } : listed) };
     },
 
@@ -646,9 +699,21 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
       const c = configured();
       const node = nodeName(input?.node);
       let taints: MatchedTaint[] = [];
-      if (!(await checkedPod(c, node, input, true, async (n) => (taints = await configuredTaints(c, n))))) {
+      let raw: NodeTaint[] = [];
+      const pod = await checkedPod(c, node, input, true, async (n) => ({ raw, taints } = await readNode(c, n)).taints);
+      if (!pod) {
         taintEvictions.inc({ outcome: 'gone' });
         return { outcome: 'gone' };
+      }
+      // What the listing leaves alone is never evicted, whatever the workflow asks.
+      const why = foundationDBRefusal(pod.metadata?.ownerReferences, c.evictFoundationDBPodsWithoutExclusion) ??
+        (leftTolerating(c, pod, raw) ? 'it tolerates the node\'s configured taints, and taintReplacement.toleratingPods is leave' : undefined);
+      if (why) {
+        await noteEvent(kube, {
+          regarding: podTarget(input), type: 'Warning', reason: 'TaintReplacementRefused', action: 'Evict',
+          note: `not evicted from node ${node}: ${why}`, dedupKey: `${activityOccurrence()}/refused`,
+        });
+        return refuse(`pod ${input.namespace}/${input.name} is not evicted: ${why}`);
       }
       // Right before the write: observe mode records it; paused (or a pause state that cannot be
       // confirmed) asks nothing.

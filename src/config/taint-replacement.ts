@@ -34,11 +34,15 @@ export const taintReplacementOptionSchema = z.strictObject({
     .transform((n) => (n >= IGNORED_DURATION ? IGNORED_DURATION : n)),
 });
 
-/** A count of nodes (`3`) or a share of them (`"30%"`), as Kubernetes' IntOrString. */
-const nodeLimitSchema = z.union([
-  z.int('must be a whole number of nodes or a percentage like "30%"').min(0, 'must be 0 or more'),
-  z.string().regex(/^(100|[1-9]?[0-9])%$/, 'must be a whole number of nodes or a percentage from 0% to 100%, like "30%"'),
-], { error: 'must be a whole number of nodes or a percentage like "30%"' });
+/**
+ * A count (`3`) or a share (`"30%"`) of `what`, as Kubernetes' IntOrString: a whole number 0 or
+ * more, or a whole percentage from 0% to 100% (Kubernetes would take "110%"; tend refuses it).
+ */
+const intOrPercentSchema = (what: string) => z.union([
+  z.int(`must be a whole number of ${what} or a percentage like "30%"`).min(0, 'must be 0 or more'),
+  z.string().regex(/^(100|[1-9]?[0-9])%$/, `must be a whole number of ${what} or a percentage from 0% to 100%, like "30%"`),
+], { error: `must be a whole number of ${what} or a percentage like "30%"` });
+const nodeLimitSchema = intOrPercentSchema('nodes');
 
 export const taintBreakerSchema = z.strictObject({
   /**
@@ -74,9 +78,23 @@ export const taintReplacementSchema = z
     // what tend does instead is said by taintReplacementWarnings (tend config validate, the worker's log).
     failureDetectionTimeSeconds: secondsSchema(A_WEEK).optional(),
     faultDomainBasedReplacements: z.boolean().optional(),
-    maxFaultDomainsWithTaintedProcessGroups: z.int('must be a whole number').min(0, 'must be 0 or more').optional(),
+    // FDB's IntOrString: a count or a share of the fault domains; the breaker's limit read as FDB
+    // reads it (src/taint/breaker.ts faultDomainLimit) unless breaker is given.
+    maxFaultDomainsWithTaintedProcessGroups: intOrPercentSchema('fault domains').optional(),
+    /** tend's addition: `leave` keeps a pod that tolerates every configured taint its node carries off the list. */
+    toleratingPods: z.enum(['replace', 'leave'], { error: 'must be replace (the default) or leave' }).default('replace'),
+    /**
+     * tend's addition: tend evicts without FDB's process exclusion, so pods a FoundationDBCluster
+     * owns are refused unless this says the operator knows (docs/taint.md).
+     */
+    evictFoundationDBPodsWithoutExclusion: z.boolean().default(false),
   })
-  .transform(({ breaker, ...c }) => ({ ...c, breaker: breaker ?? { maxTaintedNodes: c.maxFaultDomainsWithTaintedProcessGroups ?? '50%' } }));
+  .transform(({ breaker, ...c }) => ({
+    ...c,
+    breaker: breaker ?? { maxTaintedNodes: c.maxFaultDomainsWithTaintedProcessGroups ?? '50%' },
+    /** The breaker's limit is FDB's maxFaultDomainsWithTaintedProcessGroups, counted over fault domains (src/taint/breaker.ts). */
+    breakerOverFaultDomains: !breaker && c.maxFaultDomainsWithTaintedProcessGroups !== undefined,
+  }));
 
 export type TaintReplacementOption = z.output<typeof taintReplacementOptionSchema>;
 
@@ -96,14 +114,25 @@ export function taintReplacementWarnings(c: TaintReplacementConfig): string[] {
   }
   if (c.maxFaultDomainsWithTaintedProcessGroups !== undefined) {
     out.push(`taintReplacement.maxFaultDomainsWithTaintedProcessGroups: ${c.maxFaultDomainsWithTaintedProcessGroups}: tend's fault domain is a node; ` +
-      `its breaker stops new replacements above breaker.maxTaintedNodes tainted nodes (now ${c.breaker.maxTaintedNodes})` +
-      (String(c.breaker.maxTaintedNodes) === String(c.maxFaultDomainsWithTaintedProcessGroups) ? ', taken from this field' : ''));
+      (breakerFromFaultDomains(c)
+        ? 'read as FDB reads it, over the nodes holding managed pods (a percentage rounded down; at least 1), ' +
+          `as the breaker's breaker.maxTaintedNodes (now ${c.breaker.maxTaintedNodes}), taken from this field`
+        : `its breaker stops new replacements above breaker.maxTaintedNodes tainted nodes of all nodes, as given (now ${c.breaker.maxTaintedNodes})`));
+  }
+  if (c.evictFoundationDBPodsWithoutExclusion) {
+    out.push('taintReplacement.evictFoundationDBPodsWithoutExclusion: pods a FoundationDBCluster owns are evicted like any other, ' +
+      'without excluding their processes first: their data is re-replicated after the eviction, not before');
   }
   const ignored = c.taintReplacementOptions.filter((o) => o.durationInSeconds === IGNORED_DURATION).map((o) => o.key);
   if (ignored.length) out.push(`taintReplacement: ignored taint key(s) ${ignored.join(', ')} (durationInSeconds at its maximum): never acted on, not counted by the breaker`);
   return out;
 }
 export type TaintReplacementConfig = z.output<typeof taintReplacementSchema>;
+
+/** Whether the breaker's limit is FDB's maxFaultDomainsWithTaintedProcessGroups (counted over fault domains). */
+export function breakerFromFaultDomains(c: TaintReplacementConfig): boolean {
+  return c.breakerOverFaultDomains;
+}
 
 /** The feature is off when disabled or when no taint key is configured (the seed's Requirement 1). */
 export function taintReplacementActive(config: TaintReplacementConfig): boolean {
@@ -115,5 +144,9 @@ export function describeTaintReplacement(c: TaintReplacementConfig): string {
   const keys = c.taintReplacementOptions.map((o) => (o.durationInSeconds === IGNORED_DURATION ? `${o.key} ignored` : `${o.key} after ${o.durationInSeconds}s`)).join(', ');
   if (c.maxConcurrentReplacements === 0) return `taints ${keys}; pods marked, never replaced (maxConcurrentReplacements 0)`;
   return `taints ${keys}; replace ${c.taintReplacementTimeSeconds}s later, ` +
-    `at most ${c.maxConcurrentReplacements} at once, none while more than ${c.breaker.maxTaintedNodes} nodes are tainted`;
+    `at most ${c.maxConcurrentReplacements} at once, ` +
+    (breakerFromFaultDomains(c)
+      ? `none while more than ${c.breaker.maxTaintedNodes} (at least 1) of the nodes holding managed pods are tainted`
+      : `none while more than ${c.breaker.maxTaintedNodes} nodes are tainted`) +
+    (c.toleratingPods === 'leave' ? '; pods that tolerate the taints are left alone' : '');
 }

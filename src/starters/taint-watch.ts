@@ -6,7 +6,7 @@
 // their conditions) and watches nothing.
 import * as k8s from '@kubernetes/client-node';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { taintReplacementActive, type TaintReplacementConfig } from '../config/taint-replacement.ts';
+import { breakerFromFaultDomains, taintReplacementActive, type TaintReplacementConfig } from '../config/taint-replacement.ts';
 import { toSelectorString } from '../config/label-selector.ts';
 import { errorMessage } from '../kube/api.ts';
 import { kubeClients, type KubeClients } from '../kube/client.ts';
@@ -174,7 +174,10 @@ class TaintWatch {
   constructor(config: TaintReplacementConfig, ctx: WatchContext) {
     this.config = config;
     this.ctx = ctx;
-    this.slotSettings = { maxConcurrentReplacements: config.maxConcurrentReplacements, maxTaintedNodes: config.breaker.maxTaintedNodes };
+    this.slotSettings = {
+      maxConcurrentReplacements: config.maxConcurrentReplacements, maxTaintedNodes: config.breaker.maxTaintedNodes,
+      ...(breakerFromFaultDomains(config) ? { faultDomains: true } : {}),
+    };
     this.taskQueue = ctx.temporal.taskQueue;
   }
 
@@ -245,7 +248,9 @@ class TaintWatch {
       signal: slotSettingsSignal,
       signalArgs: [this.slotSettings],
       staticSummary: `taint replacement: cluster-wide slots, at most ${this.config.maxConcurrentReplacements} in flight; ` +
-        `breaker above ${this.config.breaker.maxTaintedNodes} tainted nodes`,
+        (breakerFromFaultDomains(this.config)
+          ? `breaker above ${this.config.breaker.maxTaintedNodes} (at least 1) of the nodes holding managed pods tainted`
+          : `breaker above ${this.config.breaker.maxTaintedNodes} tainted nodes`),
       typedSearchAttributes: [{ key: TendCapability, value: TAINT_CAPABILITY }, { key: TendTarget, value: SLOTS_WORKFLOW_ID }],
     });
   }

@@ -12,7 +12,20 @@ export function nodeLimit(limit: NodeLimit, total: number): number {
   return Math.floor((total * percent) / 100);
 }
 
-/** Open (replacements held) while strictly more than the limit are tainted. */
-export function breakerOpen(tainted: number, total: number, limit: NodeLimit): boolean {
-  return tainted > nodeLimit(limit, total);
+/**
+ * FDB's maxFaultDomainsWithTaintedProcessGroups for `faultDomains` fault domains, as the
+ * FoundationDB operator computes it (GetMaxFaultDomainsWithTaintedProcessGroups): a percentage
+ * scaled with Kubernetes' GetScaledValueFromIntOrPercent rounding down, and never below 1,
+ * a count taken as it is, and never below 1 either.
+ */
+export function faultDomainLimit(limit: NodeLimit, faultDomains: number): number {
+  return Math.max(1, nodeLimit(limit, faultDomains));
+}
+
+/**
+ * Open (replacements held) while strictly more than the limit are tainted. `faultDomains`: the
+ * limit is FDB's, counted over the nodes holding managed pods (faultDomainLimit).
+ */
+export function breakerOpen(tainted: number, total: number, limit: NodeLimit, faultDomains = false): boolean {
+  return tainted > (faultDomains ? faultDomainLimit(limit, total) : nodeLimit(limit, total));
 }

@@ -23,7 +23,7 @@ export const DETECTED = 'NodeTaintDetected';
 export const REPLACING = 'NodeTaintReplacing';
 
 /** A pod's state in its node's workflow (src/taint/node.ts tells how it moves). */
-export const podStates = ['Detected', 'Replacing', 'Queued', 'NoController', 'Evicting', 'Blocked', 'Evicted', 'Replaced'] as const;
+export const podStates = ['Detected', 'Replacing', 'Queued', 'NoController', 'Refused', 'Evicting', 'Blocked', 'Evicted', 'Replaced'] as const;
 export type PodState = (typeof podStates)[number];
 
 /** A row of a node workflow's status query (`tend taint status`, the metrics). */
@@ -89,6 +89,8 @@ export const nodeSlotsQuery = defineQuery<NodeSlots>('slots');
 export interface SlotSettings {
   maxConcurrentReplacements: number;
   maxTaintedNodes: NodeLimit;
+  /** The limit is FDB's maxFaultDomainsWithTaintedProcessGroups (breaker.ts faultDomainLimit); the counts are of nodes holding managed pods. */
+  faultDomains?: boolean;
   /** How often a grant's holder is checked (slots.ts GRANT_CHECK_SECONDS); set by the worker only. */
   grantCheckSeconds?: number;
 }

@@ -29,7 +29,7 @@ import {
 import { fieldOf, grantedUids, NODE_MESSAGE_BOUNDS, nodeWorkflowId, taintHints, type NodeSlots } from './messages.ts';
 import { pastLimits, type ValueLimits } from '../checks/limits.ts';
 import { preview } from '../checks/preview.ts';
-import { taintId, type MatchedTaint } from './match.ts';
+import { taintId, type MatchedTaint, type TaintOption } from './match.ts';
 import { nodeNameProblem, SLOT_BOUNDS, type SlotRequest } from './slots.ts';
 
 // The node workflow's patched behaviours (docs/contributing/patch-history.md): the workflow asks patched() for each
@@ -224,6 +224,8 @@ export interface NodeFirstRead {
   /** The configured taints the Node carries, each with the first sight (seenAt) the mark was decided with. */
   taints: MatchedTaint[];
   settings: TaintSettings;
+  /** No Node has the name (its taints are then none). */
+  missing?: true;
   /** When the pods were listed (ms); absent when the node carries no configured taint (nothing listed). */
   listedAt?: number;
   /** The first mark written on `written` (absent when none was due). */
@@ -231,6 +233,12 @@ export interface NodeFirstRead {
   pods?: ListedPod[];
   written?: string[];
   marked?: Record<string, number>;
+}
+
+/** Why a node's workflow (or a mark asked for a pod on it) is refused when its node carries no configured taint, or does not exist. */
+export function untaintedRefusal(node: string, missing: boolean, options: readonly TaintOption[]): string {
+  if (missing) return `node ${node} does not exist: no Node has that name (kubectl get node ${node})`;
+  return `node ${node} carries none of the configured taints (${options.map((o) => o.key).join(', ')})`;
 }
 
 /** What listTaintPods answers: the pods, or (asked to mark) the pods and those it marked. */

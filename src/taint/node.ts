@@ -8,12 +8,13 @@
 //   Replacing     NodeTaintReplacing set too; waiting taintReplacementTimeSeconds more
 //   Queued        due: waiting for a slot (maxConcurrentReplacements, breaker)
 //   NoController  due, but no controller would recreate it: reported, never evicted
+//   Refused       due, but the configuration refuses it (a FoundationDBCluster owns it): reported, never evicted
 //   Evicting      granted a slot; the eviction is being requested
 //   Blocked       the eviction was refused (a PodDisruptionBudget's 429); retried with back-off
 //   Evicted       eviction accepted; waiting for the pod to go and a ready replacement
 //   Replaced      its controller has a ready replacement (or the in-flight timeout passed)
 // Detected -> Replacing -> Queued -> Evicting -> (Blocked -> Evicting)* -> Evicted -> Replaced.
-// When the taint goes, Detected, Replacing, Queued and NoController pods get
+// When the taint goes, Detected, Replacing, Queued, NoController and Refused pods get
 // their conditions cleared and leave; pods past Evicting finish their replacement.
 import { taintId, type MatchedTaint, type TaintOption } from './match.ts';
 import { DETECTED, REPLACING, type PodState, type PodStatusRow } from './messages.ts';
@@ -29,7 +30,7 @@ export interface TaintSettings {
 export type { PodState, PodStatusRow } from './messages.ts';
 
 export const IN_FLIGHT: readonly PodState[] = ['Evicting', 'Blocked', 'Evicted'];
-const WAITING: readonly PodState[] = ['Detected', 'Replacing', 'Queued', 'NoController'];
+const WAITING: readonly PodState[] = ['Detected', 'Replacing', 'Queued', 'NoController', 'Refused'];
 
 /** A managed pod on the node, as the activity lists it. */
 export interface ListedPod {
@@ -44,6 +45,8 @@ export interface ListedPod {
   /** Our conditions as the pod carries them (lastTransitionTime, ms). */
   detectedSince?: number;
   replacingSince?: number;
+  /** Why the configuration refuses to replace it (pod-rules.ts foundationDBRefusal): marked, never evicted. */
+  refused?: string;
 }
 
 export interface OwnerRef {
@@ -61,6 +64,8 @@ export interface PodEntry {
   /** creationTimestamp (ms), when listed with it. */
   createdAt?: number;
   state: PodState;
+  /** Why the configuration refuses to replace it, as last listed: it waits as Refused, never evicted. */
+  refused?: string;
   /** When NodeTaintDetected became true. */
   detectedAt: number;
   /** When NodeTaintReplacing was due (the time the workflow decides it). */
@@ -142,7 +147,13 @@ export function reconcilePods(d: NodeTaintData, listed: readonly ListedPod[], no
   const seen = new Set<string>();
   for (const p of listed) {
     seen.add(p.uid);
-    if (d.pods[p.uid]) continue;
+    const known = d.pods[p.uid];
+    if (known) {
+      // A refusal follows the listing (a worker whose configuration changed says otherwise).
+      if (typeof p.refused === 'string') known.refused = p.refused;
+      else delete known.refused;
+      continue;
+    }
     if (d.taints.length === 0) continue;
     // Conditions a pod already carries were written by an earlier workflow
     // for this node that did not finish (terminated): their times may belong
@@ -156,6 +167,7 @@ export function reconcilePods(d: NodeTaintData, listed: readonly ListedPod[], no
       ...(p.controllerUid ? { controllerUid: p.controllerUid } : {}),
       ...(p.controller ? { controller: p.controller } : {}),
       ...(typeof p.createdAt === 'number' ? { createdAt: p.createdAt } : {}),
+      ...(typeof p.refused === 'string' ? { refused: p.refused } : {}),
       state: 'Detected',
       detectedAt: now,
       written: {
@@ -309,6 +321,7 @@ function waitingMove(d: Readonly<NodeTaintData>, pod: Readonly<PodEntry>, replac
   // Not visible yet: the write comes first, then the count starts.
   if (at === undefined) return { move: { state: 'Replacing' }, ...(queued ? { withdraw: true } : {}) };
   if (now < at) return { move: { state: 'Replacing' }, ...(queued ? { withdraw: true } : {}), at };
+  if (pod.refused !== undefined) return { move: { state: 'Refused' }, ...(queued ? { withdraw: true } : {}) };
   if (!pod.controllerUid) return { move: { state: 'NoController' } };
   if (queued) return { move: { state: 'Queued' } };
   // An eviction that failed: ask again after its back-off.
@@ -417,6 +430,7 @@ export function statusRows(d: NodeTaintData): PodStatusRow[] {
       let replaceAt = at === undefined ? '' : iso(at);
       if (p.evictedAt !== undefined) replaceAt = iso(p.evictedAt);
       else if (p.state === 'NoController') replaceAt = 'never: no controller would recreate it';
+      else if (p.state === 'Refused') replaceAt = `never: ${p.refused ?? 'refused'}`;
       else if (d.settings.maxConcurrentReplacements === 0) replaceAt = 'never: maxConcurrentReplacements is 0';
       return {
         node: d.node,

@@ -77,6 +77,8 @@ export interface HolderFound {
 export interface SlotData {
   maxConcurrentReplacements: number;
   maxTaintedNodes: NodeLimit;
+  /** The limit is FDB's maxFaultDomainsWithTaintedProcessGroups: the counts are of nodes holding managed pods (breaker.ts). */
+  faultDomains?: true;
   /** Nodes carrying a configured taint, and all nodes, as the watcher last saw them. */
   taintedNodes: number;
   totalNodes: number;
@@ -143,6 +145,7 @@ export function slotRequestOf(raw: unknown, now: number): SlotRequest | string {
 export class Slots {
   maxConcurrentReplacements = 1;
   maxTaintedNodes: NodeLimit = '50%';
+  faultDomains = false;
   taintedNodes = 0;
   totalNodes = 0;
   grantCheckSeconds: number | undefined;
@@ -187,6 +190,7 @@ export class Slots {
   toData(): SlotData {
     return {
       maxConcurrentReplacements: this.maxConcurrentReplacements, maxTaintedNodes: this.maxTaintedNodes,
+      ...(this.faultDomains ? { faultDomains: true as const } : {}),
       taintedNodes: this.taintedNodes, totalNodes: this.totalNodes,
       queue: [...this.queue.values()], inFlight: [...this.inFlight.values()].map((g) => ({ ...g })),
       granted: this.granted, peakInFlight: this.peakInFlight,
@@ -197,9 +201,10 @@ export class Slots {
   }
 
   /** The settings the worker's configuration gives (taintSlotSettings). */
-  setSettings(v: { maxConcurrentReplacements: number; maxTaintedNodes: NodeLimit; grantCheckSeconds?: number }): void {
+  setSettings(v: { maxConcurrentReplacements: number; maxTaintedNodes: NodeLimit; faultDomains?: boolean; grantCheckSeconds?: number }): void {
     this.maxConcurrentReplacements = Math.max(0, v.maxConcurrentReplacements);
     this.maxTaintedNodes = v.maxTaintedNodes;
+    this.faultDomains = v.faultDomains === true;
     if (v.grantCheckSeconds !== undefined) this.grantCheckSeconds = v.grantCheckSeconds;
   }
 
@@ -210,7 +215,7 @@ export class Slots {
   }
 
   breakerOpen(): boolean {
-    return breakerOpen(this.taintedNodes, this.totalNodes, this.maxTaintedNodes);
+    return breakerOpen(this.taintedNodes, this.totalNodes, this.maxTaintedNodes, this.faultDomains);
   }
 
   has(uid: string): boolean {
@@ -408,6 +413,7 @@ export function byNode(grants: readonly Grant[]): Map<string, string[]> {
 
 /** The coordinator's state as slotsDetails shows it: its queue and grants in a list or by uid. */
 export type SlotsShown = Pick<SlotData, 'maxConcurrentReplacements' | 'maxTaintedNodes' | 'taintedNodes' | 'totalNodes' | 'granted' | 'peakInFlight'> & {
+  faultDomains?: boolean;
   queue: readonly SlotRequest[] | ReadonlyMap<string, SlotRequest>;
   inFlight: readonly Grant[] | ReadonlyMap<string, Grant>;
 };
@@ -429,7 +435,9 @@ export function slotsDetails(s: SlotsShown, breakerOpen: boolean, stale: boolean
   const queue = firstOf(s.queue, 10);
   const lines = [
     `Replacements in flight: ${inFlight.size} of ${s.maxConcurrentReplacements}; waiting for a slot: ${queue.size}.`,
-    `Tainted nodes: ${s.taintedNodes} of ${s.totalNodes} (limit ${s.maxTaintedNodes}): breaker ${breakerOpen ? 'OPEN, no replacement is granted' : 'closed'}.`,
+    (s.faultDomains
+      ? `Tainted nodes holding managed pods: ${s.taintedNodes} of ${s.totalNodes} (limit ${s.maxTaintedNodes}, at least 1: maxFaultDomainsWithTaintedProcessGroups)`
+      : `Tainted nodes: ${s.taintedNodes} of ${s.totalNodes} (limit ${s.maxTaintedNodes})`) + `: breaker ${breakerOpen ? 'OPEN, no replacement is granted' : 'closed'}.`,
   ];
   if (inFlight.size > 0) lines.push(`In flight: ${inFlight.first.map((g) => `${g.pod} on ${g.node}`).join(', ')}${inFlight.size > 10 ? ', ...' : ''}.`);
   if (queue.size > 0) lines.push(`Next in the queue: ${queue.first.map((r) => `${r.pod} on ${r.node}`).join(', ')}${queue.size > 10 ? ', ...' : ''}.`);

@@ -22,7 +22,7 @@ import { failureMessage, refusalOf } from './failures.ts';
 import { carriedFromOwnRun } from './carried.ts';
 import { STEP_RETRY_MS, type EvictOutcome, type ReplaceOp } from '../taint/replace.ts';
 import {
-  CARRIED_LIMITS, clearingDetails, clears, continueDue, TAINT_HISTORY_BYTES_PATCH, NodeInbox, nodeInputProblem, nodeOfId, NodeRun, nodeSlots, TAINT_ID_NAMES_NODE_PATCH, replacedPods, TAINT_CLEAR_UNTIL_DONE_PATCH, TAINT_GIVE_BACK_FIRST_PATCH, TAINT_LIST_MARKS_PATCH, TAINT_START_LIST_PATCH, TAINT_START_LOCAL_PATCH, type NodeFirstRead,
+  CARRIED_LIMITS, clearingDetails, clears, continueDue, TAINT_HISTORY_BYTES_PATCH, NodeInbox, nodeInputProblem, nodeOfId, NodeRun, nodeSlots, TAINT_ID_NAMES_NODE_PATCH, replacedPods, TAINT_CLEAR_UNTIL_DONE_PATCH, TAINT_GIVE_BACK_FIRST_PATCH, TAINT_LIST_MARKS_PATCH, TAINT_START_LIST_PATCH, TAINT_START_LOCAL_PATCH, untaintedRefusal, type NodeFirstRead,
 } from '../taint/node-machine.ts';
 import {
   Coordinator, TAINT_ADOPT_CONFIRMED_PATCH, TAINT_HINT_WHILE_ASKING_PATCH, TAINT_UNDELIVERED_WITHDRAWS_PATCH, TAINT_VERIFY_GIVE_BACK_PATCH,
@@ -178,7 +178,7 @@ async function runNode(
   if (!carried && first.taints.length === 0) {
     // A new workflow for a node without a configured taint: nothing it could do (a run carried
     // over by continue-as-new goes on, to clear its pods' conditions once the taint has gone).
-    throw refused(`node ${node} carries none of the configured taints (${first.settings.taintReplacementOptions.map((o) => o.key).join(', ')})`);
+    throw refused(untaintedRefusal(node, first.missing === true, first.settings.taintReplacementOptions));
   }
   const run = new NodeRun(carried ? { ...carried, settings: first.settings } : newNodeTaintData(node, first.settings));
   inbox.started(run);
