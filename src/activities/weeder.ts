@@ -42,10 +42,11 @@ import { noteReadyAt, weederOutcomes } from '../metrics/weeder.ts';
 import { controllerOf, decidePod, isDependant } from '../weeder/crashloop.ts';
 import { SERVICE_NAME_LABEL, serviceReady } from '../weeder/readiness.ts';
 import { armedWeedingSignal, WEEDER_REFUSED } from '../weeder/messages.ts';
-import { answerAnnounced as answerFor, deleteAtOnce, deletingToken, toAnnounce } from '../weeder/armed.ts';
+import { answerAnnounced as answerFor, deleteAtOnce, deletingToken, goneOutcome, toAnnounce } from '../weeder/armed.ts';
 import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
 import type { Candidate, PodSeen, WatchOutput, WeedOutcome } from '../weeder/window.ts';
 import { recordWould, waitForGates, writeHold, type SafetyGates } from './safety-gate.ts';
+import { activityStop, shuttingDown, stoppedBy } from '../temporal/worker-shutdown.ts';
 
 /**
  * Names the Service only: its dependants' selectors come from the worker's
@@ -107,6 +108,29 @@ function targetOf(config: WeederConfig | undefined, namespace: unknown, service:
 
 /** Now, as epoch milliseconds with sub-millisecond precision: the reaction's timings, comparable across processes. */
 const epochNow = () => performance.timeOrigin + performance.now();
+/**
+ * Rejects when the current activity is cancelled or its worker begins to shut down (then with the
+ * retryable WorkerShutdown failure, so that another worker takes it at once). For the weeder's
+ * waits that hold no work that must finish: a watch, the armed lane before it deletes, a held
+ * deletion waiting in place (docs/deploy.md).
+ */
+function stoppedAtShutdown(): Promise<never> {
+  const stop = activityStop(true);
+  const stopped = new Promise<never>((_, reject) => {
+    const onStop = () => {
+      try {
+        stoppedBy(stop);
+      } catch (err) {
+        reject(err as Error);
+      }
+    };
+    if (stop.aborted) onStop();
+    else stop.addEventListener('abort', onStop, { once: true });
+  });
+  stopped.catch(() => undefined);
+  return stopped;
+}
+
 /** New connections undici has opened in this process (to any server): the reaction's timings say whether a delete needed one. */
 let connectsOpened = 0;
 /** The armed deletions' requests (method and path) whose body was written to the socket, and when (epoch ms). */
@@ -131,9 +155,10 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
    * cancellation (the window stopped) ends it with a CancelledFailure.
    */
   async function waitForGate(ctx: Context, until: number, wlog: typeof log): Promise<void> {
+    const stopped = stoppedAtShutdown();
     await waitForGates(gates, 'weeder', until, {
       waitsFor: () => true,
-      sleep: (ms) => ctx.sleep(ms),
+      sleep: (ms) => Promise.race([ctx.sleep(ms), stopped]),
       onWait: (hold) => wlog.info({ reason: hold.message }, 'weeder: deletions wait in place for the weeder to act (tend resume weeder, or mode: act)'),
     });
   }
@@ -166,7 +191,7 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
       let synced = false;
       // Armed with a token: the dependants announced to the workflow while the
       // Service was down, and the deletions made the moment it was seen ready.
-      const weedToken = deletingToken(input, ctx.info.attempt);
+      const weedToken = deletingToken(input);
       const run = ctx.info.workflowExecution;
       const announced = new Map<string, Candidate>();
       let announcing: Promise<void> | undefined;
@@ -250,7 +275,7 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
             timing.keys.push(`DELETE /api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(c.name)}`);
             deletesWritten.set(timing.keys.at(-1)!, undefined);
             if (await weed(kube, target, podsNow.get(c.uid)!, c.containers, podDelete)) outcomes.set(c.uid, { uid: c.uid, outcome: 'deleted', at });
-            else outcomes.set(c.uid, { uid: c.uid, outcome: 'skipped', reason: 'gone (or replaced) when deleted' });
+            else outcomes.set(c.uid, goneOutcome(c.uid, at, ctx.info.attempt));
           } catch (err) {
             const refused = refusedForGood(err, c.uid, at);
             if (refused) outcomes.set(c.uid, refused);
@@ -385,7 +410,7 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
       const deadline = setTimeout(finish, Math.max(0, until - Date.now()));
 
       try {
-        await Promise.race([finished, ctx.cancelled]).finally(() => (done = true));
+        await Promise.race([finished, ctx.cancelled, stoppedAtShutdown()]).finally(() => (done = true));
         await announcing;
         answerAnnounced(out.readyAt === undefined ? `the Service ${namespace}/${service} did not turn ready while armed` : 'not in CrashLoopBackOff when the Service turned ready');
         return out;
@@ -393,8 +418,10 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
         // Deleting already (the workflow has the pods' names): the deletions are finished and answered, not abandoned.
         if (weeding) await weeding;
         await announcing;
-        // Pods announced: the workflow is told what became of them rather than left to look.
-        if (weeding || announced.size > 0) {
+        // Pods announced: the workflow is told what became of them rather than left to look. The
+        // worker shutting down before the Service is ready: the next attempt, on another worker,
+        // watches on and deletes at once, and answers.
+        if (weeding || (announced.size > 0 && !(shuttingDown.aborted && !ctx.cancellationSignal.aborted))) {
           answerAnnounced('the armed watch was stopped before the Service turned ready');
           return out;
         }

@@ -36,15 +36,26 @@ export function toAnnounce(
 }
 
 /**
- * The token the armed watch deletes at once with, or undefined when this
- * attempt deletes nothing itself: a watch that is not armed, or a retried
- * attempt, whose predecessor may still run (timed out on a stalled worker and
- * not yet told) and delete the same pods. A retry's candidates go back to the
- * workflow, whose deleting activity judges them afresh (a pod being deleted
- * already is not deleted again).
+ * The token the armed watch deletes at once with, or undefined when it deletes
+ * nothing itself (a watch that is not armed, or no token). A retried attempt
+ * deletes at once too: it is how another worker takes over the moment the
+ * Service is ready when the worker of the attempt before died (docs/weeder.md,
+ * "Armed"). Its predecessor, if only stalled, may still delete the same pods:
+ * each DELETE carries the pod's UID, so one of them is refused, and the
+ * retried attempt counts a pod found gone as its predecessor's deletion
+ * (`goneOutcome`).
  */
-export function deletingToken(input: { weedToken?: unknown; openOnReady?: unknown }, attempt: number): string | undefined {
-  return typeof input.weedToken === 'string' && input.openOnReady === true && attempt === 1 ? input.weedToken : undefined;
+export function deletingToken(input: { weedToken?: unknown; openOnReady?: unknown }): string | undefined {
+  return typeof input.weedToken === 'string' && input.openOnReady === true ? input.weedToken : undefined;
+}
+
+/**
+ * A pod the armed watch meant to delete was gone when its DELETE went out: in
+ * a retried attempt, the attempt before (lost with its worker, or stalled and
+ * timed out) deleted it, most likely; in the first attempt, someone else did.
+ */
+export function goneOutcome(uid: string, at: string, attempt: number): WeedOutcome {
+  return attempt > 1 ? { uid, outcome: 'deleted', at, earlier: true } : { uid, outcome: 'skipped', reason: 'gone (or replaced) when deleted' };
 }
 
 /**

@@ -38,6 +38,13 @@ export const WEEDER_ARMED_DELETES_PATCH = 'weeder-armed-deletes';
  */
 export const WEEDER_ARMED_RECORD_PATCH = 'weeder-armed-record';
 
+/**
+ * The armed watch's heartbeat timeout is ARMED_TAKEOVER_HEARTBEAT_MS (it was 10 s): a worker lost
+ * with it (killed as the Service returns) is noticed that soon, and the retried attempt, on
+ * another worker, deletes at once. Before it, the announced pods waited for the 10 s timeout.
+ */
+export const WEEDER_ARMED_TAKEOVER_PATCH = 'weeder-armed-takeover';
+
 export type WeederTarget = { namespace: string; service: string };
 
 /** A part of the run that can be cancelled on its own: a CancellationScope in the workflow. */

@@ -42,14 +42,14 @@ import { preview } from '../checks/preview.ts';
 import {
   armedWeedingSignal, armSignal, extendSignal, serviceOfWeederId, stopSignal, stopUpdate, WEEDER_FAILED, WEEDER_REFUSED, weederWorkflowId, windowQuery,
 } from '../weeder/messages.ts';
-import { WEEDER_ARMED_DELETES_PATCH, WindowRun, type WeederTarget, type WindowPorts } from '../weeder/window-run.ts';
+import { WEEDER_ARMED_DELETES_PATCH, WEEDER_ARMED_TAKEOVER_PATCH, WindowRun, type WeederTarget, type WindowPorts } from '../weeder/window-run.ts';
 import { checkSummary, settingsSummary, watchSummary, weedSummary } from '../weeder/summaries.ts';
 import { carriedWindow, heartbeatTimeoutMs, WindowState, type WeederInput, type WeederResult } from '../weeder/window.ts';
 import { failureMessage, refusalOf } from './failures.ts';
 import { patchesBeforeLocalActivity } from './patches.ts';
 import { said } from './summary.ts';
 
-export { WEED_HOLD_MS, WEEDER_ARMED_DELETES_PATCH, WEEDER_ARMED_RECORD_PATCH, WEEDER_REPROPOSE_SKIPPED_PATCH, WEEDER_SAFETY_HOLD_PATCH } from '../weeder/window-run.ts';
+export { WEED_HOLD_MS, WEEDER_ARMED_DELETES_PATCH, WEEDER_ARMED_RECORD_PATCH, WEEDER_ARMED_TAKEOVER_PATCH, WEEDER_REPROPOSE_SKIPPED_PATCH, WEEDER_SAFETY_HOLD_PATCH } from '../weeder/window-run.ts';
 
 // The Service must be one the worker is configured for: asked once per run,
 // before anything else (a refusal fails the workflow, non-retryably).
@@ -75,6 +75,13 @@ const WEED_HOLD_HEARTBEAT_MS = 10_000;
  * sends one per 0.8 x this).
  */
 export const ARMED_DELETES_HEARTBEAT_MS = 10_000;
+/**
+ * The same, under the weeder-armed-takeover patch: how soon Temporal notices the armed watch's
+ * worker is gone and retries it on another worker, whose attempt deletes at once (src/weeder/armed.ts
+ * deletingToken). Shorter costs heartbeats (the worker sends at most one per 2 s); longer, the
+ * Service's first seconds back without its dependants weeded (docs/weeder.md, "Armed").
+ */
+export const ARMED_TAKEOVER_HEARTBEAT_MS = 3_000;
 // Asked again with a hold: waits in place up to holdMs, heartbeating.
 const weedPodsHeld = (holdMs: number) => proxyActivities<Activities>({
   startToCloseTimeout: holdMs + 30_000,
@@ -128,7 +135,7 @@ export async function weederWorkflow(input: WeederInput): Promise<WeederResult> 
   setHandler(windowQuery, () => state.snapshot());
   const target = { namespace: named.namespace as string, service: named.service as string };
   // The armed lane, started right after the settings' answer, asks for this one (src/workflows/patches.ts).
-  patchesBeforeLocalActivity([WEEDER_ARMED_DELETES_PATCH]);
+  patchesBeforeLocalActivity([WEEDER_ARMED_DELETES_PATCH, WEEDER_ARMED_TAKEOVER_PATCH]);
   const watchMs = (await weederSettings.executeWithOptions(said(settingsSummary(target)), [target])).watchDuration.ms;
   if ('refused' in carried) throw ApplicationFailure.nonRetryable(`refused: ${carried.refused}`, WEEDER_REFUSED);
 
@@ -185,7 +192,8 @@ function watchDependants(input: WeederTarget, until: number, openOnReady: boolea
   const stretch = Math.max(0, until - Date.now());
   const { watchDependants } = proxyActivities<Activities>({
     startToCloseTimeout: stretch + 60_000,
-    heartbeatTimeout: weedToken === undefined ? heartbeatTimeoutMs(stretch) : ARMED_DELETES_HEARTBEAT_MS,
+    heartbeatTimeout: weedToken === undefined ? heartbeatTimeoutMs(stretch)
+      : patched(WEEDER_ARMED_TAKEOVER_PATCH) ? ARMED_TAKEOVER_HEARTBEAT_MS : ARMED_DELETES_HEARTBEAT_MS,
     retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: WATCH_ATTEMPTS, nonRetryableErrorTypes: [WEEDER_REFUSED] },
     // A watch that deletes nothing is not waited for when cancelled; the armed
     // one that deletes at once is: it may be deleting, and its answer says what.

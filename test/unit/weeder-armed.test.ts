@@ -2,7 +2,7 @@
 // armed watch announces, deletes and answers, and what the workflow does when a
 // lane's watch ends or fails. Each row names its situation's fields.
 import assert from 'node:assert/strict';
-import { announcementOps, answerAnnounced, deleteAtOnce, deletingToken, laneAnswered, laneFailed, toAnnounce, type LaneOp, type LaneRun } from '../../src/weeder/armed.ts';
+import { announcementOps, answerAnnounced, deleteAtOnce, deletingToken, goneOutcome, laneAnswered, laneFailed, toAnnounce, type LaneOp, type LaneRun } from '../../src/weeder/armed.ts';
 import type { PodLike } from '../../src/weeder/crashloop.ts';
 import type { Candidate, WatchOutput, WeedOutcome } from '../../src/weeder/window.ts';
 
@@ -62,15 +62,18 @@ describe('weeder: the arming rules, in the armed watch', () => {
     status: { containerStatuses: [{ name: 'c', state: over.crashing === false ? {} : { waiting: { reason: 'CrashLoopBackOff' } } }] },
   });
   const target = { namespace: 'ns', podSelectors: [{ matchLabels: { role: 'api' } }] };
-  it('deletes at once only in its first attempt, armed, with a token: a retry\'s predecessor may still be deleting', () => {
-    const rows: [string, { weedToken?: unknown; openOnReady?: unknown }, number, string | undefined][] = [
-      ['armed, first attempt', { weedToken: 't', openOnReady: true }, 1, 't'],
-      ['armed, retried', { weedToken: 't', openOnReady: true }, 2, undefined],
-      ['the window\'s watch', { weedToken: 't', openOnReady: false }, 1, undefined],
-      ['no token', { openOnReady: true }, 1, undefined],
-      ['a token that is no string', { weedToken: 7, openOnReady: true }, 1, undefined],
+  it('deletes at once when armed with a token, in any attempt: a retry is how another worker takes over', () => {
+    const rows: [string, { weedToken?: unknown; openOnReady?: unknown }, string | undefined][] = [
+      ['armed', { weedToken: 't', openOnReady: true }, 't'],
+      ['the window\'s watch', { weedToken: 't', openOnReady: false }, undefined],
+      ['no token', { openOnReady: true }, undefined],
+      ['a token that is no string', { weedToken: 7, openOnReady: true }, undefined],
     ];
-    for (const [situation, input, attempt, want] of rows) assert.equal(deletingToken(input, attempt), want, situation);
+    for (const [situation, input, want] of rows) assert.equal(deletingToken(input), want, situation);
+  });
+  it('a pod gone when its DELETE went out: deleted by the attempt before in a retry, skipped in the first attempt', () => {
+    assert.deepEqual(goneOutcome('u', 't', 2), { uid: 'u', outcome: 'deleted', at: 't', earlier: true });
+    assert.deepEqual(goneOutcome('u', 't', 1), { uid: 'u', outcome: 'skipped', reason: 'gone (or replaced) when deleted' });
   });
   const announceRows: { situation: string; pods: PodLike[]; announced: string[]; handled: string[]; want: string[] }[] = [
     { situation: 'a crash-looping dependant with a controller is announced', pods: [pod('a')], announced: [], handled: [], want: ['a'] },
