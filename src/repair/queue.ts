@@ -4,6 +4,7 @@
 // the next state and the operations the workflow must carry out (start an
 // entry, cancel one, signal running ones, log). The workflow only waits and
 // acts. Pure: imported by workflow code, table-tested in test/unit.
+import { defineQuery } from '@temporalio/workflow';
 import { decideStarts } from './decide.ts';
 import { isFinished, ZERO_TIME, type RepairQueueEntry, type RepairRequest } from './entry.ts';
 import { MAX_INDEX, type EntryReport } from './messages.ts';
@@ -28,6 +29,13 @@ export interface QueueState {
    */
   reported?: Record<string, FinalStatus>;
 }
+
+/**
+ * Everything the queue would carry across continue-as-new (entries, enabled flag, next index,
+ * deletions in flight): what a live tend reads before it starts the queue again on its own task
+ * queue when the tend whose task queue it ran on is gone (src/workers/singletons.ts).
+ */
+export const carriedQuery = defineQuery<QueueState>('carried');
 
 /** How an entry ends. */
 export type FinalStatus = 'succeeded' | 'failed';

@@ -19,6 +19,13 @@ export const SAFETY_WORKFLOW_TYPE = 'safetyWorkflow';
 /** The memo key the workflow writes its state to at every change (readers use DescribeWorkflowExecution). */
 export const SAFETY_MEMO_KEY = 'tendSafety';
 
+/**
+ * A run of tend-safety started afresh with a state in its input (not continued into) takes that
+ * state: a live tend that takes tend-safety over from a task queue no worker polls starts it again
+ * on its own, carrying every pause (src/workers/singletons.ts). Runs recorded before ignored it.
+ */
+export const SAFETY_TAKEOVER_PATCH = 'safety-takeover-carries';
+
 /** The capabilities that can be paused: the same names as src/activities/index.ts CAPABILITIES (a unit test keeps them equal). */
 export const PAUSABLE = ['weeder', 'taint', 'apps', 'repair'] as const;
 export type PausableCapability = (typeof PAUSABLE)[number];
@@ -174,6 +181,18 @@ export function startingState(carried: unknown, now: string): { state: SafetySta
   if (c.ok) return { state: c.value };
   const reason = `${c.reason.slice(0, REASON_MAX - 40)}; check, then tend resume`;
   return { state: applyPause(emptySafetyState(), { reason, by: SAFETY_WORKFLOW_ID }, now), problem: reason };
+}
+
+/**
+ * The state a run started afresh takes from its start's input (SAFETY_TAKEOVER_PATCH). A start's
+ * input is anyone's who may start workflows, and a state can only pause what a fresh run, with
+ * nothing paused, would let act: so a readable one is taken whole, and one that cannot be read
+ * pauses nothing (as a fresh run), saying why in `problem`.
+ */
+export function takenOverState(raw: unknown): { state: SafetyState; problem?: string } {
+  const c = check(safetyStateSchema, raw, 'the state in the start input could not be read');
+  if (c.ok) return { state: c.value };
+  return { state: emptySafetyState(), problem: `${c.reason}; nothing is paused` };
 }
 
 /** The paused capabilities, in PAUSABLE's order. */

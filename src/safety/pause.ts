@@ -29,9 +29,10 @@ import type { temporal } from '@temporalio/proto';
 import { log } from '../log.ts';
 import { notePauseState } from '../metrics/pause.ts';
 import { onScrape, pauseStateAge } from '../metrics/registry.ts';
+import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { foundOfDescription, impostor } from '../temporal/identity.ts';
 import {
-  check as checkSchema, PAUSABLE, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, SAFETY_WORKFLOW_TYPE, safetyStateSchema, type PausableCapability, type SafetyState,
+  check as checkSchema, emptySafetyState, PAUSABLE, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, SAFETY_WORKFLOW_TYPE, safetyStateSchema, type PausableCapability, type SafetyState,
 } from './messages.ts';
 
 /** How often the state is read. */
@@ -296,4 +297,20 @@ export function stateOfDescription(r: temporal.api.workflowservice.v1.IDescribeW
   const c = checkSchema(safetyStateSchema, memo, `workflow ${SAFETY_WORKFLOW_ID}'s memo ${SAFETY_MEMO_KEY}`);
   if (!c.ok) throw new Error(c.reason);
   return c.value;
+}
+
+/**
+ * How tend starts tend-safety on `taskQueue`: `tend pause` with nothing paused, a live tend taking
+ * it over (src/workers/singletons.ts) with the state it held, in its input and its memo alike, so a
+ * reader never finds the new run without it.
+ */
+export function safetyStartOptions(taskQueue: string, state?: SafetyState) {
+  return {
+    workflowId: SAFETY_WORKFLOW_ID,
+    taskQueue,
+    args: [state ? { state } : {}] as [{ state?: SafetyState }],
+    memo: { [SAFETY_MEMO_KEY]: state ?? emptySafetyState() },
+    staticSummary: 'pause of destructive actions, cluster-wide: `tend pause status`; details: what is paused, since when, why',
+    typedSearchAttributes: [{ key: TendCapability, value: 'safety' }, { key: TendTarget, value: SAFETY_WORKFLOW_ID }],
+  };
 }

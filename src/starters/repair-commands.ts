@@ -5,6 +5,7 @@
 // `is-enabled` true/false, `wait` until the queue is empty. Exit codes: 0 ok,
 // 1 refused or failed, 2 usage.
 import { InvalidArgumentError, type Command } from 'commander';
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
@@ -21,7 +22,9 @@ import { indexSchema } from '../repair/validate.ts';
 import { parse } from '../checks/shape.ts';
 import { preview } from '../checks/preview.ts';
 import { connectClient } from '../temporal/connection.ts';
+import { carriedQuery } from '../repair/queue.ts';
 import { firstFreeIndex, notRunning, queueStartOptions } from '../activities/repair-queue-client.ts';
+import { awaitTakeOver, lastPollWords, NoTakeOver, queuePolls, STALE_POLL_MS } from '../workers/singletons.ts';
 export { firstFreeIndex, indexAfter } from '../activities/repair-queue-client.ts';
 import {
   configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, readerConfig, taskQueueOption, UsageError, withConfigOptions, type ConfigFlags, type ReadFlags,
@@ -34,10 +37,12 @@ class RefusedError extends Error {}
 /**
  * The repair queue's workflow id is one per Temporal namespace. A queue running on another task
  * queue belongs to another tend (its worker runs it, with that tend's repair configuration): a
- * command from this one would reach it only through that worker, or wait for ever when none polls.
- * Refused, naming both task queues; a closed or absent queue is anyone's to start.
+ * command from this one would reach it only through that worker. Refused, naming both task queues,
+ * while a worker polls that task queue; when none has for a while (that tend is gone), a live tend
+ * takes the queue over (src/workers/singletons.ts): the command says so and waits for it, bounded.
+ * A closed or absent queue is anyone's to start.
  */
-export async function checkQueueOwner(client: Client, config: Config): Promise<{ started: boolean }> {
+export async function checkQueueOwner(client: Client, config: Config, say: (line: string) => void = (l) => console.error(l)): Promise<{ started: boolean }> {
   let description;
   try {
     description = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).describe();
@@ -47,9 +52,17 @@ export async function checkQueueOwner(client: Client, config: Config): Promise<{
   }
   // A closed queue still answers queries, through a worker that replays it.
   if (description.status.name !== 'RUNNING' || description.taskQueue === config.temporal.taskQueue) return { started: true };
+  const { namespace, taskQueue } = config.temporal;
+  const theirs = await queuePolls(client.workflowService, namespace, description.taskQueue, STALE_POLL_MS);
+  if (!theirs.live && description.type === 'repairQueueWorkflow') {
+    await awaitTakeOver(client, namespace, REPAIR_QUEUE_WORKFLOW_ID, taskQueue, { taskQueue: description.taskQueue, polls: theirs }, say).catch((err: unknown) => {
+      throw err instanceof NoTakeOver ? new OperatorError(`repair-queue: ${err.message}`) : err;
+    });
+    return { started: true };
+  }
   throw new OperatorError(
-    `the repair queue (workflow ${REPAIR_QUEUE_WORKFLOW_ID}, run ${description.runId}) in namespace ${config.temporal.namespace} ` +
-    `runs on task queue "${description.taskQueue}", but this configuration's task queue is "${config.temporal.taskQueue}": ` +
+    `the repair queue (workflow ${REPAIR_QUEUE_WORKFLOW_ID}, run ${description.runId}) in namespace ${namespace} ` +
+    `runs on task queue "${description.taskQueue}", but this configuration's task queue is "${taskQueue}": ` +
     `use the configuration of the tend whose worker polls "${description.taskQueue}" (temporal.taskQueue), ` +
     'or end that queue first (`temporal workflow terminate --workflow-id repair-queue`) if it is abandoned');
 }
@@ -57,8 +70,11 @@ export async function checkQueueOwner(client: Client, config: Config): Promise<{
 /**
  * Connects, checks the queue is this tend's, and that a worker answers for it: every verb but
  * `list`, `is-enabled` and `wait` on a queue never started goes through the queue's worker
- * (an update, a query), which with no worker would wait for ever (an update) or fail after half a
- * minute (a query); refused at once instead, naming the task queue.
+ * (an update, a query), which with no worker would wait until one returns (an update, applied
+ * then) or fail after half a minute (a query). Refused at once instead, nothing sent, naming the
+ * task queue and its last poll: when the only pollers listed have not polled for
+ * LIVE_POLLER_SECONDS (a live worker polls again within a minute); when none is listed at all,
+ * after WORKER_GRACE_MS (a worker started a moment ago has not polled yet).
  */
 /** How long a verb waits for a worker's first poll before saying none serves the queue. */
 const WORKER_GRACE_MS = 10_000;
@@ -67,20 +83,7 @@ async function connect(config: Config, needsWorker: 'always' | 'when-started'): 
   const client = await connectClient(config.temporal);
   try {
     const { started } = await checkQueueOwner(client, config);
-    if (needsWorker === 'always' || started) {
-      const { taskQueue } = config.temporal;
-      // A worker started a moment ago may not have polled yet: give it a few seconds.
-      const deadline = Date.now() + WORKER_GRACE_MS;
-      let pollers = await livePollers(client, config.temporal.namespace, taskQueue, 'workflow');
-      while (pollers.length === 0 && Date.now() < deadline) {
-        await sleep(500);
-        pollers = await livePollers(client, config.temporal.namespace, taskQueue, 'workflow');
-      }
-      if (pollers.length === 0) {
-        throw new OperatorError(`no worker has polled task queue "${taskQueue}" (temporal.taskQueue) in the last ${LIVE_POLLER_SECONDS}s, ` +
-          `so the repair queue cannot answer: start \`tend run\` or \`tend worker\` with this configuration`);
-      }
-    }
+    if (needsWorker === 'always' || started) await needWorker(client, config);
   } catch (err) {
     await client.connection.close();
     throw err;
@@ -88,11 +91,30 @@ async function connect(config: Config, needsWorker: 'always' | 'when-started'): 
   return client;
 }
 
+async function needWorker(client: Client, config: Config): Promise<void> {
+  const { namespace, taskQueue } = config.temporal;
+  const deadline = Date.now() + WORKER_GRACE_MS;
+  let polls = await queuePolls(client.workflowService, namespace, taskQueue, LIVE_POLLER_SECONDS * 1000);
+  while (!polls.live && polls.lastPoll === undefined && Date.now() < deadline) {
+    await sleep(500);
+    polls = await queuePolls(client.workflowService, namespace, taskQueue, LIVE_POLLER_SECONDS * 1000);
+  }
+  if (polls.live) return;
+  throw new OperatorError(`no worker has polled task queue "${taskQueue}" (temporal.taskQueue) in the last ${LIVE_POLLER_SECONDS}s (${lastPollWords(polls)}), ` +
+    'so the repair queue cannot answer; nothing was sent: start `tend run` or `tend worker` with this configuration');
+}
 
 /** Runs an update on the queue, starting the queue if it is not running (its indexes continuing past earlier queues'). */
-export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, config: Config, def: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
+export function queueUpdate<Ret, Args extends unknown[]>(client: Client, config: Config, def: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
+  return sendUpdate(client, config, def, args);
+}
+
+/** queueUpdate with the update's options (its id). */
+async function sendUpdate<Ret, Args extends unknown[]>(
+  client: Client, config: Config, def: UpdateDefinition<Ret, Args>, args: Args, opts: { updateId?: string } = {},
+): Promise<Ret> {
   try {
-    return await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).executeUpdate(def as unknown as UpdateDefinition<Ret, [unknown]>, { args } as unknown as { args: [unknown] });
+    return await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).executeUpdate(def as unknown as UpdateDefinition<Ret, [unknown]>, { args, ...opts } as unknown as { args: [unknown] });
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError) throw new RefusedError(err.cause?.message ?? err.message);
     if (!notRunning(err)) throw err;
@@ -101,6 +123,7 @@ export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, c
   try {
     return await client.workflow.executeUpdateWithStart(def, {
       args,
+      ...opts,
       startWorkflowOperation: new WithStartWorkflowOperation('repairQueueWorkflow', queueStartOptions(config.temporal.taskQueue, nextIndex)),
     });
   } catch (err) {
@@ -109,8 +132,84 @@ export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, c
   }
 }
 
-/** How recently a poller must have polled to count as live (the server's long poll lasts about a minute). */
-export const LIVE_POLLER_SECONDS = 90;
+/** How long `add` and `add-file` wait for the queue's answer by default (a worker answers in well under a second). */
+export const ADD_WITHIN_SECONDS = 30;
+
+/**
+ * The update id of an add: the requests' own words, so that Temporal takes a retry of the same add
+ * as the same update (one entry, the first answer) while the queue's run remembers it. `after` is
+ * the last entry an earlier add of the same requests made, once that one has finished or been
+ * deleted: the same requests added again then are a new repair, under an id of their own.
+ */
+export function addUpdateId(requests: readonly RepairRequest[], after?: string): string {
+  const words = requests.map((r) => [r.operation, r.machine_type, r.address, r.serial ?? '']);
+  const digest = createHash('sha256').update(JSON.stringify(words)).digest('hex').slice(0, 32);
+  return `add-${digest}${after !== undefined ? `-after-${after}` : ''}`;
+}
+
+/** An earlier add of the same requests whose entries are still queued or processing: what a retry gets back. */
+const stillOpen = (state: { entries: readonly RepairQueueEntry[] }, added: readonly RepairQueueEntry[]) =>
+  added.every((a) => state.entries.some((e) => e.index === a.index && !isFinished(e)));
+
+/**
+ * Adds `requests` once: under addUpdateId, so that a retry of an add that timed out (applied, or
+ * still waiting for a worker) is not a second entry; the queue then answers the first add's
+ * entries, said on stderr. Waits `withinMs` at most; then says the request may still be applied
+ * when a worker returns, and how to check, and exits 1.
+ */
+export async function addOnce(client: Client, config: Config, requests: RepairRequest[], withinMs: number): Promise<RepairQueueEntry[]> {
+  const deadline = Date.now() + withinMs;
+  const handle = client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID);
+  const bounded = <T>(what: () => Promise<T>) => withinDeadline(client, config, what, deadline, withinMs);
+  // The next index before sending: an answer with entries below it is an earlier add's (Temporal's answer to a retry).
+  const before = await bounded(() => handle.query(carriedQuery)).catch((err: unknown) => {
+    if (notRunning(err)) return undefined;
+    throw err;
+  });
+  let after: string | undefined;
+  // Each hop skips an earlier add of the same requests that has finished; bounded by the entries a queue holds.
+  for (let hop = 0; hop <= 1000; hop++) {
+    const added = await bounded(() => sendUpdate(client, config, addUpdate, [{ requests }], { updateId: addUpdateId(requests, after) }));
+    const first = added[0];
+    if (!before || !first || Number(first.index) >= before.nextIndex) return added;
+    if (stillOpen(before, added)) {
+      console.error(`tend: repair-queue: the same request was added before (a retry?): its entr${added.length === 1 ? 'y is' : 'ies are'} ` +
+        `${added.map((e) => e.index).join(', ')}, still ${added.map((e) => e.status).join(', ')}; nothing added`);
+      return added;
+    }
+    after = added[added.length - 1]!.index;
+  }
+  throw new RefusedError('add: the same request was added too many times in this run of the queue');
+}
+
+/**
+ * `what`, or once `deadline` has passed an error saying the request may still be applied when a
+ * worker returns and how to check before retrying (the call is abandoned, not the update).
+ */
+async function withinDeadline<T>(client: Client, config: Config, what: () => Promise<T>, deadline: number, withinMs: number): Promise<T> {
+  const abort = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()));
+  });
+  const call = client.withAbortSignal(abort.signal, what);
+  try {
+    const r = await Promise.race([call, late]);
+    if (r !== 'late') return r;
+  } finally {
+    clearTimeout(timer);
+  }
+  abort.abort();
+  call.catch(() => undefined);
+  const polls = await queuePolls(client.workflowService, config.temporal.namespace, config.temporal.taskQueue, LIVE_POLLER_SECONDS * 1000).catch(() => undefined);
+  throw new OperatorError(`the repair queue did not answer within ${withinMs / 1000} s` +
+    (polls ? ` (task queue "${config.temporal.taskQueue}": ${lastPollWords(polls)})` : '') +
+    ': no worker took the request, which may still be applied when one returns; check with `tend repair-queue list` before retrying ' +
+    '(a retry of the same add is not added twice while this run of the queue remembers it)');
+}
+
+/** How recently a poller must have polled to count as live (an idle worker polls again when the server's long poll of a minute ends). */
+export const LIVE_POLLER_SECONDS = 70;
 
 /**
  * The identities of the workers that polled `taskQueue` for workflow or activity tasks in the last
@@ -310,26 +409,35 @@ export function registerRepairCommands(program: Command): void {
       }
     };
 
-  verb('add', 'append a repair request; prints the new entry')
-    .argument('<OPERATION>').argument('<MACHINE_TYPE>').argument('<ADDRESS>').argument('[SERIAL]')
-    .action(act<[string, string, string, string?], RepairRequest>(async (client, config, r) => {
-      const [entry] = await queueUpdate(client, config, addUpdate, { requests: [r] });
+  const withinOption = (c: Command) => c.option('--timeout-seconds <n>',
+    'wait this long for the queue\'s answer; past it, exit 1 saying the request may still be applied when a worker returns (tend\'s addition)',
+    positiveInt('--timeout-seconds'), ADD_WITHIN_SECONDS);
+  const withinOf = (flags: Flags) => {
+    const v = (flags as { timeoutSeconds?: unknown }).timeoutSeconds;
+    // An option given after "--" arrives as typed: read as commander would.
+    return (typeof v === 'string' ? positiveInt('--timeout-seconds')(v) : typeof v === 'number' ? v : ADD_WITHIN_SECONDS) * 1000;
+  };
+
+  withinOption(verb('add', 'append a repair request; prints the new entry (a retry of the same request gets the same entry back while it is queued or processing)')
+    .argument('<OPERATION>').argument('<MACHINE_TYPE>').argument('<ADDRESS>').argument('[SERIAL]'))
+    .action(act<[string, string, string, string?], { r: RepairRequest; withinMs: number }>(async (client, config, { r, withinMs }) => {
+      const [entry] = await addOnce(client, config, [r], withinMs);
       console.log(JSON.stringify(entry, null, 2));
     }, {
-      prepare: (config, _flags, operation, machineType, address, serial) => {
+      prepare: (config, flags, operation, machineType, address, serial) => {
         const r = parseRequest([operation, machineType, address, ...(serial !== undefined ? [serial] : [])], 'add');
         checkRequests(config, [{ r, where: 'add' }]);
-        return r;
+        return { r, withinMs: withinOf(flags) };
       },
     }));
 
-  verb('add-file', `append every request of a file (OPERATION MACHINE_TYPE ADDRESS [SERIAL] per line), all or none; at most ${MAX_REQUESTS_PER_ADD} requests`)
-    .argument('<FILE>')
-    .action(act<[string], RepairRequest[]>(async (client, config, requests) => {
-      const added = await queueUpdate(client, config, addUpdate, { requests });
+  withinOption(verb('add-file', `append every request of a file (OPERATION MACHINE_TYPE ADDRESS [SERIAL] per line), all or none; at most ${MAX_REQUESTS_PER_ADD} requests`)
+    .argument('<FILE>'))
+    .action(act<[string], { requests: RepairRequest[]; withinMs: number }>(async (client, config, { requests, withinMs }) => {
+      const added = await addOnce(client, config, requests, withinMs);
       console.log(`added ${added.length} entr${added.length === 1 ? 'y' : 'ies'}: ${added[0]!.index}..${added[added.length - 1]!.index}`);
     }, {
-      prepare: async (config, _flags, file) => {
+      prepare: async (config, flags, file) => {
         const text = await readFile(file, 'utf8').catch((err: Error) => {
           throw new UsageError(`cannot read ${file}: ${err.message}`);
         });
@@ -341,7 +449,7 @@ export function registerRepairCommands(program: Command): void {
           throw new UsageError(`${file}: ${requests.length} requests, and the repair queue takes at most ${MAX_REQUESTS_PER_ADD} per add: ` +
             `nothing was added; split the file into files of at most ${MAX_REQUESTS_PER_ADD} requests and add each`);
         }
-        return requests.map((x) => x.r);
+        return { requests: requests.map((x) => x.r), withinMs: withinOf(flags) };
       },
     }));
 

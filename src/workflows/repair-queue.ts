@@ -21,7 +21,7 @@ import {
   resetBackoffUpdate, resetEntryBackoffSignal, setEnabledSignal, type AddInput, type EntryInput, type EntryReport,
 } from '../repair/messages.ts';
 import {
-  addEntries, applyReport, cancelFailed, decideQueue, emptyQueue, entryEnded, findDeleting, findEntry, listEntries, liveIndexes, mayStart, removeEntries,
+  addEntries, applyReport, cancelFailed, carriedQuery, decideQueue, emptyQueue, entryEnded, findDeleting, findEntry, listEntries, liveIndexes, mayStart, removeEntries,
   resetBackoff, saneNextIndex, setEnabled, started, startFailed, type FinalStatus, type QueueOp, type QueueState, type Step,
 } from '../repair/queue.ts';
 import { checkRequestsSummary, nodeRepairAssessSummary, queueDetails, queueSettingsSummary } from '../repair/summaries.ts';
@@ -277,6 +277,7 @@ class QueueShell {
   listen(): void {
     setHandler(listQuery, () => listEntries(this.s));
     setHandler(isEnabledQuery, () => this.s.enabled);
+    setHandler(carriedQuery, () => this.s);
     setHandler(entryReportSignal, (raw: unknown) => this.report(raw));
     setHandler(addUpdate, (input) => this.add(input), {
       validator: (input: unknown) => this.roomFor(parseOrThrow(addInputSchema, input, 'add').requests.length),

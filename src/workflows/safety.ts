@@ -13,12 +13,12 @@
 // any field is read, refused or ignored with a reason cut short, and none can
 // throw in a handler. Docs: docs/safety.md.
 import {
-  allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, makeContinueAsNewFunc, setCurrentDetails,
+  allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, makeContinueAsNewFunc, patched, setCurrentDetails,
   setHandler, upsertMemo, workflowInfo,
 } from '@temporalio/workflow';
 import {
   applyPause, applyResume, check, describeState, pauseInputSchema, pauseSignal, pauseUpdate, resumeInputSchema, resumeSignal,
-  resumeUpdate, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, startingState, stateQuery, type PauseInput, type ResumeInput, type SafetyState,
+  resumeUpdate, SAFETY_MEMO_KEY, SAFETY_TAKEOVER_PATCH, SAFETY_WORKFLOW_ID, startingState, takenOverState, stateQuery, type PauseInput, type ResumeInput, type SafetyState,
 } from '../safety/messages.ts';
 import { preview } from '../checks/preview.ts';
 import { carriedFromOwnRun } from './carried.ts';
@@ -41,8 +41,12 @@ export async function safetyWorkflow(input?: SafetyInput): Promise<void> {
   }
   // A hand start's state is ignored (and said): only tend-safety itself carries state into a run.
   const raw = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as { state?: unknown }).state : undefined;
-  const start = startingState(carriedFromOwnRun(raw), iso(Date.now()));
-  if (start.problem !== undefined) log.error(`safety: every capability paused: ${start.problem}`);
+  // Except as pauses: a run started afresh with a state (a live tend taking tend-safety over from
+  // a task queue no worker polls) takes it, since a state can only pause what a fresh run would not.
+  const takenOver = raw !== undefined && raw !== null && !workflowInfo().continuedFromExecutionRunId && patched(SAFETY_TAKEOVER_PATCH);
+  const start = takenOver ? takenOverState(raw) : startingState(carriedFromOwnRun(raw), iso(Date.now()));
+  if (start.problem !== undefined) log.error(takenOver ? `safety: ${start.problem}` : `safety: every capability paused: ${start.problem}`);
+  else if (takenOver) log.warn(`safety: started with the state of an earlier tend-safety (revision ${start.state.revision})`);
   let s: SafetyState = start.state;
   let changes = 0;
 
