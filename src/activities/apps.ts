@@ -25,6 +25,7 @@ import {
 import { appSelector, desiredDeployments, ownedBy, planWorkloads } from '../apps/workloads.ts';
 import { appRef, appScopeProblem, readApp } from '../apps/read.ts';
 import { APPS_REFUSED } from '../apps/messages.ts';
+import { APP_STATUS_MANAGER } from '../apps/watch.ts';
 import { recordWould, writeHold, type SafetyGates, type WriteHold } from './safety-gate.ts';
 
 export { appScopeProblem, readApp };
@@ -124,7 +125,8 @@ export function createAppActivities(kube: KubeClients, apps?: AppsConfig, gates?
       const workloads = await applyWorkloads(kube, app, revs);
       const computed = computeStatus({ app, revs, workloads: workloads.workloads, problem: workloads.problem, now: new Date() });
       if (stableJson(withoutTimes(computed.status)) !== stableJson(withoutTimes(app.status ?? {}))) {
-        await kube.custom.patchNamespacedCustomObjectStatus({ ...appRef(namespace, name), body: { status: computed.status } }, mergePatch);
+        // As tend's manager: the watcher trusts only the observedGeneration tend wrote (apps/watch.ts).
+        await kube.custom.patchNamespacedCustomObjectStatus({ ...appRef(namespace, name), body: { status: computed.status }, fieldManager: APP_STATUS_MANAGER }, mergePatch);
       }
       return {
         gone: false,

@@ -81,6 +81,8 @@ export interface AppMeta {
   generation?: number;
   resourceVersion?: string;
   annotations?: Record<string, string>;
+  /** Who wrote which fields (the API server's record): whose status.observedGeneration it is. */
+  managedFields?: { manager?: string; operation?: string; subresource?: string; fieldsV1?: unknown }[];
   // A string on the wire; the client types it as a Date.
   deletionTimestamp?: Date;
 }

@@ -11,11 +11,35 @@ export interface Reported {
 
 export type WatchAction = { kind: 'changed'; generation: number; stoppedGeneration?: number } | { kind: 'none' };
 
+/** The field manager of tend's status writes: the status.observedGeneration the watcher trusts. */
+export const APP_STATUS_MANAGER = 'tend';
+
+/**
+ * status.observedGeneration when tend's status writes hold it (the App's managedFields: tend's
+ * manager on the status subresource, and no other), else undefined. Another controller's, or a
+ * script's, says nothing of what tend reconciled: trusted, one at or above the generation hid
+ * every spec change after it, also across a restart.
+ */
+export function observedByTend(app: App): number | undefined {
+  const observed = app.status?.observedGeneration;
+  if (observed === undefined) return undefined;
+  const owners = (app.metadata.managedFields ?? []).filter((m) => holdsObservedGeneration(m.fieldsV1));
+  return owners.length > 0 && owners.every((m) => m.manager === APP_STATUS_MANAGER && m.subresource === 'status') ? observed : undefined;
+}
+
+function holdsObservedGeneration(fields: unknown): boolean {
+  const status = fields !== null && typeof fields === 'object' ? (fields as Record<string, unknown>)['f:status'] : undefined;
+  return status !== null && typeof status === 'object' && 'f:observedGeneration' in status;
+}
+
 /**
  * An App needs its workflow when its spec moved past what tend last
- * reconciled (status.observedGeneration), including while the watcher was
- * away: the relist after a restart shows it. Writes tend makes to annotations
- * and status do not move the generation, so they cost no signal.
+ * reconciled (status.observedGeneration, as tend wrote it: observedByTend),
+ * including while the watcher was away: the relist after a restart shows it.
+ * Writes tend makes to annotations and status do not move the generation, so
+ * they cost no signal; an observedGeneration not tend's costs one signal per
+ * generation (and per restart), which the workflow answers without a
+ * reconcile when it has seen that generation.
  *
  * A version with spec.desiredState STOPPED that tend has not reconciled is
  * reported as such: a start may follow it within milliseconds, and the
@@ -26,7 +50,8 @@ export type WatchAction = { kind: 'changed'; generation: number; stoppedGenerati
 export function decideWatch(app: App, reported: Reported | undefined): WatchAction {
   if (app.metadata.deletionTimestamp) return { kind: 'none' };
   const generation = app.metadata.generation ?? 0;
-  if (app.status?.observedGeneration !== undefined && app.status.observedGeneration >= generation) return { kind: 'none' };
+  // Equal only: tend writes the generation it read, which the App's can never fall below.
+  if (observedByTend(app) === generation) return { kind: 'none' };
   if (reported !== undefined && reported.generation >= generation) return { kind: 'none' };
   const stopped = app.spec?.desiredState === 'STOPPED' ? generation : undefined;
   return { kind: 'changed', generation, ...(stopped !== undefined && { stoppedGeneration: stopped }) };

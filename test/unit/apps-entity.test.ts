@@ -1,7 +1,7 @@
 // The entity workflow's state and decideNext: commands in order, observations, waits, the end.
 import assert from 'node:assert/strict';
 import { AppEntity, backoffSeconds, continueAsNewDue, decideNext, waitTimeoutSeconds, type ReconcileResult } from '../../src/apps/entity.ts';
-import { decideWatch } from '../../src/apps/watch.ts';
+import { APP_STATUS_MANAGER, decideWatch } from '../../src/apps/watch.ts';
 import type { App } from '../../src/apps/types.ts';
 
 const result = (o: Partial<ReconcileResult> & { generation?: number } = {}): ReconcileResult => ({
@@ -285,9 +285,16 @@ describe('apps: continueAsNewDue', () => {
 });
 
 describe('apps: decideWatch', () => {
-  const app = (generation: number, observed?: number, deleting = false): App => ({
+  /** `observedBy`: the managers whose status writes hold status.observedGeneration (tend's unless said). */
+  const app = (generation: number, observed?: number, deleting = false, observedBy: string[] = [APP_STATUS_MANAGER]): App => ({
     apiVersion: 'tend.dev/v1alpha1', kind: 'App',
-    metadata: { name: 'a', namespace: 'n', generation, ...(deleting && { deletionTimestamp: new Date() }) },
+    metadata: {
+      name: 'a', namespace: 'n', generation, ...(deleting && { deletionTimestamp: new Date() }),
+      managedFields: [
+        { manager: 'kubectl-client-side-apply', operation: 'Update', fieldsV1: { 'f:spec': { 'f:processes': {} } } },
+        ...(observed !== undefined ? observedBy.map((manager) => ({ manager, operation: 'Update', subresource: 'status', fieldsV1: { 'f:status': { 'f:observedGeneration': {}, 'f:actualState': {} } } })) : []),
+      ],
+    },
     spec: { desiredState: 'STARTED', processes: [] },
     ...(observed !== undefined && { status: { observedGeneration: observed } }),
   });
@@ -298,6 +305,13 @@ describe('apps: decideWatch', () => {
     ['the same generation twice is signalled once', app(3, 2), 3, 'none'],
     ['a newer generation after a signalled one is signalled', app(4, 2), 3, 'changed'],
     ['an App being deleted is left to the delete event', app(3, 2, true), undefined, 'none'],
+    // Another writer's observedGeneration says nothing of what tend reconciled.
+    ['observedGeneration at the generation, written by another controller, is signalled', app(3, 3, false, ['korifi-controllers']), undefined, 'changed'],
+    ['observedGeneration above the generation, written by a script, is signalled', app(3, 9, false, ['kubectl-patch']), undefined, 'changed'],
+    ['observedGeneration held by tend and by another manager is signalled', app(3, 3, false, [APP_STATUS_MANAGER, 'other']), undefined, 'changed'],
+    ['observedGeneration nobody is recorded to hold is signalled', app(3, 3, false, []), undefined, 'changed'],
+    ['observedGeneration of tend above the generation (never written so) is signalled', app(3, 4), undefined, 'changed'],
+    ['another writer\'s observedGeneration costs one signal per generation, not one per event', app(3, 9, false, ['kubectl-patch']), 3, 'none'],
   ];
   for (const [name, a, last, want] of cases) {
     it(name, () => assert.equal(decideWatch(a, last === undefined ? undefined : { generation: last, stoppedGeneration: 0 }).kind, want));

@@ -2,7 +2,7 @@
 // a deletion it missed (missedDeletions), and the notifier that retries every
 // signal until it is delivered.
 import assert from 'node:assert/strict';
-import { decideWatch, mergeReport, missedDeletions } from '../../src/apps/watch.ts';
+import { APP_STATUS_MANAGER, decideWatch, mergeReport, missedDeletions } from '../../src/apps/watch.ts';
 import type { App, DesiredState } from '../../src/apps/types.ts';
 import type { AppChanged } from '../../src/apps/messages.ts';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
@@ -19,6 +19,10 @@ const app = (o: { name?: string; namespace?: string; uid?: string; generation: n
   spec: { desiredState: o.desired ?? 'STARTED', processes: [] },
   ...(o.observed !== undefined && { status: { observedGeneration: o.observed } }),
 });
+/** The App as tend's status write leaves it: status.observedGeneration held by tend's manager. */
+const reconciled = (a: App): App => ({
+  ...a, metadata: { ...a.metadata, managedFields: [{ manager: APP_STATUS_MANAGER, operation: 'Update', subresource: 'status', fieldsV1: { 'f:status': { 'f:observedGeneration': {} } } }] },
+});
 
 describe('apps: decideWatch reports the STOPPED versions it sees', () => {
   it('a STOPPED version not yet reconciled is reported as a stop at its generation', () => {
@@ -28,7 +32,7 @@ describe('apps: decideWatch reports the STOPPED versions it sees', () => {
     assert.deepEqual(decideWatch(app({ generation: 3, observed: 1 }), { generation: 2, stoppedGeneration: 2 }), { kind: 'changed', generation: 3 });
   });
   it('a STOPPED version tend has reconciled costs nothing', () => {
-    assert.deepEqual(decideWatch(app({ generation: 2, observed: 2, desired: 'STOPPED' }), undefined), { kind: 'none' });
+    assert.deepEqual(decideWatch(reconciled(app({ generation: 2, observed: 2, desired: 'STOPPED' })), undefined), { kind: 'none' });
   });
   it('reports merge to the highest of each', () => {
     assert.deepEqual(mergeReport({ generation: 2, stoppedGeneration: 2 }, { generation: 3, stoppedGeneration: 0 }), { generation: 3, stoppedGeneration: 2 });
