@@ -78,16 +78,27 @@ export async function configFrom(flags: ConfigFlags): Promise<Config> {
   throw new UsageError('no configuration: give --config FILE (or set TEND_CONFIG), or --config-map NAMESPACE[/NAME][:KEY]');
 }
 
-/** Aborts on the first SIGINT or SIGTERM, so every part can shut down in order. */
-export function shutdownSignal(): AbortSignal {
+/** The exit code of a process stopped by a signal, as shells report it: 128 + the signal's number. */
+const SIGNAL_EXIT: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143 };
+
+/**
+ * Aborts on the first SIGINT or SIGTERM, so every part can shut down in order; a second one
+ * stops the process at once (a running repair command is then cut off, as by a crash: its entry's
+ * attempt is retried by the next worker, docs/repair-commands.md).
+ */
+export function shutdownSignal(exit: (code: number) => void = (code) => process.exit(code)): AbortSignal {
   const ac = new AbortController();
   const stop = (sig: string) => {
-    if (ac.signal.aborted) return;
-    log.info({ signal: sig }, 'shutting down');
+    if (ac.signal.aborted) {
+      log.warn({ signal: sig }, 'stopping at once (a second signal)');
+      exit(SIGNAL_EXIT[sig] ?? 1);
+      return;
+    }
+    log.info({ signal: sig }, 'shutting down (a second SIGINT or SIGTERM stops at once)');
     ac.abort();
   };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
   return ac.signal;
 }
 

@@ -3,7 +3,7 @@
 // cancels them; only repair and success commands need that grace. Everything
 // else (watches, inspections, drains, armed lanes) holds no work that must
 // finish: it stops when this signal aborts and is retried on the next worker,
-// which resumes where it was (docs/deploy.md).
+// which resumes where it was (docs/repair-commands.md, "Worker shutdown").
 import { ApplicationFailure, Context } from '@temporalio/activity';
 
 const shutdown = new AbortController();

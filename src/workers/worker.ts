@@ -11,7 +11,8 @@ import { homedir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { workerActivities, type Capability } from '../activities/index.ts';
 import { ConfigError, OperatorError, UsageError } from '../errors.ts';
-import { beginRepairShutdown } from '../activities/repair.ts';
+import { beginShutdown } from '../temporal/worker-shutdown.ts';
+import { logAwaited, stopAtShutdown } from './shutdown.ts';
 import { withholdFromCommands } from '../repair/process.ts';
 import { GUARD_ANNOTATION } from '../repair/guard.ts';
 import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
@@ -156,14 +157,12 @@ export const WORKFLOW_CACHE_SIZE = 500;
 export const HEARTBEAT_THROTTLE_MAX = '2s';
 
 /**
- * On SIGTERM a worker that runs repair commands stops polling and gives
- * running activities this long to finish before it cancels them (a cancelled
- * repair command's process group is killed; the attempt is retried by the next
- * worker). Repair watches and drains stop at once instead (they resume on the
- * next worker); other capabilities' activities are cancelled at the end of the
- * grace time, as they are at once on a worker without a repair section. Keep
- * the Deployment's terminationGracePeriodSeconds (90) above it, so the
- * kubelet's SIGKILL never comes first.
+ * On SIGTERM a worker that runs repair commands stops polling and gives a
+ * running repair or success command this long to finish before it cancels it
+ * (its process group is killed; the attempt is retried by the next worker).
+ * Every other activity stops at once (src/workers/shutdown.ts). Keep the
+ * Deployment's terminationGracePeriodSeconds (90) above it, so the kubelet's
+ * SIGKILL never comes first.
  */
 export const SHUTDOWN_GRACE_SECONDS = 60;
 
@@ -265,6 +264,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
       activities: workerActivities({ ...(kube ? { kube } : {}), config: opts, pause, modes },
         commandsOnly ? { repairCommandsOnly: true } : { ...(plan.capabilities ? { capabilities: plan.capabilities } : {}) }),
       shutdownGraceTime: opts.repair ? `${SHUTDOWN_GRACE_SECONDS}s` : 0,
+      interceptors: { activity: [stopAtShutdown()] },
       maxCachedWorkflows: WORKFLOW_CACHE_SIZE,
       maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE_MAX,
       ...(deployment && buildId ? {
@@ -294,12 +294,6 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
           ...(deployment ? { deployment: deployment.name, buildId } : {}),
         }),
     }, 'worker started');
-    const stop = () => {
-      beginRepairShutdown();
-      worker.shutdown();
-    };
-    signal.addEventListener('abort', stop, { once: true });
-    if (signal.aborted) stop();
     let last: string | undefined;
     const report = (state: string = worker.getState()) => {
       if (state === last) return;
@@ -307,7 +301,18 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
       scope.onState?.(state);
     };
     const poll = scope.onState ? setInterval(() => report(), STATE_POLL_MS) : undefined;
+    // Run first, then listen: a worker that was created but never run holds the connection for good
+    // (its close then throws), and one that is not running cannot be shut down. A stop that came while
+    // the worker was starting shuts it down as soon as it runs.
     const running = worker.run();
+    const grace = opts.repair ? SHUTDOWN_GRACE_SECONDS : 0;
+    const stop = () => {
+      beginShutdown();
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      void logAwaited(running, grace);
+    };
+    signal.addEventListener('abort', stop, { once: true });
+    if (signal.aborted) stop();
     report();
     // The version is registered by the worker's first poll, so promotion runs beside it, until
     // it is done or the worker stops.
