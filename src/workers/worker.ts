@@ -13,6 +13,11 @@ import { workerActivities, type Capability } from '../activities/index.ts';
 import { ConfigError, OperatorError, UsageError } from '../errors.ts';
 import { beginShutdown } from '../temporal/worker-shutdown.ts';
 import { logAwaited, stopAtShutdown } from './shutdown.ts';
+import { keepSingletons, SINGLETONS, type SingletonId } from './singletons.ts';
+import { SAFETY_WORKFLOW_ID } from '../safety/messages.ts';
+import { SLOTS_WORKFLOW_ID } from '../taint/messages.ts';
+import { REPAIR_QUEUE_WORKFLOW_ID } from '../repair/messages.ts';
+import { Client } from '@temporalio/client';
 import { withholdFromCommands } from '../repair/process.ts';
 import { GUARD_ANNOTATION } from '../repair/guard.ts';
 import { checkKubernetes, kubeClients, loadKubeConfig, type KubeOptions } from '../kube/client.ts';
@@ -227,6 +232,16 @@ function kubeFor(commandsOnly: boolean, opts: KubeOptions): { kc?: k8s.KubeConfi
   return guard === 'node' ? { kc: loadKubeConfig(opts) } : guard;
 }
 
+/**
+ * The singletons a worker can take over (src/workers/singletons.ts): tend-safety always; the taint
+ * coordinator and the repair queue only where this worker runs their capability's activities.
+ */
+export function servedSingletons(opts: Pick<WorkerSections, 'taintReplacement' | 'repair'>, capabilities?: readonly Capability[]): SingletonId[] {
+  const runs = (c: Capability) => !capabilities || capabilities.includes(c);
+  return SINGLETONS.map((s) => s.id).filter((id) =>
+    id === SAFETY_WORKFLOW_ID || (id === SLOTS_WORKFLOW_ID && opts.taintReplacement && runs('taint')) || (id === REPAIR_QUEUE_WORKFLOW_ID && opts.repair && runs('repair')));
+}
+
 /** Connects to both sides, then runs until `signal` aborts. */
 export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope: WorkerScope = {}): Promise<void> {
   const plan = workerPlan(opts, scope);
@@ -314,6 +329,14 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
     signal.addEventListener('abort', stop, { once: true });
     if (signal.aborted) stop();
     report();
+    // The namespace's singletons left on a task queue no worker polls (their tend is gone) are
+    // taken over here (src/workers/singletons.ts); stopped with the worker, before the connection closes.
+    const keeping = code && plan.kind === 'main'
+      ? keepSingletons({
+        connection, client: new Client({ connection, namespace: opts.temporal.namespace }), namespace: opts.temporal.namespace,
+        taskQueue: plan.taskQueue, workflowCode: code, signal, serves: servedSingletons(opts, plan.capabilities),
+      })
+      : undefined;
     // The version is registered by the worker's first poll, so promotion runs beside it, until
     // it is done or the worker stops.
     const promotion = new AbortController();
@@ -332,6 +355,7 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
       report();
       promotion.abort();
       await promoting;
+      await keeping;
     }
     log.info('worker stopped');
   } finally {
