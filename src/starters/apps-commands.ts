@@ -12,15 +12,18 @@ import { MAX_RESTART_TIMEOUT_SECONDS, parseAppKey, type App } from '../apps/type
 import type { appWorkflow } from '../workflows/apps.ts';
 import { configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, readerConfig, UsageError, withConfigOptions, type ConfigFlags } from './cli-support.ts';
 import { columns, formatOf, jsonAliasOption, outputOption, printOutput, type OutputFormat } from './output.ts';
+import { namespacedKey, namespaceOption } from './namespace-option.ts';
+import { preview } from '../checks/preview.ts';
 
 // Each command loads what it uses when it runs (the Temporal client, the Kubernetes client): `tend app --help` loads neither.
 const reading = () => import('../apps/read.ts');
 
 type Verb = 'start' | 'stop' | 'restart';
 
-function target(text: string): { namespace: string; name: string } {
-  const key = parseAppKey(text);
-  if (!key) throw new UsageError(`App must be given as NAMESPACE/NAME, e.g. demo/hello (got "${text}")`);
+/** The App a command names: NAMESPACE/NAME, or NAME with -n NAMESPACE. */
+function target(text: string, namespace?: string): { namespace: string; name: string } {
+  const key = parseAppKey(namespacedKey(text, namespace, 'App'));
+  if (!key) throw new UsageError(`App must be given as NAMESPACE/NAME, or -n NAMESPACE NAME, e.g. demo/hello (got ${preview(text, 160)}${namespace !== undefined ? ` in ${preview(namespace, 80)}` : ''})`);
   return key;
 }
 
@@ -163,14 +166,15 @@ export function registerAppCommands(program: Command): void {
   ];
   for (const { verb, description, timeout } of verbs) {
     const cmd = withConfigOptions(app.command(verb).description(description))
-      .argument('<app>', 'NAMESPACE/NAME')
+      .argument('<app>', 'NAMESPACE/NAME, or NAME with -n')
+      .addOption(namespaceOption())
       .option('--timeout <seconds>', 'how long to wait', positiveInt('--timeout', verb === 'restart' ? MAX_RESTART_TIMEOUT_SECONDS : undefined), timeout);
     if (verb === 'restart') {
       cmd.addOption(new Option('--strategy <strategy>', 'stop-start: new workloads; rolling: bump app-rev only, rolling the same workloads')
         .choices(['stop-start', 'rolling']).default('stop-start'));
     }
-    cmd.action(async (key: string, flags: ConfigFlags & { timeout: number; strategy?: RestartStrategy }) => {
-      const { namespace, name } = target(key);
+    cmd.action(async (key: string, flags: ConfigFlags & { timeout: number; strategy?: RestartStrategy; namespace?: string }) => {
+      const { namespace, name } = target(key, flags.namespace);
       const config = await configOrSandbox(flags);
       // The worker would refuse it too; refused here first, before anything is sent.
       const { appScopeProblem } = await reading();
@@ -193,11 +197,12 @@ export function registerAppCommands(program: Command): void {
     });
   }
   withConfigOptions(app.command('status').description("show an App's desired and actual state, revisions and workloads"))
-    .argument('<app>', 'NAMESPACE/NAME')
+    .argument('<app>', 'NAMESPACE/NAME, or NAME with -n')
+    .addOption(namespaceOption())
     .addOption(outputOption())
     .addOption(jsonAliasOption())
-    .action(async (key: string, flags: ConfigFlags & { output: OutputFormat; json?: boolean }) => {
-      const { namespace, name } = target(key);
+    .action(async (key: string, flags: ConfigFlags & { output: OutputFormat; json?: boolean; namespace?: string }) => {
+      const { namespace, name } = target(key, flags.namespace);
       const { config, from } = await readerConfig(flags);
       // Without a configuration no worker's scope is known: the App is read as kubectl would.
       if (from !== 'environment') {
@@ -206,7 +211,7 @@ export function registerAppCommands(program: Command): void {
         if (problem) throw new UsageError(`refused: ${problem}`);
       }
       const found = await existingApp(await clusterOf(config), namespace, name);
-      const data = { metadata: { annotations: found.metadata.annotations, generation: found.metadata.generation }, spec: found.spec, status: found.status ?? {} };
-      await printOutput(formatOf(flags), data, (wide) => formatStatus(found, wide));
+      const data = { metadata: { namespace, name, annotations: found.metadata.annotations, generation: found.metadata.generation }, spec: found.spec, status: found.status ?? {} };
+      await printOutput(formatOf(flags), data, (wide) => formatStatus(found, wide), () => [`app/${namespace}/${name}`]);
     });
 }

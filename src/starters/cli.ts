@@ -16,6 +16,7 @@ import {
 } from './cli-support.ts';
 import { COMMAND_GROUPS, groupOf } from './command-groups.ts';
 import { registerCompletionCommand } from './completion.ts';
+import { unknownCommandIn, unknownCommandMessage } from './unknown-command.ts';
 import { parseListenAddress, type ListenAddress } from '../http/address.ts';
 import type { Capability } from '../activities/index.ts';
 import { tendCommit, tendVersion } from '../version.ts';
@@ -349,7 +350,13 @@ export function exitFor(err: unknown): { code: number; message?: string } {
 
 export async function main(argv: string[]): Promise<number> {
   try {
-    await (await buildProgram(argv)).parseAsync(argv, { from: 'user' });
+    const program = await buildProgram(argv);
+    const unknown = unknownCommandIn(program, argv);
+    if (unknown) {
+      process.stderr.write(unknownCommandMessage(unknown));
+      return EXIT_FAILURE;
+    }
+    await program.parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     const { code, message } = exitFor(err);

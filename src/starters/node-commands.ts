@@ -234,7 +234,7 @@ export function registerNodeCommands(program: Command): void {
       if (problem) throw new UsageError(problem);
       const { config } = await readerConfig(flags);
       const d = await describeNode(config, name);
-      await printOutput(flags.output, d, (wide) => formatNodeDescribe(d, wide));
+      await printOutput(flags.output, d, (wide) => formatNodeDescribe(d, wide), () => [`node/${name}`]);
     });
 }
 

@@ -28,7 +28,7 @@ export function registerTaintCommands(program: Command): void {
     .action(async (flags: ReadFlags & { output: OutputFormat }) => {
       const { config } = await readerConfig(flags);
       const status = await taintStatus(config.temporal);
-      await printOutput(flags.output, status, (wide) => formatTaintStatus(status, wide));
+      await printOutput(flags.output, status, (wide) => formatTaintStatus(status, wide), () => status.pods.map((p) => `pod/${p.namespace}/${p.pod}`));
     });
 }
 

@@ -33,7 +33,8 @@ export function registerWeederCommands(program: Command): void {
     .action(async (flags: ReadFlags & { output: OutputFormat; json?: boolean }) => {
       const { config } = await readerConfig(flags);
       const { rows, unanswered } = await listWindows(config.temporal);
-      await printOutput(formatOf(flags), rows, (wide) => formatWindows(rows, wide));
+      // -o name: a window is its workflow, weeder/NAMESPACE/SERVICE.
+      await printOutput(formatOf(flags), rows, (wide) => formatWindows(rows, wide), () => rows.map((r) => r.workflowId));
       if (unanswered.length > 0) {
         process.stderr.write(`tend: ${unanswered.length} running window${unanswered.length > 1 ? 's' : ''} did not answer within ${QUERY_TIMEOUT_MS / 1000} s ` +
           `(is a worker polling ${config.temporal.taskQueue}?), not listed: ${unanswered.join(', ')}\n`);
