@@ -21,7 +21,9 @@ export function commandTree(program: Command): Map<string, Completions> {
     const options = cmd.options.filter((o) => !o.hidden);
     const values = new Map<string, string[]>();
     for (const o of options.filter((o) => o.required || o.optional)) {
-      for (const flag of [o.long, o.short]) if (flag) values.set(flag, o.argChoices ?? []);
+      // A choice that carries a value (-o jsonpath=TEMPLATE) completes to its prefix (jsonpath=).
+      const choices = (o.argChoices ?? []).map((c) => c.replace(/=[A-Z]+$/, '='));
+      for (const flag of [o.long, o.short]) if (flag) values.set(flag, choices);
     }
     tree.set(path.join(' '), {
       commands: visible.map((c) => c.name()),

@@ -21,7 +21,11 @@ const cases: [string[], string[]][] = [
   [['tend', 'config', 'validate', ''], []],
   [['tend', 'config', 'validate', '-'], ['--help']],
   // After an option that takes a value: its choices, or nothing (file names) for a free one.
-  [['tend', 'app', 'status', 'demo/web', '-o', ''], ['table', 'wide', 'json', 'yaml']],
+  [['tend', 'app', 'status', 'demo/web', '-o', ''], ['table', 'wide', 'json', 'yaml', 'name', 'jsonpath=']],
+  [['tend', 'weeder', 'list', '-o', 'j'], ['json', 'jsonpath=']],
+  // -n takes a free value (a namespace): nothing offered; the walk goes on after it.
+  [['tend', 'app', 'status', '-n', ''], []],
+  [['tend', 'app', 'status', '-n', 'demo', 'web', '--nam'], ['--namespace']],
   [['tend', 'app', 'status', 'demo/web', '--output', 'y'], ['yaml']],
   [['tend', 'run', '--config', ''], []],
   [['tend', 'run', '--config', 'tend.yaml', '--'], ['--config', '--config-map', '--kubeconfig', '--context', '--http-address', '--help']],
