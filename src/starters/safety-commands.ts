@@ -16,11 +16,11 @@ import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } fr
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Config } from '../config/load.ts';
 import {
-  check, emptySafetyState, PAUSABLE, pauseInputSchema, pauseUpdate, resumeUpdate, SAFETY_MEMO_KEY, SAFETY_WORKFLOW_ID, SAFETY_WORKFLOW_TYPE, targets,
+  check, emptySafetyState, PAUSABLE, pauseInputSchema, pauseUpdate, resumeUpdate, SAFETY_WORKFLOW_ID, SAFETY_WORKFLOW_TYPE, targets,
   type PausableCapability, type SafetyState,
 } from '../safety/messages.ts';
-import { FRESH_MS, safetyImpostor, stateOfDescription } from '../safety/pause.ts';
-import { TendCapability, TendTarget } from '../search-attributes.ts';
+import { FRESH_MS, safetyImpostor, safetyStartOptions, stateOfDescription } from '../safety/pause.ts';
+import { awaitTakeOver, NoTakeOver, queuePolls, STALE_POLL_MS } from '../workers/singletons.ts';
 import { configOrSandbox, OperatorError, readerConfig, taskQueueOption, UsageError, withConfigOptions, type ConfigFlags, type ReadFlags } from './cli-support.ts';
 import { columns, outputOption, printOutput, type OutputFormat } from './output.ts';
 
@@ -83,7 +83,13 @@ function stateOrRefuse(d: Parameters<typeof stateOfDescription>[0], taskQueue: s
 export async function pauseStatus(client: Client, taskQueue: string): Promise<PauseStatus> {
   const d = await describeSafety(client);
   if (!d) return { running: false, ...emptySafetyState() };
-  const s = stateOrRefuse(d, taskQueue, 'pause status');
+  // tend's own on another tend's task queue (gone, or another configuration): its state, said where it runs.
+  const elsewhere = safetyImpostor(d) === undefined && safetyImpostor(d, { taskQueue }) !== undefined;
+  if (elsewhere) {
+    console.error(`tend: pause status: ${SAFETY_WORKFLOW_ID} runs on task queue "${d.workflowExecutionInfo?.taskQueue}", not this configuration's "${taskQueue}" ` +
+      '(a live tend takes it over once no worker polls that task queue)');
+  }
+  const s = stateOrRefuse(d, elsewhere ? d.workflowExecutionInfo?.taskQueue ?? taskQueue : taskQueue, 'pause status');
   const runId = d.workflowExecutionInfo?.execution?.runId ?? undefined;
   if (!s) return { running: false, ...(runId ? { runId } : {}), ...emptySafetyState() };
   return { running: true, ...(runId ? { runId } : {}), ...s };
@@ -128,9 +134,21 @@ async function needWorker(client: Client, config: Config, taskQueue: string): Pr
 async function safetyRunning(client: Client, config: Config, doing: string): Promise<boolean> {
   const d = await describeSafety(client);
   if (!d || Number(d.workflowExecutionInfo?.status) !== 1) return false;
-  const notOurs = safetyImpostor(d, { taskQueue: config.temporal.taskQueue });
-  if (notOurs !== undefined) throw new OperatorError(`${doing}: refused, nothing sent: ${notOurs}; ${IMPOSTOR_HELP}`);
-  return true;
+  const { namespace, taskQueue } = config.temporal;
+  const notOurs = safetyImpostor(d, { taskQueue });
+  if (notOurs === undefined) return true;
+  // tend's own, on the task queue of a tend that is gone: a live tend takes it over, carrying every pause.
+  const theirs = d.workflowExecutionInfo?.taskQueue ?? '';
+  if (safetyImpostor(d) === undefined) {
+    const polls = await queuePolls(client.workflowService, namespace, theirs, STALE_POLL_MS);
+    if (!polls.live) {
+      await awaitTakeOver(client, namespace, SAFETY_WORKFLOW_ID, taskQueue, { taskQueue: theirs, polls }, (line) => console.error(line)).catch((err: unknown) => {
+        throw err instanceof NoTakeOver ? new OperatorError(`${doing}: refused: ${err.message}`) : err;
+      });
+      return true;
+    }
+  }
+  throw new OperatorError(`${doing}: refused, nothing sent: ${notOurs}; ${IMPOSTOR_HELP}`);
 }
 
 /**
@@ -202,15 +220,7 @@ export async function pause(
   const input = { ...(capabilities.length ? { capabilities } : {}), reason, by: requester() };
   return answered(client, config, () => client.workflow.executeUpdateWithStart(pauseUpdate, {
     args: [input],
-    startWorkflowOperation: new WithStartWorkflowOperation(SAFETY_WORKFLOW_TYPE, {
-      workflowId: SAFETY_WORKFLOW_ID,
-      taskQueue,
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      args: [{}],
-      memo: { [SAFETY_MEMO_KEY]: emptySafetyState() },
-      staticSummary: 'pause of destructive actions, cluster-wide: `tend pause status`; details: what is paused, since when, why',
-      typedSearchAttributes: [{ key: TendCapability, value: 'safety' }, { key: TendTarget, value: SAFETY_WORKFLOW_ID }],
-    }),
+    startWorkflowOperation: new WithStartWorkflowOperation(SAFETY_WORKFLOW_TYPE, { ...safetyStartOptions(taskQueue), workflowIdConflictPolicy: 'USE_EXISTING' }),
   }).catch(refused), 'pause', answerWithinMs);
 }
 

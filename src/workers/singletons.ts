@@ -52,7 +52,8 @@ export const SINGLETONS = [
 ] as const;
 export type SingletonId = (typeof SINGLETONS)[number]['id'];
 
-export type WorkflowCode = { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string };
+/** The worker's own workflow code: its pre-built bundle, or its sources (bundled by each short-lived worker). */
+export type WorkflowCode = { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string; bundlerOptions?: { preloadModules?: string[] } };
 
 export interface SingletonsContext {
   connection: NativeConnection;
@@ -147,15 +148,6 @@ function slotsCarried(s: SlotsStatus | undefined, announced: number): string {
   return `${held}${announced} node workflow(s) asked to tell the new coordinator the slots they hold and ask again for the ones they wait for`;
 }
 
-/** The bundle, built once per process when the worker's code is its sources. */
-let bundled: Promise<{ workflowBundle: { code: string } }> | undefined;
-
-async function bundleOf(code: WorkflowCode): Promise<{ workflowBundle: { codePath: string } | { code: string } }> {
-  if ('workflowBundle' in code) return code;
-  bundled ??= import('@temporalio/worker').then(async ({ bundleWorkflowCode }) => ({ workflowBundle: { code: (await bundleWorkflowCode({ workflowsPath: code.workflowsPath })).code } }));
-  return bundled;
-}
-
 /**
  * `read` answered by a worker polling the dead `taskQueue` in this process for as long as it takes
  * (READ_TIMEOUT_MS at most): the same workflow code, no activities, an identity of its own
@@ -167,7 +159,7 @@ export async function throughWorkerOn<T>(ctx: SingletonsContext, taskQueue: stri
     connection: ctx.connection,
     namespace: ctx.namespace,
     taskQueue,
-    ...await bundleOf(ctx.workflowCode),
+    ...ctx.workflowCode,
     identity: `${TAKEOVER_IDENTITY} ${process.pid}@${hostname()}`,
     maxCachedWorkflows: 10,
   });
