@@ -19,7 +19,7 @@ export interface UnknownCommand {
 
 /**
  * The first word of `argv` (after `tend`) that should name a subcommand and names none: a word
- * given to a command that has subcommands and no action of its own. Options are skipped, with
+ * given to a command that has subcommands and takes no arguments of its own. Options are skipped, with
  * their value when they take one (`--log-format json`); `--` ends the search, as does a command
  * that takes arguments (its words are those).
  */
@@ -34,8 +34,9 @@ export function unknownCommandIn(program: Command, argv: readonly string[]): Unk
       if (option && (option.required || option.optional) && !word.includes('=')) i++;
       continue;
     }
-    if (cmd.commands.length === 0) return undefined;
     const next = cmd.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    // A leaf, or a command that takes arguments besides its subcommands (`tend pause weeder`): the word is an argument.
+    if (!next && (cmd.commands.length === 0 || cmd.registeredArguments.length > 0)) return undefined;
     // `tend help X`: X is a command of tend's.
     if (!next && word === 'help' && cmd === program) continue;
     if (!next) return { word, parent: path.join(' '), suggestions: suggestionsFor(word, cmd.commands.map((c) => c.name())) };

@@ -94,6 +94,36 @@ describe('read commands with only a kubeconfig and TEMPORAL_* (e2e)', function (
     assert.match(missing.stderr, new RegExp(`App ${kubeNamespace}/nothing not found`));
   });
 
+  it("kubectl's habits: -n NAMESPACE NAME, -o name and -o jsonpath= on the read commands; a bad template exit 2, named", async () => {
+    await createApp(kube, appObject(kubeNamespace, 'cart'));
+    const byFlag = await read(['app', 'status', '-n', kubeNamespace, 'cart', '-o', 'json']);
+    const bySlash = await read(['app', 'status', `${kubeNamespace}/cart`, '-o', 'json']);
+    assert.equal(byFlag.code, 0, byFlag.stderr);
+    assert.equal(byFlag.stdout, bySlash.stdout);
+    const conflict = await read(['app', 'status', '--namespace', 'elsewhere', `${kubeNamespace}/cart`]);
+    assert.equal(conflict.code, 2, conflict.stderr);
+    assert.match(conflict.stderr, new RegExp(`-n "elsewhere" and the App "${kubeNamespace}/cart" name two namespaces`));
+    const name = await read(['app', 'status', '-n', kubeNamespace, 'cart', '-o', 'name']);
+    assert.equal(name.code, 0, name.stderr);
+    assert.equal(name.stdout, `app/${kubeNamespace}/cart\n`);
+    const jp = await read(['app', 'status', `${kubeNamespace}/cart`, '-o', 'jsonpath={.metadata.name} {.spec.desiredState}{range .spec.processes[*]} {.type}={.instances}{end}']);
+    assert.equal(jp.code, 0, jp.stderr);
+    assert.equal(jp.stdout, 'cart STARTED web=2');
+    // Lists are kubectl's List: .items; nothing listed, nothing printed.
+    for (const args of [['weeder', 'list', '-o', 'name'], ['weeder', 'list', '-o', 'jsonpath={.items[*].service}'], ['taint', 'status', '-o', 'name']]) {
+      const r = await read([...args, '--task-queue', taskQueue]);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stdout, '', args.join(' '));
+    }
+    const slots = await read(['taint', 'status', '--task-queue', taskQueue, '-o=jsonpath={.nodes}|{.pods}']);
+    assert.equal(slots.stdout, '[]|[]');
+    const bad = await read(['weeder', 'list', '--task-queue', taskQueue, '-o', 'jsonpath={.items[*'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.ok(bad.stderr.includes('bad jsonpath template "{.items[*"'), bad.stderr);
+    assert.doesNotMatch(bad.stderr, /127\.0\.0\.1:1/);
+    assert.equal(bad.stdout, '');
+  });
+
   it('the connection is the environment\'s: another TEMPORAL_ADDRESS is the one named when unreachable; a bad --task-queue is exit 2', async () => {
     const r = await read(['weeder', 'list'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
     assert.equal(r.code, 1, r.stderr);

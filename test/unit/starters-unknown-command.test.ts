@@ -60,6 +60,9 @@ describe('CLI: unknown commands, as kubectl says them', function () {
     assert.equal(unknownCommandIn(program, ['app', 'status', '--', 'start']), undefined);
     assert.equal(unknownCommandIn(program, ['sandbox', 'node', 'stop', 'sim-1']), undefined);
     assert.equal(unknownCommandIn(program, ['sandbox', 'nodes'])?.parent, 'tend sandbox');
+    // pause takes capabilities as well as its subcommand status.
+    assert.equal(unknownCommandIn(program, ['pause', 'weeder', '--reason', 'x']), undefined);
+    assert.equal(unknownCommandIn(program, ['pause', 'status']), undefined);
   });
 });
 
