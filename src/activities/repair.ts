@@ -32,7 +32,7 @@ import { repairCommands } from '../metrics/registry.ts';
 import { recordWould, waitForGates, writeHold, type SafetyGates, type WriteHold } from './safety-gate.ts';
 import { activityOccurrence, noteEvent } from './events.ts';
 import type { TendEvent } from '../kube/events.ts';
-import { activityStop, beginShutdown, stoppedBy } from '../temporal/worker-shutdown.ts';
+import { activityStop, stoppedBy } from '../temporal/worker-shutdown.ts';
 
 /** One run of argv + address in its own process group (no entry lock): for benchmarks and tools. */
 export function runOnce(command: string[], address: string, timeoutSeconds: number, signal?: AbortSignal): Promise<RunResult> {
@@ -157,9 +157,6 @@ async function heartbeating<T>(work: () => Promise<T>, details: () => unknown = 
     clearInterval(timer);
   }
 }
-
-/** Called by the worker on SIGTERM/SIGINT (kept for the worker's import; src/workers/shutdown.ts). */
-export const beginRepairShutdown = beginShutdown;
 
 // Watches, inspections and drains stop at once when the worker shuts down (they are retried on the
 // next worker and resume where they were); repair and success commands run on through the grace time.
