@@ -6,6 +6,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { kubeClients, loadKubeConfig, type KubeClients } from '../kube/client.ts';
+import { log } from '../log.ts';
+import { HEARTBEAT_ANNOTATION, HEARTBEAT_STOPPED, heartbeatStopped } from './kubelet/annotations.ts';
 
 export async function readManifests(dir: string): Promise<k8s.KubernetesObject[]> {
   const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f) && f !== 'kustomization.yaml').sort();
@@ -47,14 +49,18 @@ const rbacKinds = [
 const key = (o: k8s.KubernetesObject) => `${o.kind}/${o.metadata?.namespace ?? ''}/${o.metadata?.name}`;
 
 /**
- * The rights `tend rbac` generates for this configuration, applied; generated
- * objects (label `selector`) that it no longer asks for are deleted, so a
- * capability or namespace removed from the configuration loses its rights.
+ * The rights `tend rbac --name NAME` generates for this configuration, applied; objects generated
+ * for the same NAME (label `selector` and rbac.tend.dev/name=NAME) that it no longer asks for are
+ * deleted, so a capability or namespace removed from the configuration loses its rights, while
+ * another tend's in the same cluster (another NAME) are left alone. An object of a version before
+ * that label is deleted only when its name says it is NAME's and no other's (legacyOwner).
  * Returns what was applied and what was removed.
  */
 export async function applyRights(
-  kubeconfig: string, objects: k8s.KubernetesObject[], selector: string,
+  kubeconfig: string, objects: k8s.KubernetesObject[], selector: string, name?: string,
 ): Promise<{ applied: number; removed: string[] }> {
+  const { DEFAULT_RBAC_OPTIONS, legacyOwner, NAME_LABEL } = await import('../rbac/generate.ts');
+  const owner = name ?? DEFAULT_RBAC_OPTIONS.name;
   const applied = await applyObjects(kubeconfig, objects);
   const kube = kubeClients(loadKubeConfig({ kubeconfig }));
   const wanted = new Set(objects.map(key));
@@ -65,6 +71,8 @@ export async function applyRights(
     for (const item of list.items) {
       const o = { ...item, kind };
       if (wanted.has(key(o))) continue;
+      const labelled = o.metadata?.labels?.[NAME_LABEL];
+      if (labelled === undefined ? legacyOwner(o.metadata?.name ?? '') !== owner : labelled !== owner) continue;
       const { name, namespace } = o.metadata as { name: string; namespace?: string };
       await (namespace
         ? kube.custom.deleteNamespacedCustomObject({ ...res, namespace, name })
@@ -109,26 +117,49 @@ export async function serviceAccountToken(kubeconfig: string, namespace: string,
   return res.status.token;
 }
 
+/** The stopped Nodes already reported by this process: start-up polls the count every 250 ms. */
+const reportedStopped = new Set<string>();
+
+/**
+ * The simulated Nodes accounted for at start-up: those Ready, and those whose heartbeats were
+ * left stopped (`tend sandbox node stop`, the annotation sim.tend.dev/heartbeat=stopped). A stopped
+ * Node is not Ready, and never will be until it is started again: waiting for it would fail the
+ * start-up of the whole sandbox, so it is counted, and said once.
+ */
 export async function readyNodeCount(kubeconfig: string): Promise<number> {
   const { core } = kubeClients(loadKubeConfig({ kubeconfig }));
   const nodes = await core.listNode({ labelSelector: 'sim.tend.dev/node=true' });
-  return nodes.items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
+  let count = 0;
+  for (const n of nodes.items) {
+    const name = n.metadata?.name ?? '';
+    if (heartbeatStopped(n.metadata)) {
+      count++;
+      if (!reportedStopped.has(name)) {
+        reportedStopped.add(name);
+        log.warn({ node: name }, `node ${name} is stopped (${HEARTBEAT_ANNOTATION}=${HEARTBEAT_STOPPED}): not waited for; ` +
+          `tend sandbox node start ${name} brings it back`);
+      }
+    } else if (n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) {
+      count++;
+    }
+  }
+  return count;
 }
 
 /**
  * Grants tend's ServiceAccount the rights `tend rbac` generates for one more
  * configuration file (a test's, a benchmark's), as an operator would apply
  * them with an administrator's kubeconfig. The objects are named
- * `<name>-*` and labelled `rbac.tend.dev/generated=<name>`, apart from the
- * sandbox's own generated rights, so a `tend sandbox up` (which prunes what
- * its tend.yaml no longer needs) leaves them alone. A configuration that does
+ * `<name>-*` and labelled `rbac.tend.dev/name=<name>`, apart from the
+ * sandbox's own generated rights (`tend`), so a `tend sandbox up` (which
+ * prunes what its tend.yaml no longer needs) leaves them alone. A configuration that does
  * not validate gets nothing (tend refuses it anyway); a Role in a namespace
  * that does not exist is left out, as `kubectl apply` would fail on it.
  */
 export async function grantRightsFor(kubeconfig: string, configFile: string, name: string): Promise<number> {
   const { ConfigError } = await import('../config/errors.ts');
   const { parseConfig } = await import('../config/load.ts');
-  const { GENERATED_LABEL, rbacObjects } = await import('../rbac/generate.ts');
+  const { rbacObjects } = await import('../rbac/generate.ts');
   let config;
   try {
     config = parseConfig(await readFile(configFile, 'utf8'), configFile, { file: configFile });
@@ -142,7 +173,7 @@ export async function grantRightsFor(kubeconfig: string, configFile: string, nam
   const objects: k8s.KubernetesObject[] = [];
   for (const o of rbacObjects(config, { name })) {
     if (o.metadata.namespace && !(await present(o.metadata.namespace))) continue;
-    objects.push({ ...o, metadata: { ...o.metadata, labels: { ...o.metadata.labels, [GENERATED_LABEL]: name } } });
+    objects.push(o);
   }
   return applyObjects(kubeconfig, objects);
 }

@@ -23,7 +23,7 @@ export function registerRbacCommands(program: Command): void {
     .description("print the Roles, ClusterRoles and bindings the configuration's capabilities need (YAML, for kubectl apply)"))
     .option('--namespace <name>', "tend's own namespace (its ServiceAccount and ConfigMaps)", 'tend-system')
     .option('--service-account <name>', "tend's ServiceAccount", 'tend')
-    .option('--name <prefix>', 'prefix of the generated objects\' names (another for each tend in one cluster)', 'tend')
+    .option('--name <prefix>', 'prefix of the generated objects\' names and their label rbac.tend.dev/name, which prunes select by (another for each tend in one cluster)', 'tend')
     .action(async (flags: RbacFlags) => {
       const namespace = checked('--namespace', flags.namespace, dns1123LabelProblem);
       const serviceAccount = checked('--service-account', flags.serviceAccount, dns1123SubdomainProblem);

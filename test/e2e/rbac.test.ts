@@ -5,7 +5,7 @@
 // namespaces its configuration names.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
@@ -13,6 +13,7 @@ import { ensureBinaries } from '../../src/sandbox/binaries.ts';
 import { runTend } from '../harness/cli.ts';
 import { sandbox } from '../harness/hooks.ts';
 import { admin, deleteNamespace, tempNamespace } from '../harness/kube.ts';
+import { repoRoot } from '../harness/env.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 const TEND = 'system:serviceaccount:tend-system:tend';
@@ -221,6 +222,39 @@ describe('rbac: tend\'s Kubernetes rights, asked with kubectl auth can-i', funct
         ['create', 'deployments', { all: true }, true],
         ['patch', 'services', { all: true }, false],
       ]);
+    });
+
+    it("the documented prune deletes one tend's rights it no longer needs, and none of another tend's (another --name)", async () => {
+      // The selector docs/rbac.md gives, for the tend named `tend`: each tend names itself in it.
+      const documented = /--prune -l (\S+)/.exec(await readFile(join(repoRoot, 'docs/rbac.md'), 'utf8'))?.[1];
+      assert.ok(documented?.includes('=tend'), `docs/rbac.md's prune selector: ${documented}`);
+      const selectorOf = (name: string) => documented!.replace(/=tend(?=,|$)/, `=${name}`);
+      const [first, second] = [`${prefix}-${home}-a`, `${prefix}-${home}-b`];
+      const file = join(dir, 'two-tends.yaml');
+      const repair = { repair_procedures: [{ machine_types: ['sim'], repair_operations: [{ operation: 'reboot', repair_steps: [{ repair_command: ['true'] }], health_check_command: ['true'] }] }] };
+      const both = { apps: { namespaces: [configured] }, repair };
+      const rbacOf = async (name: string, sections: Record<string, unknown>) => {
+        await writeFile(file, toYaml({ temporal: { address: sandbox().temporalAddress }, ...sections }));
+        const r = await runTend(['rbac', '--config', file, '--namespace', home, '--service-account', 'probe', '--name', name]);
+        assert.equal(r.code, 0, r.stderr);
+        return r.stdout;
+      };
+      await apply(await rbacOf(first, both));
+      await apply(await rbacOf(second, both));
+      // The first tend no longer repairs: its file has its apps Role only, applied with its prune.
+      const pruned = await kubectl(['apply', '-f', '-', '--prune', '-l', selectorOf(first),
+        ...['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].map((k) => `--prune-allowlist=rbac.authorization.k8s.io/v1/${k}`),
+        '--kubeconfig', sandbox().kubeconfig], await rbacOf(first, { apps: both.apps }));
+      assert.equal(pruned.code, 0, pruned.stderr);
+      const exists = async (kind: string, name: string, namespace?: string) =>
+        (await kubectl(['get', kind, name, ...(namespace ? ['-n', namespace] : []), '--kubeconfig', sandbox().kubeconfig, '-o', 'name'])).code === 0;
+      assert.equal(await exists('clusterrole', `${first}-repair`), false, "the first tend's repair rights are pruned");
+      assert.equal(await exists('clusterrolebinding', `${first}-repair`), false);
+      assert.equal(await exists('role', `${first}-apps`, configured), true, "the first tend's apps rights stay");
+      for (const [kind, namespace] of [['clusterrole'], ['clusterrolebinding'], ['role', configured], ['rolebinding', configured]] as const) {
+        const name = `${second}-${namespace ? 'apps' : 'repair'}`;
+        assert.equal(await exists(kind, name, namespace), true, `the second tend's ${kind} ${name} stays`);
+      }
     });
 
     it('a bad configuration: exit 2, the problem named, nothing printed', async () => {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { parseAllDocuments } from 'yaml';
 import { parseConfig } from '../../src/config/load.ts';
-import { grantsFor, rbacObjects, rbacYaml, type Grant } from '../../src/rbac/generate.ts';
+import { GRANT_PARTS, grantsFor, legacyOwner, pruneSelector, rbacObjects, rbacYaml, type Grant } from '../../src/rbac/generate.ts';
 
 const config = (text: string) => parseConfig(text, 'test');
 
@@ -128,4 +128,39 @@ describe('rbac: rights generated from the configuration', () => {
     assert.match(text, /No capability is configured/);
     assert.deepEqual(parseAllDocuments(text).filter((d) => d.contents), []);
   });
+
+  it('labels every object with the tend it was generated for, and prunes by that name', () => {
+    const c = config(`apps: { namespaces: [a] }\n${weeder}\n${repair}\n${taint}`);
+    for (const name of ['tend', 'night-watch']) {
+      for (const o of rbacObjects(c, { name })) {
+        assert.equal(o.metadata.labels['rbac.tend.dev/name'], name, `${o.kind} ${o.metadata.name}`);
+        assert.ok(o.metadata.name.startsWith(`${name}-`));
+      }
+    }
+    assert.equal(pruneSelector('night-watch'), 'rbac.tend.dev/generated=true,rbac.tend.dev/name=night-watch');
+    assert.equal(pruneSelector(), 'rbac.tend.dev/generated=true,rbac.tend.dev/name=tend');
+  });
+
+  it('knows every part a grant is named with, for objects generated before the name label', () => {
+    const nodeRepair = 'nodeRepair: { nodeSelector: { matchLabels: { role: worker } }, machineTypeLabel: example.org/machine-type, limits: { maximumRepairQueueEntries: 3 }, operations: { default: reboot } }';
+    const all = config(`weeder: { namespaces: [w], servicesAndDependantSelectors: { etcd: { podSelectors: [ { matchLabels: { role: api } } ] } } }\n` +
+      `${repair}\n${nodeRepair}\napps: {}\ntaintReplacement: { namespaces: [t], podSelector: { matchLabels: { app: db } }, taintReplacementOptions: [ { key: x.org/m, durationInSeconds: 1 } ] }`);
+    assert.deepEqual(new Set(grantsFor(all).map((g) => g.part)), new Set(GRANT_PARTS));
+  });
+
+  // An object of an older version has no name label: it is the tend's whose name its own name
+  // carries, and no tend's when two could have made it.
+  for (const { object, owner } of [
+    { object: 'tend-apps', owner: 'tend' },
+    { object: 'night-watch-weeder-readiness', owner: 'night-watch' },
+    { object: 'tend-test-taint-replacement-nodes', owner: 'tend-test' },
+    { object: 'tend-weeder', owner: 'tend' },
+    { object: 'tend-node-repair', owner: undefined },
+    { object: 'tend-stale-grant', owner: undefined },
+    { object: 'apps', owner: undefined },
+  ]) {
+    it(`an unlabelled ${object} is ${owner ?? 'no tend'}'s`, () => {
+      assert.equal(legacyOwner(object), owner);
+    });
+  }
 });
