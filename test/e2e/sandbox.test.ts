@@ -12,6 +12,8 @@ import { testSettings, testStateDir } from '../harness/env.ts';
 import { up } from '../../src/sandbox/sandbox.ts';
 import { applyObjects } from '../../src/sandbox/bootstrap.ts';
 import { statusOf } from '../../src/kube/client.ts';
+import { parseConfig } from '../../src/config/load.ts';
+import { rbacObjects } from '../../src/rbac/generate.ts';
 
 function crashLooping(pod: k8s.V1Pod): k8s.V1ContainerStatus | undefined {
   return pod.status?.containerStatuses?.find((c) => c.state?.waiting?.reason === 'CrashLoopBackOff');
@@ -204,13 +206,36 @@ describe('sandbox (real control plane, simulated kubelet)', function () {
     await waitFor(`${node} untainted and Ready again`, async () => !(await taintOf()), { timeoutMs: 60_000 });
   });
 
+  it('starts with a Node left stopped: says it is stopped, and `tend sandbox node start` brings it back', async function () {
+    this.timeout(240_000);
+    const node = `sim-${sandbox().settings.nodes}`;
+    const readyOf = async () => (await kube.core.readNode({ name: node })).status?.conditions?.find((c) => c.type === 'Ready')?.status;
+    const stop = await runTend(['sandbox', 'node', 'stop', node, '--state-dir', testStateDir]);
+    assert.equal(stop.code, 0, stop.stderr);
+    try {
+      await waitFor(`${node} no longer Ready`, async () => (await readyOf()) !== 'True', {
+        timeoutMs: (sandbox().settings.nodeMonitorGraceSeconds + 30) * 1000,
+      });
+      // The kubelet's start-up check is what `tend sandbox up` (npm start) waits on when it runs already.
+      const started = Date.now();
+      const again = await runTend(['sandbox', 'up', '--state-dir', testStateDir], { timeoutMs: 120_000 });
+      assert.equal(again.code, 0, again.stderr);
+      assert.ok(Date.now() - started < 45_000, `sandbox up took ${Date.now() - started} ms: it waited for the stopped node`);
+      assert.match(again.stderr, new RegExp(`node ${node} is stopped \\(sim\\.tend\\.dev/heartbeat=stopped\\).*tend sandbox node start ${node}`));
+    } finally {
+      const start = await runTend(['sandbox', 'node', 'start', node, '--state-dir', testStateDir]);
+      assert.equal(start.code, 0, start.stderr);
+    }
+    await waitFor(`${node} Ready again`, async () => (await readyOf()) === 'True', { timeoutMs: 60_000 });
+  });
+
   it('applies the rights generated for its own tend.yaml, and removes generated rights it no longer needs', async function () {
     this.timeout(120_000);
     const rbac = { group: 'rbac.authorization.k8s.io', version: 'v1' };
     // A generated grant an earlier configuration needed and the current one does not.
     await applyObjects(sandbox().kubeconfig, [{
       apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole',
-      metadata: { name: 'tend-stale-grant', labels: { 'rbac.tend.dev/generated': 'true' } },
+      metadata: { name: 'tend-stale-grant', labels: { 'rbac.tend.dev/generated': 'true', 'rbac.tend.dev/name': 'tend' } },
       rules: [{ apiGroups: ['apps'], resources: ['deployments'], verbs: ['create'] }],
     } as object]);
     const said: string[] = [];
@@ -223,5 +248,40 @@ describe('sandbox (real control plane, simulated kubelet)', function () {
       { roleRef: { kind: string; name: string }; subjects: { kind: string; name: string; namespace: string }[] };
     assert.deepEqual([binding.roleRef.kind, binding.roleRef.name], ['Role', 'tend-apps']);
     assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'tend', namespace: 'tend-system' }]);
+  });
+
+  it("leaves another tend's generated rights alone (another --name), and removes an older version's only when they are its own", async function () {
+    this.timeout(120_000);
+    const rbac = { group: 'rbac.authorization.k8s.io', version: 'v1' };
+    const other = `other-${ns}`;
+    // Another tend's rights, as `tend rbac --name <other>` generates them, and one of an older version (no name label).
+    const others = rbacObjects(parseConfig('apps: {}\n', 'other.yaml'), { name: other });
+    const legacy = (name: string) => ({
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole',
+      metadata: { name, labels: { 'rbac.tend.dev/generated': 'true', 'rbac.tend.dev/capability': 'weeder' } },
+      rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }],
+    });
+    // The sandbox's weeder is namespaced: a cluster-wide tend-weeder is what an older tend.yaml needed.
+    const mine = legacy('tend-weeder');
+    const theirs = legacy(`${other}-weeder`);
+    const ambiguous = legacy('tend-node-repair');
+    const gone = async (name: string) => kube.custom.getClusterCustomObject({ ...rbac, plural: 'clusterroles', name }).then(() => false, (e) => statusOf(e) === 404);
+    try {
+      await applyObjects(sandbox().kubeconfig, [...others, mine, theirs, ambiguous] as object[]);
+      await up({ stateDir: testStateDir, settings: testSettings, progress: () => undefined });
+      for (const o of others) {
+        const plural = `${o.kind.toLowerCase()}s`;
+        const found = await kube.custom.getClusterCustomObject({ ...rbac, plural, name: o.metadata.name }).then(() => true, () => false);
+        assert.ok(found, `${o.kind} ${o.metadata.name} of tend ${other} is still there`);
+      }
+      assert.equal(await gone(`${other}-weeder`), false, "another tend's object of an older version stays");
+      assert.equal(await gone('tend-node-repair'), false, 'an older object that could be tend-node\'s stays');
+      assert.equal(await gone('tend-weeder'), true, "the sandbox's own object of an older version, no longer needed, is gone");
+    } finally {
+      for (const o of [...others, mine, theirs, ambiguous]) {
+        const plural = `${o.kind.toLowerCase()}s`;
+        await kube.custom.deleteClusterCustomObject({ ...rbac, plural, name: o.metadata.name }).catch(() => undefined);
+      }
+    }
   });
 });
