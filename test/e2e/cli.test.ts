@@ -63,7 +63,7 @@ describe('tend CLI', function () {
   });
 
   describe('usage errors exit 2', () => {
-    for (const args of [['sandbox', 'up', '--nodes', '0'], ['frobnicate'], ['worker'], ['sandbox', 'up', '--time-scale', 'fast']]) {
+    for (const args of [['sandbox', 'up', '--nodes', '0'], ['worker'], ['sandbox', 'up', '--time-scale', 'fast']]) {
       it(`tend ${args.join(' ')}`, async () => {
         const r = await runTend(args, { env: { TEND_CONFIG: '' } });
         assert.equal(r.code, 2, r.stderr);
@@ -71,6 +71,21 @@ describe('tend CLI', function () {
         assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace for a usage error');
       });
     }
+  });
+
+  describe('unknown commands exit 1, named as kubectl names them', () => {
+    for (const [args, word, parent] of [[['frobnicate'], 'frobnicate', 'tend'], [['frobnicate', '--help'], 'frobnicate', 'tend'], [['sandbox', 'upp'], 'upp', 'tend sandbox']] as const) {
+      it(`tend ${args.join(' ')}`, async () => {
+        const r = await runTend([...args], { env: { TEND_CONFIG: '' } });
+        assert.equal(r.code, 1, r.stderr);
+        assert.equal(r.stdout, '');
+        assert.ok(r.stderr.startsWith(`error: unknown command "${word}" for "${parent}"\n`), r.stderr);
+        assert.ok(r.stderr.includes(`Run '${parent} --help' for usage.`), r.stderr);
+      });
+    }
+    it('tend sandbox upp suggests up', async () => {
+      assert.match((await runTend(['sandbox', 'upp'])).stderr, /Did you mean this\?\n\tup\n/);
+    });
   });
 
   describe('unreachable Temporal or Kubernetes', () => {
