@@ -185,14 +185,15 @@ export function startingState(carried: unknown, now: string): { state: SafetySta
 
 /**
  * The state a run started afresh takes from its start's input (SAFETY_TAKEOVER_PATCH). A start's
- * input is anyone's who may start workflows, and a state can only pause what a fresh run, with
- * nothing paused, would let act: so a readable one is taken whole, and one that cannot be read
- * pauses nothing (as a fresh run), saying why in `problem`.
+ * input is anyone's who may start workflows: it is taken only when it pauses something (with its
+ * revision), which a fresh run, with nothing paused, would let act; one that pauses nothing
+ * leaves the run as a fresh one (revision 0), and one that cannot be read too, saying why in
+ * `problem`. `taken`: the input's state was taken.
  */
-export function takenOverState(raw: unknown): { state: SafetyState; problem?: string } {
+export function takenOverState(raw: unknown): { state: SafetyState; problem?: string; taken: boolean } {
   const c = check(safetyStateSchema, raw, 'the state in the start input could not be read');
-  if (c.ok) return { state: c.value };
-  return { state: emptySafetyState(), problem: `${c.reason}; nothing is paused` };
+  if (!c.ok) return { state: emptySafetyState(), problem: `${c.reason}; nothing is paused`, taken: false };
+  return pausedOf(c.value).length > 0 ? { state: c.value, taken: true } : { state: emptySafetyState(), taken: false };
 }
 
 /** The paused capabilities, in PAUSABLE's order. */

@@ -14,7 +14,7 @@ import type { Config } from '../config/load.ts';
 import { ckeEntryJson, ckeListJson, isFinished, ZERO_TIME, type RepairQueueEntry, type RepairRequest } from '../repair/entry.ts';
 import {
   addUpdate, deleteFinishedUpdate, deleteUnfinishedUpdate, deleteUpdate, disableUpdate, enableUpdate, isEnabledQuery, listQuery,
-  MAX_INDEX, MAX_REQUESTS_PER_ADD, REPAIR_QUEUE_WORKFLOW_ID, resetBackoffUpdate,
+  MAX_INDEX, MAX_REQUESTS_PER_ADD, REPAIR_QUEUE_WORKFLOW_ID, repairEntryWorkflowId, resetBackoffUpdate,
 } from '../repair/messages.ts';
 import { readEntryLog, terminalSafe } from '../repair/logs.ts';
 import { requestProblems } from '../repair/procedure.ts';
@@ -29,7 +29,7 @@ export { firstFreeIndex, indexAfter } from '../activities/repair-queue-client.ts
 import {
   configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, readerConfig, taskQueueOption, UsageError, withConfigOptions, type ConfigFlags, type ReadFlags,
 } from './cli-support.ts';
-import { columns, OUTPUT_FORMATS, outputOption, printOutput, type OutputFormat } from './output.ts';
+import { columns, outputOption, parseOutputFormat, printOutput, type OutputFormat } from './output.ts';
 
 /** The queue refused a request (its validator said why): exit 1 with that message. */
 class RefusedError extends Error {}
@@ -134,6 +134,8 @@ async function sendUpdate<Ret, Args extends unknown[]>(
 
 /** How long `add` and `add-file` wait for the queue's answer by default (a worker answers in well under a second). */
 export const ADD_WITHIN_SECONDS = 30;
+/** How long an add waits for the queue's state before it sends (a live worker answers at once). */
+const CARRIED_READ_MS = 3000;
 
 /**
  * The update id of an add: the requests' own words, so that Temporal takes a retry of the same add
@@ -161,11 +163,11 @@ export async function addOnce(client: Client, config: Config, requests: RepairRe
   const deadline = Date.now() + withinMs;
   const handle = client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID);
   const bounded = <T>(what: () => Promise<T>) => withinDeadline(client, config, what, deadline, withinMs);
-  // The next index before sending: an answer with entries below it is an earlier add's (Temporal's answer to a retry).
-  const before = await bounded(() => handle.query(carriedQuery)).catch((err: unknown) => {
-    if (notRunning(err)) return undefined;
-    throw err;
-  });
+  // The next index before sending: an answer with entries below it is an earlier add's (Temporal's
+  // answer to a retry). A worker that does not answer it at once (gone a moment ago) leaves it unknown:
+  // the add is sent all the same, and its answer taken as it is.
+  const before = await withinDeadline(client, config, () => handle.query(carriedQuery), Math.min(deadline, Date.now() + CARRIED_READ_MS), withinMs)
+    .catch(() => undefined);
   let after: string | undefined;
   // Each hop skips an earlier add of the same requests that has finished; bounded by the entries a queue holds.
   for (let hop = 0; hop <= 1000; hop++) {
@@ -459,16 +461,15 @@ export function registerRepairCommands(program: Command): void {
     .action(act(async (client, config, format: OutputFormat) => {
       const entries = await listEntries(client);
       if (format === 'json') console.log(ckeListJson(entries));
-      else await printOutput(format, entries.length === 0 ? null : entries.map(ckeEntryJson), (wide) => formatEntries(entries, wide));
+      // -o name: each entry's workflow id.
+      else await printOutput(format, entries.length === 0 ? null : entries.map(ckeEntryJson), (wide) => formatEntries(entries, wide), () => entries.map((e) => repairEntryWorkflowId(e.index)));
       await warnWithoutCommandWorker(client, config);
     }, {
       needsWorker: 'when-started',
       reader: true,
       // Checked before connecting (an -o after "--" is not seen by the option parser).
       prepare: (_config, flags) => {
-        const format = String(flags.output ?? 'json');
-        if (!(OUTPUT_FORMATS as readonly string[]).includes(format)) throw new UsageError(`list: -o/--output must be one of ${OUTPUT_FORMATS.join(', ')} (got "${format}")`);
-        return format as OutputFormat;
+        return parseOutputFormat(String(flags.output ?? 'json'), (m) => new UsageError(`list: -o/--output: ${m}`));
       },
     }));
 

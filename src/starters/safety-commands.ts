@@ -270,8 +270,8 @@ export function registerSafetyCommands(program: Command): void {
       const flags = { ...cmd.parent?.opts(), ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) } as ReadFlags & { output: OutputFormat };
       const { config } = await readerConfig(flags);
       const st = await withClient(config, (client) => pauseStatus(client, config.temporal.taskQueue));
-      // wide: the same columns (a pause has no more to show).
-      await printOutput(flags.output, st, () => formatPauseStatus(st));
+      // wide: the same columns (a pause has no more to show); -o name: the paused capabilities, one per line.
+      await printOutput(flags.output, st, () => formatPauseStatus(st), (s) => PAUSABLE.filter((c) => s.capabilities[c].paused).map((c) => `capability/${c}`));
     });
 
   withConfigOptions(program

@@ -101,7 +101,7 @@ export async function queuePolls(service: TaskQueueService, namespace: string, t
 
 /** "at <time> (<n> s ago)", or that none is listed. */
 export function lastPollWords(p: QueuePolls, now = Date.now()): string {
-  return p.lastPoll === undefined ? 'no poll listed (none in the last few minutes)'
+  return p.lastPoll === undefined ? 'no poll in the last few minutes'
     : `last polled at ${new Date(p.lastPoll).toISOString()} (${Math.round((now - p.lastPoll) / 1000)} s ago)`;
 }
 
@@ -270,7 +270,7 @@ export async function takeOverIfOrphaned(ctx: SingletonsContext, id: SingletonId
   const polls = await queuePolls(service, ctx.namespace, found.taskQueue, staleMs);
   if (polls.live) return { outcome: 'live', taskQueue: found.taskQueue };
   if ((await runningRun(client, id))?.runId !== found.runId) return { outcome: 'lost', taskQueue: found.taskQueue };
-  const reason = `taken over by a live tend: task queue "${found.taskQueue}" ${lastPollWords(polls)} by any worker; ` +
+  const reason = `taken over by a live tend: no worker polls task queue "${found.taskQueue}" (${lastPollWords(polls)}); ` +
     `started again on task queue "${ctx.taskQueue}" with what it held`;
   try {
     await client.workflow.getHandle(id, found.runId).terminate(reason);

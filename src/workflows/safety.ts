@@ -41,12 +41,12 @@ export async function safetyWorkflow(input?: SafetyInput): Promise<void> {
   }
   // A hand start's state is ignored (and said): only tend-safety itself carries state into a run.
   const raw = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as { state?: unknown }).state : undefined;
-  // Except as pauses: a run started afresh with a state (a live tend taking tend-safety over from
-  // a task queue no worker polls) takes it, since a state can only pause what a fresh run would not.
+  // Except as pauses: a run started afresh with a state that pauses something (a live tend taking
+  // tend-safety over from a task queue no worker polls) takes it: it pauses what a fresh run would not.
   const takenOver = raw !== undefined && raw !== null && !workflowInfo().continuedFromExecutionRunId && patched(SAFETY_TAKEOVER_PATCH);
   const start = takenOver ? takenOverState(raw) : startingState(carriedFromOwnRun(raw), iso(Date.now()));
   if (start.problem !== undefined) log.error(takenOver ? `safety: ${start.problem}` : `safety: every capability paused: ${start.problem}`);
-  else if (takenOver) log.warn(`safety: started with the state of an earlier tend-safety (revision ${start.state.revision})`);
+  else if (takenOver && 'taken' in start && start.taken) log.warn(`safety: started with the pauses of an earlier tend-safety (revision ${start.state.revision})`);
   let s: SafetyState = start.state;
   let changes = 0;
 
