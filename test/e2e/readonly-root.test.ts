@@ -57,7 +57,7 @@ describe('the worker on a read-only filesystem (no writable /tmp)', function () 
     } catch {
       throw new Error('these tests need strace on PATH (apt-get install strace)');
     }
-    // Not under /tmp, which one test covers with an empty tmpfs.
+    // The sandbox's folder: the test writes here, while the read-only tend writes nowhere.
     dir = await mkdtemp(join(sandbox().stateDir, 'readonly-'));
     config = join(dir, 'tend.yaml');
     taskQueue = `readonly-${Date.now()}`;
@@ -154,10 +154,14 @@ describe('the worker on a read-only filesystem (no writable /tmp)', function () 
       assert.deepEqual(refused.filter((l) => !/\/swc-native-\d+[/"]/.test(l)), [], 'writes refused other than swc\'s cache');
     });
 
-    it('starts with /tmp alone writable (the Deployment\'s emptyDir): swc unpacks its binary there', async function () {
+    it('starts with its TMPDIR alone writable (the Deployment\'s emptyDir on /tmp): swc unpacks its binary there', async function () {
       this.timeout(8 * 60_000);
       const trace = join(dir, 'bundling-worker-tmp.strace');
-      const worker = new ReadOnlyTend(['worker', '--config', config], { ...ENV, TEND_WORKFLOW_BUNDLE: 'off' }, { trace, writable: ['/tmp'] });
+      // The emptyDir stands on an empty folder of its own, TMPDIR naming it, as /tmp is the
+      // container's TMPDIR: an empty tmpfs on /tmp itself would hide a checkout (and this test's
+      // code) that lies under /tmp.
+      const emptyDir = await mkdtemp(join(dir, 'emptydir-'));
+      const worker = new ReadOnlyTend(['worker', '--config', config], { ...ENV, TMPDIR: emptyDir, TEND_WORKFLOW_BUNDLE: 'off' }, { trace, writable: [emptyDir] });
       running.push(worker);
       await ready(worker, 6 * 60_000);
       assert.match(worker.logs, /worker started .*workflowBundle=bundled at start-up/);
@@ -165,7 +169,7 @@ describe('the worker on a read-only filesystem (no writable /tmp)', function () 
       // Refused: only swc's first choice, the cache under the read-only home.
       const refused = refusedWrites(await readFile(trace, 'utf8'));
       assert.ok(refused.some((l) => /\/swc-native-\d+[/"]/.test(l)), 'swc tried its cache in the home folder first');
-      assert.deepEqual(refused.filter((l) => !/\/swc-native-\d+[/"]/.test(l) || l.includes('"/tmp/')), [], 'writes refused other than swc\'s cache in the home folder');
+      assert.deepEqual(refused.filter((l) => !/\/swc-native-\d+[/"]/.test(l) || l.includes(`"${emptyDir}/`)), [], 'writes refused other than swc\'s cache in the home folder');
     });
   });
 });
