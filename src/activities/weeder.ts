@@ -46,7 +46,7 @@ import { answerAnnounced as answerFor, deleteAtOnce, deletingToken, goneOutcome,
 import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
 import type { Candidate, PodSeen, WatchOutput, WeedOutcome } from '../weeder/window.ts';
 import { recordWould, waitForGates, writeHold, type SafetyGates } from './safety-gate.ts';
-import { activityStop, shuttingDown, stoppedBy } from '../temporal/worker-shutdown.ts';
+import { activityStop, SHUTTING_DOWN, shuttingDown } from '../temporal/worker-shutdown.ts';
 
 /**
  * Names the Service only: its dependants' selectors come from the worker's
@@ -115,15 +115,12 @@ const epochNow = () => performance.timeOrigin + performance.now();
  * deletion waiting in place (docs/deploy.md).
  */
 function stoppedAtShutdown(): Promise<never> {
+  // Read here, in the activity's context: the abort listener below runs outside it (stoppedBy, which
+  // looks the context up when called, would throw there).
+  const own = Context.current().cancellationSignal;
   const stop = activityStop(true);
   const stopped = new Promise<never>((_, reject) => {
-    const onStop = () => {
-      try {
-        stoppedBy(stop);
-      } catch (err) {
-        reject(err as Error);
-      }
-    };
+    const onStop = () => reject(own.aborted ? own.reason as Error : ApplicationFailure.retryable(SHUTTING_DOWN, 'WorkerShutdown'));
     if (stop.aborted) onStop();
     else stop.addEventListener('abort', onStop, { once: true });
   });
@@ -262,7 +259,15 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
       const weedAtOnce = async (): Promise<void> => {
         if (!run) return;
         // Timed out and told so (a heartbeat's answer): another attempt has the watch; this one deletes nothing.
-        const held = writeHold(gates, 'weeder') !== undefined || ctx.cancellationSignal.aborted;
+        const hold = writeHold(gates, 'weeder');
+        const held = hold !== undefined || ctx.cancellationSignal.aborted;
+        // Observe mode: recorded at the instant act mode would delete, on this view, before the workflow's
+        // deleting activity looks again (by then another weeder, dependency-watchdog beside tend, may have
+        // deleted the pod, and there would be nothing to record: docs/weeder.md, "Coming from dependency-watchdog").
+        if (hold?.kind === 'observe' && !ctx.cancellationSignal.aborted) {
+          const would = out.candidates.filter((c) => c.owner !== undefined && podsNow.has(c.uid));
+          await Promise.all(would.map((c) => recordWouldDelete(kube, target, c, c.containers)));
+        }
         await announcing;
         const { announceFirst, deletable: wanted } = deleteAtOnce(out.candidates, { present: podsNow, announced, held });
         if (announceFirst.length > 0) await announce(announceFirst);
@@ -479,14 +484,8 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
           // Right before the deletion: observe mode records it, the pause holds it.
           const hold = writeHold(gates, 'weeder');
           if (hold?.kind === 'observe') {
-            const note = `would delete pod ${namespace}/${c.name}: CrashLoopBackOff (${decision.containers.join(', ')}) while ${namespace}/${service} became ready`;
-            if (!observedBefore.has(c.uid)) {
-              await recordWould(kube, {
-                capability: 'weeder', action: 'delete', note, dedupKey: `${workflowId}/${c.uid}`,
-                regarding: { apiVersion: 'v1', kind: 'Pod', namespace, name: c.name, uid: c.uid },
-                related: { apiVersion: 'v1', kind: 'Service', namespace, name: service },
-              });
-            }
+            const note = observedNote(target, c.name, decision.containers);
+            if (!observedBefore.has(c.uid)) await recordWouldDelete(kube, target, c, decision.containers);
             return { uid: c.uid, outcome: 'observed', at, note };
           }
           if (hold) return { uid: c.uid, outcome: 'held', reason: hold.message };
@@ -548,6 +547,22 @@ async function readPod(kube: KubeClients, namespace: string, name: string): Prom
 }
 
 interface Acting { workflowId: string; namespace: string; service: string }
+
+const observedNote = (input: Acting, pod: string, containers: readonly string[]) =>
+  `would delete pod ${input.namespace}/${pod}: CrashLoopBackOff (${containers.join(', ')}) while ${input.namespace}/${input.service} became ready`;
+
+/**
+ * Observe mode's record of a deletion (docs/safety.md): a WouldDelete Event on the pod, related to
+ * the Service, once per window and pod (the armed watch's record at the Service's return and the
+ * deleting activity's later one are the same Event).
+ */
+async function recordWouldDelete(kube: KubeClients, input: Acting, pod: { name: string; uid: string }, containers: readonly string[]): Promise<void> {
+  await recordWould(kube, {
+    capability: 'weeder', action: 'delete', note: observedNote(input, pod.name, containers), dedupKey: `${input.workflowId}/${pod.uid}`,
+    regarding: { apiVersion: 'v1', kind: 'Pod', namespace: input.namespace, name: pod.name, uid: pod.uid },
+    related: { apiVersion: 'v1', kind: 'Service', namespace: input.namespace, name: input.service },
+  });
+}
 
 /** A delete the API refused for good (forbidden, invalid, a webhook's no): recorded as failed, not retried. Anything else: undefined. */
 function refusedForGood(err: unknown, uid: string, at: string): WeedOutcome | undefined {
