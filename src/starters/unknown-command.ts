@@ -20,8 +20,9 @@ export interface UnknownCommand {
 /**
  * The first word of `argv` (after `tend`) that should name a subcommand and names none: a word
  * given to a command that has subcommands and takes no arguments of its own. Options are skipped, with
- * their value when they take one (`--log-format json`); `--` ends the search, as does a command
- * that takes arguments (its words are those).
+ * their value when they take one (`--log-format json`, `--log-format=json`); `--`, an option the
+ * command does not have (commander's to refuse), or a command that takes arguments (its words are
+ * those) end the search.
  */
 export function unknownCommandIn(program: Command, argv: readonly string[]): UnknownCommand | undefined {
   let cmd = program;
@@ -30,8 +31,12 @@ export function unknownCommandIn(program: Command, argv: readonly string[]): Unk
     const word = argv[i]!;
     if (word === '--') return undefined;
     if (word.startsWith('-')) {
-      const option = cmd.options.find((o) => o.short === word || o.long === word);
-      if (option && (option.required || option.optional) && !word.includes('=')) i++;
+      if (word === '-h' || word === '--help') continue;
+      const flag = word.startsWith('--') ? word.split('=')[0] : word.slice(0, 2);
+      const option = cmd.options.find((o) => o.short === flag || o.long === flag);
+      // An option this command does not have: commander names it (exit 2).
+      if (!option) return undefined;
+      if ((option.required || option.optional) && word === flag) i++;
       continue;
     }
     const next = cmd.commands.find((c) => c.name() === word || c.aliases().includes(word));

@@ -60,6 +60,10 @@ describe('CLI: unknown commands, as kubectl says them', function () {
     assert.equal(unknownCommandIn(program, ['app', 'status', '--', 'start']), undefined);
     assert.equal(unknownCommandIn(program, ['sandbox', 'node', 'stop', 'sim-1']), undefined);
     assert.equal(unknownCommandIn(program, ['sandbox', 'nodes'])?.parent, 'tend sandbox');
+    assert.equal(unknownCommandIn(program, ['--log-format=json', 'nosuch'])?.word, 'nosuch');
+    assert.equal(unknownCommandIn(program, ['--log-format', 'json', 'app', 'nosuch'])?.parent, 'tend app');
+    // An option the command lacks is commander's to refuse (exit 2), not a word to guess at.
+    assert.equal(unknownCommandIn(program, ['weeder', '--task-queue', 'q', 'list']), undefined);
     // pause takes capabilities as well as its subcommand status.
     assert.equal(unknownCommandIn(program, ['pause', 'weeder', '--reason', 'x']), undefined);
     assert.equal(unknownCommandIn(program, ['pause', 'status']), undefined);
