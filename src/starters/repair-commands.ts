@@ -185,14 +185,15 @@ export async function addOnce(client: Client, config: Config, requests: RepairRe
 }
 
 /**
- * `what`, or once `deadline` has passed an error saying the request may still be applied when a
- * worker returns and how to check before retrying (the call is abandoned, not the update).
+ * `what`'s answer, or 'late' once `withinMs` has passed without one: the call is then aborted (an
+ * update with start retried later could start a run of its own), not the request it made, which a
+ * worker may still take.
  */
-async function withinDeadline<T>(client: Client, config: Config, what: () => Promise<T>, deadline: number, withinMs: number): Promise<T> {
+export async function answeredWithin<T>(client: Client, what: () => Promise<T>, withinMs: number): Promise<T | 'late'> {
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()));
+    timer = setTimeout(() => resolve('late'), Math.max(0, withinMs));
   });
   const call = client.withAbortSignal(abort.signal, what);
   try {
@@ -203,6 +204,16 @@ async function withinDeadline<T>(client: Client, config: Config, what: () => Pro
   }
   abort.abort();
   call.catch(() => undefined);
+  return 'late';
+}
+
+/**
+ * `what`, or once `deadline` has passed an error saying the request may still be applied when a
+ * worker returns and how to check before retrying.
+ */
+async function withinDeadline<T>(client: Client, config: Config, what: () => Promise<T>, deadline: number, withinMs: number): Promise<T> {
+  const r = await answeredWithin(client, what, deadline - Date.now());
+  if (r !== 'late') return r;
   const polls = await queuePolls(client.workflowService, config.temporal.namespace, config.temporal.taskQueue, LIVE_POLLER_SECONDS * 1000).catch(() => undefined);
   throw new OperatorError(`the repair queue did not answer within ${withinMs / 1000} s` +
     (polls ? ` (task queue "${config.temporal.taskQueue}": ${lastPollWords(polls)})` : '') +

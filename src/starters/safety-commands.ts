@@ -21,6 +21,7 @@ import {
 } from '../safety/messages.ts';
 import { FRESH_MS, safetyImpostor, safetyStartOptions, stateOfDescription } from '../safety/pause.ts';
 import { awaitTakeOver, NoTakeOver, queuePolls, STALE_POLL_MS } from '../workers/singletons.ts';
+import { answeredWithin, livePollers, LIVE_POLLER_SECONDS } from './repair-commands.ts';
 import { configOrSandbox, OperatorError, readerConfig, taskQueueOption, UsageError, withConfigOptions, type ConfigFlags, type ReadFlags } from './cli-support.ts';
 import { columns, outputOption, printOutput, type OutputFormat } from './output.ts';
 
@@ -115,7 +116,6 @@ const WORKER_GRACE_MS = 10_000;
  * wait for ever. Refused at once instead, naming the task queue.
  */
 async function needWorker(client: Client, config: Config, taskQueue: string): Promise<void> {
-  const { livePollers, LIVE_POLLER_SECONDS } = await import('./repair-commands.ts');
   const deadline = Date.now() + WORKER_GRACE_MS;
   for (;;) {
     if ((await livePollers(client, config.temporal.namespace, taskQueue, 'workflow')).length > 0) return;
@@ -176,20 +176,8 @@ export const ANSWER_WITHIN_MS = 30_000;
  * with start retried later could start a run of its own); it may still be applied: said.
  */
 async function answered<T>(client: Client, config: Config, change: () => Promise<T>, doing: string, withinMs: number): Promise<T> {
-  const abort = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), withinMs);
-  });
-  const call = client.withAbortSignal(abort.signal, change);
-  try {
-    const r = await Promise.race([call, late]);
-    if (r !== 'late') return r;
-  } finally {
-    clearTimeout(timer);
-  }
-  abort.abort();
-  call.catch(() => undefined);
+  const r = await answeredWithin(client, change, withinMs);
+  if (r !== 'late') return r;
   await safetyRunning(client, config, doing);
   throw new OperatorError(`${doing}: refused: ${SAFETY_WORKFLOW_ID} has not answered within ${withinMs / 1000} s; the change may still be applied ` +
     `when a worker takes it: see \`tend pause status\``);
