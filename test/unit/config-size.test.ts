@@ -10,14 +10,11 @@ import { CONFIG_MAX_BYTES } from '../../src/config/size.ts';
 import { runTend } from '../harness/cli.ts';
 import { configError } from '../harness/config-error.ts';
 
+/** The ConfigError `promise` is rejected with. */
 async function refusal(promise: Promise<unknown>): Promise<ConfigError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  return assert.fail('expected a ConfigError');
+  const err = await promise.then(() => assert.fail('expected a ConfigError'), (e: unknown) => e);
+  assert.ok(err instanceof ConfigError, String(err));
+  return err;
 }
 
 const LONG = 10_000;
