@@ -20,10 +20,11 @@ const reading = () => import('../apps/read.ts');
 
 type Verb = 'start' | 'stop' | 'restart';
 
-/** The App a command names: NAMESPACE/NAME, or NAME with -n NAMESPACE. */
-function target(text: string, namespace?: string): { namespace: string; name: string } {
+/** The App a command names: NAMESPACE/NAME, NAME with -n NAMESPACE, or app/NAMESPACE/NAME as -o name prints it. */
+function target(given: string, namespace?: string): { namespace: string; name: string } {
+  const text = /^app\/[^/]+\/[^/]+$/.test(given) ? given.slice('app/'.length) : given;
   const key = parseAppKey(namespacedKey(text, namespace, 'App'));
-  if (!key) throw new UsageError(`App must be given as NAMESPACE/NAME, or -n NAMESPACE NAME, e.g. demo/hello (got ${preview(text, 160)}${namespace !== undefined ? ` in ${preview(namespace, 80)}` : ''})`);
+  if (!key) throw new UsageError(`App must be given as NAMESPACE/NAME, or -n NAMESPACE NAME, e.g. demo/hello (got ${preview(given, 160)}${namespace !== undefined ? ` in ${preview(namespace, 80)}` : ''})`);
   return key;
 }
 

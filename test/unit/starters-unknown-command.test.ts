@@ -92,11 +92,14 @@ describe('CLI: -n/--namespace', function () {
     });
   }
 
-  it('tend app status -n outside the configured namespaces is refused as demo/web would be', async () => {
-    const a = await tend(['app', 'status', '-n', 'other', 'web', '--config', config]);
+  it('tend app status -n other web, and app/other/web as -o name prints it, are refused as other/web is (outside the configured namespaces)', async () => {
     const b = await tend(['app', 'status', 'other/web', '--config', config]);
-    assert.equal(a.code, 2);
-    assert.equal(a.stderr, b.stderr);
-    assert.match(a.stderr, /other/);
+    assert.equal(b.code, 2);
+    assert.match(b.stderr, /other/);
+    for (const args of [['-n', 'other', 'web'], ['app/other/web']]) {
+      const a = await tend(['app', 'status', ...args, '--config', config]);
+      assert.equal(a.code, 2, args.join(' '));
+      assert.equal(a.stderr, b.stderr, args.join(' '));
+    }
   });
 });
