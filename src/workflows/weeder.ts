@@ -190,11 +190,14 @@ function ports(target: WeederTarget): WindowPorts {
 
 function watchDependants(input: WeederTarget, until: number, openOnReady: boolean, handled: string[], weedToken?: string) {
   const stretch = Math.max(0, until - Date.now());
+  // The armed watch lost with its worker is retried at once, elsewhere (two more attempts keep the time it may take to give up).
+  const takeover = weedToken !== undefined && patched(WEEDER_ARMED_TAKEOVER_PATCH);
   const { watchDependants } = proxyActivities<Activities>({
     startToCloseTimeout: stretch + 60_000,
-    heartbeatTimeout: weedToken === undefined ? heartbeatTimeoutMs(stretch)
-      : patched(WEEDER_ARMED_TAKEOVER_PATCH) ? ARMED_TAKEOVER_HEARTBEAT_MS : ARMED_DELETES_HEARTBEAT_MS,
-    retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: WATCH_ATTEMPTS, nonRetryableErrorTypes: [WEEDER_REFUSED] },
+    heartbeatTimeout: weedToken === undefined ? heartbeatTimeoutMs(stretch) : takeover ? ARMED_TAKEOVER_HEARTBEAT_MS : ARMED_DELETES_HEARTBEAT_MS,
+    retry: takeover
+      ? { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: WATCH_ATTEMPTS + 2, nonRetryableErrorTypes: [WEEDER_REFUSED] }
+      : { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: WATCH_ATTEMPTS, nonRetryableErrorTypes: [WEEDER_REFUSED] },
     // A watch that deletes nothing is not waited for when cancelled; the armed
     // one that deletes at once is: it may be deleting, and its answer says what.
     cancellationType: weedToken === undefined ? ActivityCancellationType.TRY_CANCEL : ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
