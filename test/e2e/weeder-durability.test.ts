@@ -190,8 +190,8 @@ describe('weeder: signals, the list, and killing its parts', function () {
       const w = await h.query<WindowSnapshot>('window');
       return w.armed && (d.raw.pendingActivities ?? []).some((a) => a.lastStartedTime) ? d.runId : undefined;
     }, { timeoutMs: 30_000 });
-    // The armed activity is lost with its worker; Temporal retries it only after its heartbeat
-    // timeout (a minute). The watcher's transition signal opens the window lane meanwhile.
+    // The armed activity is lost with its worker; Temporal retries it after its heartbeat timeout
+    // (3 s), on the new worker once it polls, and that attempt deletes at once when db returns.
     await worker.stop('SIGKILL');
     worker = new TendProcess(['worker', '--config', config]);
     await waitFor('the new worker', () => /worker started/.test(worker.output), { timeoutMs: 60_000 });
