@@ -108,6 +108,10 @@ function isIPv6(address: string): boolean {
 }
 const hostname = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
 
+/** The longest address (a DNS name's 253 characters) and serial an entry may carry. */
+export const ADDRESS_MAX = 253;
+export const SERIAL_MAX = 128;
+
 /**
  * Why an address cannot be repaired, or undefined. The address becomes the
  * last argument of operator commands, so only an IP address or a DNS name is
@@ -115,6 +119,7 @@ const hostname = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-
  */
 export function addressProblem(address: string): string | undefined {
   if (address === '') return 'address is empty';
+  if (address.length > ADDRESS_MAX) return `address ${preview(address, 40)} is ${address.length} characters long, past the most an address may have (${ADDRESS_MAX}, a DNS name's)`;
   if (ipv4.test(address)) return undefined;
   if (address.includes(':')) return isIPv6(address) ? undefined : `address ${preview(address, 80)} is not a valid IPv6 address`;
   if (/^[\d.]+$/.test(address)) return `address ${preview(address, 80)} is not a valid IPv4 address`;
@@ -125,5 +130,6 @@ export function addressProblem(address: string): string | undefined {
 /** Serial numbers are labels for people: printable, no shell metacharacters either. */
 export function serialProblem(serial: string | undefined): string | undefined {
   if (serial === undefined) return undefined;
+  if (serial.length > SERIAL_MAX) return `serial ${preview(serial, 40)} is ${serial.length} characters long, past the most a serial may have (${SERIAL_MAX})`;
   return /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(serial) ? undefined : `serial ${preview(serial, 80)} must be letters, digits, ".", "_" or "-"`;
 }

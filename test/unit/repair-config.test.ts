@@ -126,6 +126,16 @@ repair:
     assert.ok(serialProblem(''));
   });
 
+  it('a long address or serial is refused for its length, echoed only as a short start', () => {
+    const address = addressProblem('a'.repeat(10_000))!;
+    assert.match(address, /is 10000 characters long, past the most an address may have \(253/);
+    assert.ok(address.length < 200, `bounded: ${address.length} characters`);
+    const serial = serialProblem('S'.repeat(10_000))!;
+    assert.match(serial, /is 10000 characters long, past the most a serial may have \(128\)/);
+    assert.ok(serial.length < 200, `bounded: ${serial.length} characters`);
+    assert.equal(addressProblem(`${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(61)}`), undefined, 'a 253-character DNS name');
+  });
+
   it('add-file lines: OPERATION MACHINE_TYPE ADDRESS [SERIAL], comments and blanks skipped', () => {
     const got = parseRepairFile('# batch\n\nop t 10.0.0.1\nop t 10.0.0.2 SN # trailing\n', 'f');
     assert.deepEqual(got.map((x) => [x.where, x.r]), [
