@@ -24,7 +24,7 @@ import { preview } from '../checks/preview.ts';
 import { connectClient } from '../temporal/connection.ts';
 import { carriedQuery } from '../repair/queue.ts';
 import { firstFreeIndex, notRunning, queueStartOptions } from '../activities/repair-queue-client.ts';
-import { awaitTakeOver, lastPollWords, NoTakeOver, queuePolls, STALE_POLL_MS } from '../workers/singletons.ts';
+import { awaitTakeOver, lastPollWords, NoTakeOver, orphaned, queuePolls, STALE_POLL_MS } from '../workers/singletons.ts';
 export { firstFreeIndex, indexAfter } from '../activities/repair-queue-client.ts';
 import {
   configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, readerConfig, taskQueueOption, UsageError, withConfigOptions, type ConfigFlags, type ReadFlags,
@@ -54,7 +54,7 @@ export async function checkQueueOwner(client: Client, config: Config, say: (line
   if (description.status.name !== 'RUNNING' || description.taskQueue === config.temporal.taskQueue) return { started: true };
   const { namespace, taskQueue } = config.temporal;
   const theirs = await queuePolls(client.workflowService, namespace, description.taskQueue, STALE_POLL_MS);
-  if (!theirs.live && description.type === 'repairQueueWorkflow') {
+  if (orphaned(theirs) && description.type === 'repairQueueWorkflow') {
     await awaitTakeOver(client, namespace, REPAIR_QUEUE_WORKFLOW_ID, taskQueue, { taskQueue: description.taskQueue, polls: theirs }, say).catch((err: unknown) => {
       throw err instanceof NoTakeOver ? new OperatorError(`repair-queue: ${err.message}`) : err;
     });

@@ -20,7 +20,7 @@ import {
   type PausableCapability, type SafetyState,
 } from '../safety/messages.ts';
 import { FRESH_MS, safetyImpostor, safetyStartOptions, stateOfDescription } from '../safety/pause.ts';
-import { awaitTakeOver, NoTakeOver, queuePolls, STALE_POLL_MS } from '../workers/singletons.ts';
+import { awaitTakeOver, NoTakeOver, orphaned, queuePolls, STALE_POLL_MS } from '../workers/singletons.ts';
 import { answeredWithin, livePollers, LIVE_POLLER_SECONDS } from './repair-commands.ts';
 import { configOrSandbox, OperatorError, readerConfig, taskQueueOption, UsageError, withConfigOptions, type ConfigFlags, type ReadFlags } from './cli-support.ts';
 import { columns, outputOption, printOutput, type OutputFormat } from './output.ts';
@@ -84,13 +84,15 @@ function stateOrRefuse(d: Parameters<typeof stateOfDescription>[0], taskQueue: s
 export async function pauseStatus(client: Client, taskQueue: string): Promise<PauseStatus> {
   const d = await describeSafety(client);
   if (!d) return { running: false, ...emptySafetyState() };
-  // tend's own on another tend's task queue (gone, or another configuration): its state, said where it runs.
-  const elsewhere = safetyImpostor(d) === undefined && safetyImpostor(d, { taskQueue }) !== undefined;
+  // tend's own on the task queue of a tend that is gone: its state, said where it runs (a live tend takes it over).
+  const theirs = d.workflowExecutionInfo?.taskQueue ?? '';
+  const elsewhere = safetyImpostor(d) === undefined && safetyImpostor(d, { taskQueue }) !== undefined &&
+    orphaned(await queuePolls(client.workflowService, client.options.namespace, theirs, STALE_POLL_MS));
   if (elsewhere) {
-    console.error(`tend: pause status: ${SAFETY_WORKFLOW_ID} runs on task queue "${d.workflowExecutionInfo?.taskQueue}", not this configuration's "${taskQueue}" ` +
-      '(a live tend takes it over once no worker polls that task queue)');
+    console.error(`tend: pause status: ${SAFETY_WORKFLOW_ID} runs on task queue "${theirs}", not this configuration's "${taskQueue}", ` +
+      'and no worker polls it: a live tend takes it over, carrying this state');
   }
-  const s = stateOrRefuse(d, elsewhere ? d.workflowExecutionInfo?.taskQueue ?? taskQueue : taskQueue, 'pause status');
+  const s = stateOrRefuse(d, elsewhere ? theirs : taskQueue, 'pause status');
   const runId = d.workflowExecutionInfo?.execution?.runId ?? undefined;
   if (!s) return { running: false, ...(runId ? { runId } : {}), ...emptySafetyState() };
   return { running: true, ...(runId ? { runId } : {}), ...s };
@@ -141,7 +143,7 @@ async function safetyRunning(client: Client, config: Config, doing: string): Pro
   const theirs = d.workflowExecutionInfo?.taskQueue ?? '';
   if (safetyImpostor(d) === undefined) {
     const polls = await queuePolls(client.workflowService, namespace, theirs, STALE_POLL_MS);
-    if (!polls.live) {
+    if (orphaned(polls)) {
       await awaitTakeOver(client, namespace, SAFETY_WORKFLOW_ID, taskQueue, { taskQueue: theirs, polls }, (line) => console.error(line)).catch((err: unknown) => {
         throw err instanceof NoTakeOver ? new OperatorError(`${doing}: refused: ${err.message}`) : err;
       });

@@ -99,6 +99,14 @@ export async function queuePolls(service: TaskQueueService, namespace: string, t
   return { live: lastPoll !== undefined && now - lastPoll < staleMs, ...(lastPoll !== undefined ? { lastPoll } : {}) };
 }
 
+/**
+ * What the commands take for a singleton whose tend is gone: a worker polled its task queue, and
+ * none has for staleMs. A task queue with no poll listed at all (never polled, or not for the
+ * server's few minutes) they leave to the impostor refusal: a live tend takes such a singleton
+ * over within a check of its start, so a command meets one only when no live tend takes over.
+ */
+export const orphaned = (p: QueuePolls): boolean => !p.live && p.lastPoll !== undefined;
+
 /** "at <time> (<n> s ago)", or that none is listed. */
 export function lastPollWords(p: QueuePolls, now = Date.now()): string {
   return p.lastPoll === undefined ? 'no poll in the last few minutes'

@@ -18,6 +18,7 @@ import { SLOTS_WORKFLOW_ID } from '../../src/taint/messages.ts';
 import { REPAIR_QUEUE_WORKFLOW_ID } from '../../src/repair/messages.ts';
 import type { RepairQueueEntry } from '../../src/repair/entry.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
+import { STALE_POLL_MS } from '../../src/workers/singletons.ts';
 
 const MAINTENANCE = 'example.org/maintenance';
 const QA = 'tend-single-a';
@@ -109,6 +110,18 @@ describe('singletons: a live tend takes over those of a tend that is gone (e2e, 
     // A stops: B takes each over once A's task queue has had no poll for a while, carrying what it held.
     const stoppedAt = Date.now();
     await tendA.stop();
+    // Once A's task queue has had no poll for 90 s, a command that finds the repair queue there says
+    // so and waits for the take-over (B reads it last, through a short-lived worker: it is still there).
+    await waitFor('A\'s task queue without a poll for 90 s', async () => {
+      const { stdout } = await temporalCli(['task-queue', 'describe', '--task-queue', QA, '--task-queue-type', 'workflow', '--output', 'json']);
+      const polls = [...stdout.matchAll(/"identity":\s*"([^"]*)",[^}]*?"lastAccessTime":\s*"([^"]+)"/g)].filter((m) => !m[1]!.startsWith('tend-takeover')).map((m) => Date.parse(m[2]!));
+      return Date.now() - Math.max(0, ...polls) > STALE_POLL_MS + 1000;
+    }, { timeoutMs: 150_000, intervalMs: 1000 });
+    const waited = await runTend(['repair-queue', 'list', '--config', configB], { timeoutMs: 300_000 });
+    assert.equal(waited.code, 0, waited.stderr);
+    assert.match(waited.stderr, new RegExp(`repair-queue runs on task queue "${QA}", which no worker has polled .*waiting up to \\d+ s for the live tend on task queue "${QB}" to take it over`));
+    assert.match(waited.stderr, new RegExp(`repair-queue was taken over: it runs on task queue "${QB}"`));
+    assert.deepEqual((JSON.parse(waited.stdout) as RepairQueueEntry[]).map((e) => [e.index, e.address, e.status]), before.map((e) => [e.index, e.address, e.status]));
     await waitFor('B to take the three singletons over', async () =>
       (await Promise.all([SAFETY_WORKFLOW_ID, SLOTS_WORKFLOW_ID, REPAIR_QUEUE_WORKFLOW_ID].map(taskQueueOf))).every((q) => q === QB), { timeoutMs: 240_000, intervalMs: 2000 });
     const tookMs = Date.now() - stoppedAt;
