@@ -3,6 +3,7 @@
 // cluster-wide slots and breaker. Asked of the taint workflows (queries).
 import type { Command } from 'commander';
 import { OperatorError, readerConfig, taskQueueOption, withConfigOptions, type ReadFlags } from './cli-support.ts';
+import { namespaceFilter, namespaceOption } from './namespace-option.ts';
 import { columns, outputOption, printOutput, type OutputFormat } from './output.ts';
 import type { PodStatusRow } from '../taint/node.ts';
 import type { SlotsStatus } from '../taint/messages.ts';
@@ -24,10 +25,13 @@ export function registerTaintCommands(program: Command): void {
     .command('status')
     .description('every managed pod on a tainted node: node, taint, condition, since, replacement time, state'))
     .addOption(taskQueueOption())
+    .addOption(namespaceOption('only the pods in this namespace'))
     .addOption(outputOption())
-    .action(async (flags: ReadFlags & { output: OutputFormat }) => {
+    .action(async (flags: ReadFlags & { output: OutputFormat; namespace?: string }) => {
+      const shown = namespaceFilter(flags.namespace);
       const { config } = await readerConfig(flags);
-      const status = await taintStatus(config.temporal);
+      const all = await taintStatus(config.temporal);
+      const status = { ...all, pods: all.pods.filter((p) => shown(p.namespace)) };
       await printOutput(flags.output, status, (wide) => formatTaintStatus(status, wide), () => status.pods.map((p) => `pod/${p.namespace}/${p.pod}`));
     });
 }

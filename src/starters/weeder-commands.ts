@@ -3,6 +3,7 @@
 // ones, whose Service is not ready (they weed the moment it is ready again).
 import type { Command } from 'commander';
 import { readerConfig, taskQueueOption, withConfigOptions, type ReadFlags } from './cli-support.ts';
+import { namespaceFilter, namespaceOption } from './namespace-option.ts';
 import { columns, formatOf, jsonAliasOption, outputOption, printOutput, type OutputFormat } from './output.ts';
 
 export interface WindowRow {
@@ -28,11 +29,16 @@ export function registerWeederCommands(program: Command): void {
     .command('list')
     .description('open windows (and armed ones, whose Service is not ready): their Service, until when, and the pods weeded so far'))
     .addOption(taskQueueOption())
+    .addOption(namespaceOption('only the windows of Services in this namespace'))
     .addOption(outputOption())
     .addOption(jsonAliasOption())
-    .action(async (flags: ReadFlags & { output: OutputFormat; json?: boolean }) => {
+    .action(async (flags: ReadFlags & { output: OutputFormat; json?: boolean; namespace?: string }) => {
+      const shown = namespaceFilter(flags.namespace);
       const { config } = await readerConfig(flags);
-      const { rows, unanswered } = await listWindows(config.temporal);
+      const listed = await listWindows(config.temporal);
+      // A window's Service is NAMESPACE/NAME, its workflow id weeder/NAMESPACE/NAME.
+      const rows = listed.rows.filter((r) => shown(r.service.split('/')[0]));
+      const unanswered = listed.unanswered.filter((id) => shown(id.split('/')[1]));
       // -o name: a window is its workflow, weeder/NAMESPACE/SERVICE.
       await printOutput(formatOf(flags), rows, (wide) => formatWindows(rows, wide), () => rows.map((r) => r.workflowId));
       if (unanswered.length > 0) {

@@ -110,7 +110,8 @@ describe('read commands with only a kubeconfig and TEMPORAL_* (e2e)', function (
     assert.equal(jp.code, 0, jp.stderr);
     assert.equal(jp.stdout, 'cart STARTED web=2');
     // Lists are kubectl's List: .items; nothing listed, nothing printed.
-    for (const args of [['weeder', 'list', '-o', 'name'], ['weeder', 'list', '-o', 'jsonpath={.items[*].service}'], ['taint', 'status', '-o', 'name']]) {
+    for (const args of [['weeder', 'list', '-o', 'name'], ['weeder', 'list', '-o', 'jsonpath={.items[*].service}'], ['taint', 'status', '-o', 'name'],
+      ['weeder', 'list', '-n', kubeNamespace, '-o', 'name'], ['taint', 'status', '--namespace', kubeNamespace, '-o', 'name']]) {
       const r = await read([...args, '--task-queue', taskQueue]);
       assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
       assert.equal(r.stdout, '', args.join(' '));

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { buildProgram } from '../../src/starters/cli.ts';
 import { suggestionsFor, unknownCommandIn } from '../../src/starters/unknown-command.ts';
-import { namespacedKey } from '../../src/starters/namespace-option.ts';
+import { namespacedKey, namespaceFilter } from '../../src/starters/namespace-option.ts';
 
 const cli = fileURLToPath(new URL('../../src/starters/cli.ts', import.meta.url));
 const tend = (args: string[]) => promisify(execFile)(process.execPath, [cli, ...args], { encoding: 'utf8' })
@@ -83,6 +83,21 @@ describe('CLI: -n/--namespace', function () {
     assert.equal(namespacedKey('demo/web', undefined, 'App'), 'demo/web');
     assert.equal(namespacedKey('web', undefined, 'App'), 'web');
   });
+
+  it('a command that lists takes -n as kubectl get does: the rows of that namespace only', () => {
+    const rows = ['demo', 'other', undefined];
+    assert.deepEqual(rows.filter(namespaceFilter('demo')), ['demo']);
+    assert.deepEqual(rows.filter(namespaceFilter(undefined)), rows);
+    assert.throws(() => namespaceFilter(''), /-n\/--namespace is empty/);
+  });
+
+  for (const args of [['weeder', 'list'], ['taint', 'status'], ['app', 'status', 'web']]) {
+    it(`tend ${args.join(' ')} -n '': a usage error before connecting`, async () => {
+      const r = await tend([...args, '-n', '', '--config', config]);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /-n\/--namespace is empty: give a namespace/);
+    });
+  }
 
   for (const verb of ['status', 'start', 'stop', 'restart']) {
     it(`tend app ${verb} -n a b/c: a usage error naming both namespaces, before connecting`, async () => {
