@@ -170,6 +170,7 @@ export async function buildProgram(argv: readonly string[] = [], opts: { all?: b
     // Only when asked for: in a checkout, the commit costs a git process.
     .version(argv.includes('--version') || argv.includes('-V') ? versionLine() : '', '-V, --version', 'print the version of tend, the commit it was built from, its Temporal SDK and Node.js')
     .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({ outputError: (message, write) => write(boundedWords(message)) })
     .addOption(logFormatOption())
     .hook('preAction', (self) => {
       const format = (self.opts() as { logFormat?: LogFormat }).logFormat;
@@ -333,6 +334,14 @@ function printEnv(info: { kubeconfig: string; tendKubeconfig: string; temporalAd
   console.log(`export TEND_CONFIG=${info.config}`);
   console.log(`# tend's own ServiceAccount credentials: ${info.tendKubeconfig}`);
   console.log(`# Temporal Web UI: ${info.webUi}`);
+}
+
+/** The longest word of an error message kept whole: a longer one (an argument pasted by mistake) is cut, its length said. */
+const WORD_MAX = 80;
+
+/** A usage error as commander words it, with every word past WORD_MAX characters cut (commander quotes a bad argument in full). */
+function boundedWords(message: string): string {
+  return message.replace(new RegExp(`\\S{${WORD_MAX + 1},}`, 'g'), (w) => `${w.slice(0, 40)}… (${w.length} characters)`);
 }
 
 /** Maps an error to its message and exit code. */

@@ -78,3 +78,13 @@ describe('TEND_LOG_LEVEL', () => {
     }
   });
 });
+
+describe('a pasted long argument', () => {
+  it('is cut in the usage error, its length said, exit 2', () => {
+    const index = '9'.repeat(10_000);
+    const r = spawnSync(process.execPath, [cli, 'repair-queue', 'delete', index], { encoding: 'utf8' });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /error: command-argument value '9{39}… \(10002 characters\) is invalid for argument 'INDEX'/);
+    assert.ok(r.stderr.length < 600, `bounded: ${r.stderr.length} characters`);
+  });
+});
