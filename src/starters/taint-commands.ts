@@ -41,8 +41,9 @@ export function formatTaintStatus(status: TaintStatus, wide = false): string {
   const s = status.slots;
   if (s) {
     lines.push(`slots: ${s.inFlight.length}/${s.maxConcurrentReplacements} in flight, ${s.queue.length} queued; ` +
-      `breaker ${s.breakerOpen ? 'OPEN (no replacement starts)' : 'closed'}: ${s.taintedNodes}/${s.totalNodes} nodes tainted, ` +
-      `limit ${s.maxTaintedNodes}`);
+      `breaker ${s.breakerOpen ? 'OPEN (no replacement starts)' : 'closed'}: ` + (s.faultDomains
+        ? `${s.taintedNodes}/${s.totalNodes} nodes holding managed pods tainted, limit ${s.maxTaintedNodes} (at least 1: maxFaultDomainsWithTaintedProcessGroups)`
+        : `${s.taintedNodes}/${s.totalNodes} nodes tainted, limit ${s.maxTaintedNodes}`));
   } else {
     lines.push('slots: taint-replacements is not running');
   }

@@ -123,6 +123,8 @@ export interface SlotsStatus {
   taintedNodes: number;
   totalNodes: number;
   breakerOpen: boolean;
+  /** The counts are of nodes holding managed pods, the limit FDB's (SlotSettings.faultDomains). */
+  faultDomains?: boolean;
   queue: SlotRequest[];
   inFlight: Grant[];
   granted: number;

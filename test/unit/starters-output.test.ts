@@ -131,6 +131,13 @@ describe('CLI: -o/--output on the read commands', function () {
     assert.match(wide.at(-1)!, /Blocked\s+2\s+paused$/);
   });
 
+  it('taint status: the breaker line says when its counts are fault domains (FoundationDB\'s limit)', () => {
+    const slots = { maxConcurrentReplacements: 1, maxTaintedNodes: '10%' as const, taintedNodes: 2, totalNodes: 3, breakerOpen: true, queue: [], inFlight: [], granted: 0, peakInFlight: 0 };
+    assert.match(formatTaintStatus({ nodes: [], pods: [], slots: { ...slots, faultDomains: true } }, false).split('\n')[0]!,
+      /breaker OPEN \(no replacement starts\): 2\/3 nodes holding managed pods tainted, limit 10% \(at least 1: maxFaultDomainsWithTaintedProcessGroups\)$/);
+    assert.match(formatTaintStatus({ nodes: [], pods: [], slots }, false).split('\n')[0]!, /: 2\/3 nodes tainted, limit 10%$/);
+  });
+
   it('app status -o wide adds every condition', () => {
     const app = {
       metadata: { namespace: 'demo', name: 'web', generation: 2, annotations: {} }, spec: { desiredState: 'STARTED', processes: [] },
