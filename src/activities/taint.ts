@@ -319,8 +319,11 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
    * flow control at the seats of a page, where one without is estimated at
    * every pod of the cluster (10 seats, the most a LIST takes).
    */
-  const listOnNode = async (c: TaintReplacementConfig, node: string): Promise<k8s.V1Pod[]> => {
-    const query = { labelSelector: selectorOf(c.podSelector), fieldSelector: `spec.nodeName=${node}`, limit: LIST_PAGE };
+  const listOnNode = (c: TaintReplacementConfig, node: string): Promise<k8s.V1Pod[]> => listManaged(c, node);
+
+  /** Every managed pod (the cluster's, or its namespaces'; on `node` only, when given), in pages of LIST_PAGE. */
+  const listManaged = async (c: TaintReplacementConfig, node?: string): Promise<k8s.V1Pod[]> => {
+    const query = { labelSelector: selectorOf(c.podSelector), ...(node !== undefined ? { fieldSelector: `spec.nodeName=${node}` } : {}), limit: LIST_PAGE };
     const paged = async (q: PodQuery) => {
       const items: k8s.V1Pod[] = [];
       for await (const page of listPages(kube.pods.list, q, unthrottled)) items.push(...page.items);
@@ -328,17 +331,6 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
     };
     if (!c.namespaces) return paged(query);
     const lists = await Promise.all(c.namespaces.map((namespace) => paged({ namespace, ...query })));
-    return lists.flat();
-  };
-
-  /** Every managed pod (the cluster's, or its namespaces'), in pages of LIST_PAGE. */
-  const listManaged = async (c: TaintReplacementConfig): Promise<k8s.V1Pod[]> => {
-    const query = { labelSelector: selectorOf(c.podSelector), limit: LIST_PAGE };
-    const lists = await Promise.all((c.namespaces ?? [undefined]).map(async (namespace) => {
-      const items: k8s.V1Pod[] = [];
-      for await (const page of listPages(kube.pods.list, { ...(namespace ? { namespace } : {}), ...query }, unthrottled)) items.push(...page.items);
-      return items;
-    }));
     return lists.flat();
   };
 

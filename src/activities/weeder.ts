@@ -46,7 +46,7 @@ import { answerAnnounced as answerFor, deleteAtOnce, deletingToken, goneOutcome,
 import { resolveWeederTarget, type WeederTarget } from '../weeder/target.ts';
 import type { Candidate, PodSeen, WatchOutput, WeedOutcome } from '../weeder/window.ts';
 import { recordWould, waitForGates, writeHold, type SafetyGates } from './safety-gate.ts';
-import { activityStop, SHUTTING_DOWN, shuttingDown } from '../temporal/worker-shutdown.ts';
+import { shuttingDown, untilStopped } from '../temporal/worker-shutdown.ts';
 
 /**
  * Names the Service only: its dependants' selectors come from the worker's
@@ -108,25 +108,6 @@ function targetOf(config: WeederConfig | undefined, namespace: unknown, service:
 
 /** Now, as epoch milliseconds with sub-millisecond precision: the reaction's timings, comparable across processes. */
 const epochNow = () => performance.timeOrigin + performance.now();
-/**
- * Rejects when the current activity is cancelled or its worker begins to shut down (then with the
- * retryable WorkerShutdown failure, so that another worker takes it at once). For the weeder's
- * waits that hold no work that must finish: a watch, the armed lane before it deletes, a held
- * deletion waiting in place (docs/deploy.md).
- */
-function stoppedAtShutdown(): Promise<never> {
-  // Read here, in the activity's context: the abort listener below runs outside it (stoppedBy, which
-  // looks the context up when called, would throw there).
-  const own = Context.current().cancellationSignal;
-  const stop = activityStop(true);
-  const stopped = new Promise<never>((_, reject) => {
-    const onStop = () => reject(own.aborted ? own.reason as Error : ApplicationFailure.retryable(SHUTTING_DOWN, 'WorkerShutdown'));
-    if (stop.aborted) onStop();
-    else stop.addEventListener('abort', onStop, { once: true });
-  });
-  stopped.catch(() => undefined);
-  return stopped;
-}
 
 /** New connections undici has opened in this process (to any server): the reaction's timings say whether a delete needed one. */
 let connectsOpened = 0;
@@ -152,7 +133,7 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
    * cancellation (the window stopped) ends it with a CancelledFailure.
    */
   async function waitForGate(ctx: Context, until: number, wlog: typeof log): Promise<void> {
-    const stopped = stoppedAtShutdown();
+    const stopped = untilStopped();
     await waitForGates(gates, 'weeder', until, {
       waitsFor: () => true,
       sleep: (ms) => Promise.race([ctx.sleep(ms), stopped]),
@@ -415,7 +396,7 @@ export function createWeederActivities(kube: KubeClients, config?: WeederConfig,
       const deadline = setTimeout(finish, Math.max(0, until - Date.now()));
 
       try {
-        await Promise.race([finished, ctx.cancelled, stoppedAtShutdown()]).finally(() => (done = true));
+        await Promise.race([finished, ctx.cancelled, untilStopped()]).finally(() => (done = true));
         await announcing;
         answerAnnounced(out.readyAt === undefined ? `the Service ${namespace}/${service} did not turn ready while armed` : 'not in CrashLoopBackOff when the Service turned ready');
         return out;

@@ -24,7 +24,7 @@ import { preview } from '../checks/preview.ts';
 import { connectClient } from '../temporal/connection.ts';
 import { carriedQuery } from '../repair/queue.ts';
 import { firstFreeIndex, notRunning, queueStartOptions } from '../activities/repair-queue-client.ts';
-import { awaitTakeOver, lastPollWords, NoTakeOver, orphaned, queuePolls, STALE_POLL_MS } from '../workers/singletons.ts';
+import { awaitTakeOver, lastPollWords, NoTakeOver, orphaned, pollersOf, pollsWithin, queuePolls, STALE_POLL_MS } from '../workers/singletons.ts';
 export { firstFreeIndex, indexAfter } from '../activities/repair-queue-client.ts';
 import {
   configOrSandbox, EXIT_FAILURE, OperatorError, positiveInt, readerConfig, taskQueueOption, UsageError, withConfigOptions, type ConfigFlags, type ReadFlags,
@@ -93,12 +93,7 @@ async function connect(config: Config, needsWorker: 'always' | 'when-started'): 
 
 async function needWorker(client: Client, config: Config): Promise<void> {
   const { namespace, taskQueue } = config.temporal;
-  const deadline = Date.now() + WORKER_GRACE_MS;
-  let polls = await queuePolls(client.workflowService, namespace, taskQueue, LIVE_POLLER_SECONDS * 1000);
-  while (!polls.live && polls.lastPoll === undefined && Date.now() < deadline) {
-    await sleep(500);
-    polls = await queuePolls(client.workflowService, namespace, taskQueue, LIVE_POLLER_SECONDS * 1000);
-  }
+  const polls = await pollsWithin(client.workflowService, namespace, taskQueue, LIVE_POLLER_SECONDS * 1000, WORKER_GRACE_MS);
   if (polls.live) return;
   throw new OperatorError(`no worker has polled task queue "${taskQueue}" (temporal.taskQueue) in the last ${LIVE_POLLER_SECONDS}s (${lastPollWords(polls)}), ` +
     'so the repair queue cannot answer; nothing was sent: start `tend run` or `tend worker` with this configuration');
@@ -229,15 +224,9 @@ export const LIVE_POLLER_SECONDS = 70;
  * LIVE_POLLER_SECONDS (Temporal's DescribeTaskQueue lists a poller for a few minutes after its last poll).
  */
 export async function livePollers(client: Client, namespace: string, taskQueue: string, type: 'workflow' | 'activity', now = Date.now()): Promise<string[]> {
-  const r = await client.workflowService.describeTaskQueue({
-    namespace,
-    // temporal.api.enums.v1: TASK_QUEUE_KIND_NORMAL; TASK_QUEUE_TYPE_WORKFLOW / _ACTIVITY (@temporalio/proto's enums are not ESM exports).
-    taskQueue: { name: taskQueue, kind: 1 },
-    taskQueueType: type === 'workflow' ? 1 : 2,
-  });
-  return (r.pollers ?? [])
-    .filter((p) => now - Number(p.lastAccessTime?.seconds ?? 0) * 1000 < LIVE_POLLER_SECONDS * 1000)
-    .map((p) => p.identity ?? '')
+  return (await pollersOf(client.workflowService, namespace, taskQueue, type))
+    .filter((p) => now - p.lastPoll < LIVE_POLLER_SECONDS * 1000)
+    .map((p) => p.identity)
     .sort();
 }
 

@@ -16,12 +16,12 @@ import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } fr
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Config } from '../config/load.ts';
 import {
-  check, emptySafetyState, PAUSABLE, pauseInputSchema, pauseUpdate, resumeUpdate, SAFETY_WORKFLOW_ID, SAFETY_WORKFLOW_TYPE, targets,
+  check, emptySafetyState, PAUSABLE, pausedOf, pauseInputSchema, pauseUpdate, resumeUpdate, SAFETY_WORKFLOW_ID, SAFETY_WORKFLOW_TYPE, targets,
   type PausableCapability, type SafetyState,
 } from '../safety/messages.ts';
 import { FRESH_MS, safetyImpostor, safetyStartOptions, stateOfDescription } from '../safety/pause.ts';
-import { awaitTakeOver, NoTakeOver, orphaned, queuePolls, STALE_POLL_MS } from '../workers/singletons.ts';
-import { answeredWithin, livePollers, LIVE_POLLER_SECONDS } from './repair-commands.ts';
+import { awaitTakeOver, lastPollWords, NoTakeOver, orphaned, pollsWithin, queuePolls, STALE_POLL_MS, type QueuePolls } from '../workers/singletons.ts';
+import { answeredWithin, LIVE_POLLER_SECONDS } from './repair-commands.ts';
 import { configOrSandbox, OperatorError, readerConfig, taskQueueOption, UsageError, withConfigOptions, type ConfigFlags, type ReadFlags } from './cli-support.ts';
 import { columns, outputOption, printOutput, type OutputFormat } from './output.ts';
 
@@ -61,6 +61,9 @@ const IMPOSTOR_HELP = 'every worker holds destructive actions while it runs (the
   `look at it (temporal workflow describe --workflow-id ${SAFETY_WORKFLOW_ID}), terminate it, then \`tend pause\` again if a pause is wanted`;
 
 /** The raw description of what runs under tend-safety, or undefined when nothing ever did. */
+/** tend-safety's description, as DescribeWorkflowExecution answers. */
+type SafetyDescription = Parameters<typeof stateOfDescription>[0];
+
 async function describeSafety(client: Client) {
   try {
     return await client.workflowService.describeWorkflowExecution({ namespace: client.options.namespace, execution: { workflowId: SAFETY_WORKFLOW_ID } });
@@ -80,19 +83,29 @@ function stateOrRefuse(d: Parameters<typeof stateOfDescription>[0], taskQueue: s
   }
 }
 
+/**
+ * tend's own tend-safety on a task queue other than `taskQueue` that no worker polls (the tend that
+ * started it is gone): where it runs, and its last poll; undefined otherwise (this tend's, a live
+ * tend's, or an impostor, which the callers refuse).
+ */
+async function orphanedSafety(client: Client, d: SafetyDescription, taskQueue: string): Promise<{ taskQueue: string; polls: QueuePolls } | undefined> {
+  if (safetyImpostor(d) !== undefined || safetyImpostor(d, { taskQueue }) === undefined) return undefined;
+  const theirs = d.workflowExecutionInfo?.taskQueue ?? '';
+  const polls = await queuePolls(client.workflowService, client.options.namespace, theirs, STALE_POLL_MS);
+  return orphaned(polls) ? { taskQueue: theirs, polls } : undefined;
+}
+
 /** The pause as tend-safety's memo says (DescribeWorkflowExecution: no worker needed), refused when what runs there is not tend's on `taskQueue`. */
 export async function pauseStatus(client: Client, taskQueue: string): Promise<PauseStatus> {
   const d = await describeSafety(client);
   if (!d) return { running: false, ...emptySafetyState() };
   // tend's own on the task queue of a tend that is gone: its state, said where it runs (a live tend takes it over).
-  const theirs = d.workflowExecutionInfo?.taskQueue ?? '';
-  const elsewhere = safetyImpostor(d) === undefined && safetyImpostor(d, { taskQueue }) !== undefined &&
-    orphaned(await queuePolls(client.workflowService, client.options.namespace, theirs, STALE_POLL_MS));
-  if (elsewhere) {
-    console.error(`tend: pause status: ${SAFETY_WORKFLOW_ID} runs on task queue "${theirs}", not this configuration's "${taskQueue}", ` +
+  const dead = await orphanedSafety(client, d, taskQueue);
+  if (dead) {
+    console.error(`tend: pause status: ${SAFETY_WORKFLOW_ID} runs on task queue "${dead.taskQueue}", not this configuration's "${taskQueue}", ` +
       'and no worker polls it: a live tend takes it over, carrying this state');
   }
-  const s = stateOrRefuse(d, elsewhere ? theirs : taskQueue, 'pause status');
+  const s = stateOrRefuse(d, dead?.taskQueue ?? taskQueue, 'pause status');
   const runId = d.workflowExecutionInfo?.execution?.runId ?? undefined;
   if (!s) return { running: false, ...(runId ? { runId } : {}), ...emptySafetyState() };
   return { running: true, ...(runId ? { runId } : {}), ...s };
@@ -118,15 +131,10 @@ const WORKER_GRACE_MS = 10_000;
  * wait for ever. Refused at once instead, naming the task queue.
  */
 async function needWorker(client: Client, config: Config, taskQueue: string): Promise<void> {
-  const deadline = Date.now() + WORKER_GRACE_MS;
-  for (;;) {
-    if ((await livePollers(client, config.temporal.namespace, taskQueue, 'workflow')).length > 0) return;
-    if (Date.now() > deadline) {
-      throw new OperatorError(`no worker has polled task queue "${taskQueue}" in the last ${LIVE_POLLER_SECONDS}s, so ${SAFETY_WORKFLOW_ID} cannot take the change: ` +
-        'start `tend run` or `tend worker` with this configuration (a pause needs no worker to hold: nothing acts without one)');
-    }
-    await sleep(500);
-  }
+  const polls = await pollsWithin(client.workflowService, config.temporal.namespace, taskQueue, LIVE_POLLER_SECONDS * 1000, WORKER_GRACE_MS);
+  if (polls.live) return;
+  throw new OperatorError(`no worker has polled task queue "${taskQueue}" in the last ${LIVE_POLLER_SECONDS}s (${lastPollWords(polls)}), so ${SAFETY_WORKFLOW_ID} cannot take the change: ` +
+    'start `tend run` or `tend worker` with this configuration (a pause needs no worker to hold: nothing acts without one)');
 }
 
 /**
@@ -140,15 +148,12 @@ async function safetyRunning(client: Client, config: Config, doing: string): Pro
   const notOurs = safetyImpostor(d, { taskQueue });
   if (notOurs === undefined) return true;
   // tend's own, on the task queue of a tend that is gone: a live tend takes it over, carrying every pause.
-  const theirs = d.workflowExecutionInfo?.taskQueue ?? '';
-  if (safetyImpostor(d) === undefined) {
-    const polls = await queuePolls(client.workflowService, namespace, theirs, STALE_POLL_MS);
-    if (orphaned(polls)) {
-      await awaitTakeOver(client, namespace, SAFETY_WORKFLOW_ID, taskQueue, { taskQueue: theirs, polls }, (line) => console.error(line)).catch((err: unknown) => {
-        throw err instanceof NoTakeOver ? new OperatorError(`${doing}: refused: ${err.message}`) : err;
-      });
-      return true;
-    }
+  const dead = await orphanedSafety(client, d, taskQueue);
+  if (dead) {
+    await awaitTakeOver(client, namespace, SAFETY_WORKFLOW_ID, taskQueue, dead, (line) => console.error(line)).catch((err: unknown) => {
+      throw err instanceof NoTakeOver ? new OperatorError(`${doing}: refused: ${err.message}`) : err;
+    });
+    return true;
   }
   throw new OperatorError(`${doing}: refused, nothing sent: ${notOurs}; ${IMPOSTOR_HELP}`);
 }
@@ -261,7 +266,7 @@ export function registerSafetyCommands(program: Command): void {
       const { config } = await readerConfig(flags);
       const st = await withClient(config, (client) => pauseStatus(client, config.temporal.taskQueue));
       // wide: the same columns (a pause has no more to show); -o name: the paused capabilities, one per line.
-      await printOutput(flags.output, st, () => formatPauseStatus(st), (s) => PAUSABLE.filter((c) => s.capabilities[c].paused).map((c) => `capability/${c}`));
+      await printOutput(flags.output, st, () => formatPauseStatus(st), (s) => pausedOf(s).map((c) => `capability/${c}`));
     });
 
   withConfigOptions(program

@@ -22,7 +22,7 @@ import { matchingTaints, sameTaints, taintId, type MatchedTaint } from '../taint
 import { runningTaintWorkflows } from '../taint/running.ts';
 import {
   announceSlotsSignal, DETECTED, NODE_WORKFLOW_TYPE, nodeCountsSignal, nodeTaintsSignal, nodeWorkflowId, podsChangedSignal, SLOTS_WORKFLOW_ID,
-  SLOTS_WORKFLOW_TYPE, slotSettingsSignal, TAINT_CAPABILITY, type SlotSettings,
+  SLOTS_WORKFLOW_TYPE, slotSettingsSignal, slotsStartOptions, TAINT_CAPABILITY, type SlotSettings,
 } from '../taint/messages.ts';
 import { impostor } from '../temporal/identity.ts';
 import type { CapabilityWatch, WatchContext } from './watcher.ts';
@@ -242,16 +242,12 @@ class TaintWatch {
   /** Starts the coordinator, or signals the one running. */
   private async startCoordinator(): Promise<void> {
     await this.ctx.client.workflow.signalWithStart(SLOTS_WORKFLOW_TYPE, {
-      workflowId: SLOTS_WORKFLOW_ID,
-      taskQueue: this.taskQueue,
-      args: [{}],
-      signal: slotSettingsSignal,
-      signalArgs: [this.slotSettings],
-      staticSummary: `taint replacement: cluster-wide slots, at most ${this.config.maxConcurrentReplacements} in flight; ` +
+      ...slotsStartOptions(this.taskQueue, `taint replacement: cluster-wide slots, at most ${this.config.maxConcurrentReplacements} in flight; ` +
         (breakerFromFaultDomains(this.config)
           ? `breaker above ${this.config.breaker.maxTaintedNodes} (at least 1) of the nodes holding managed pods tainted`
-          : `breaker above ${this.config.breaker.maxTaintedNodes} tainted nodes`),
-      typedSearchAttributes: [{ key: TendCapability, value: TAINT_CAPABILITY }, { key: TendTarget, value: SLOTS_WORKFLOW_ID }],
+          : `breaker above ${this.config.breaker.maxTaintedNodes} tainted nodes`)),
+      signal: slotSettingsSignal,
+      signalArgs: [this.slotSettings],
     });
   }
 

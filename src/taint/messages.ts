@@ -1,6 +1,7 @@
 // The signals and queries of the taint workflows, shared by the workflows, the
 // watcher and the CLI. Workflow ids: `taint/<node>` per node, and
 // `taint-replacements` for the cluster-wide slots.
+import { TendCapability, TendTarget } from '../search-attributes.ts';
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { MatchedTaint } from './match.ts';
 import { pastLimits } from '../checks/limits.ts';
@@ -131,6 +132,14 @@ export interface SlotsStatus {
   peakInFlight: number;
 }
 export const slotsStatusQuery = defineQuery<SlotsStatus>('status');
+
+/** How tend starts the coordinator on `taskQueue` (the watcher, or a live tend taking it over): its id, empty input, summary and search attributes. */
+export function slotsStartOptions(taskQueue: string, staticSummary: string) {
+  return {
+    workflowId: SLOTS_WORKFLOW_ID, taskQueue, args: [{}] as [Record<string, never>], staticSummary,
+    typedSearchAttributes: [{ key: TendCapability, value: TAINT_CAPABILITY }, { key: TendTarget, value: SLOTS_WORKFLOW_ID }],
+  };
+}
 
 // --- reading messages from outside --------------------------------------------------------
 // Anyone with write access to the namespace can send these: each reader takes any JSON value,

@@ -31,3 +31,20 @@ export function stoppedBy(signal: AbortSignal): never {
   if (signal.aborted) throw ApplicationFailure.retryable(SHUTTING_DOWN, 'WorkerShutdown');
   throw new Error('stopped without a reason');
 }
+
+/**
+ * Rejects when the current activity is cancelled (with its cancellation) or its worker begins to
+ * shut down (retryable WorkerShutdown): for a wait that holds no work that must finish, raced
+ * against it. The activity's context is read when called, so the rejection may come anywhere.
+ */
+export function untilStopped(): Promise<never> {
+  const own = Context.current().cancellationSignal;
+  const stop = activityStop(true);
+  const stopped = new Promise<never>((_, reject) => {
+    const onStop = () => reject(own.aborted ? own.reason as Error : ApplicationFailure.retryable(SHUTTING_DOWN, 'WorkerShutdown'));
+    if (stop.aborted) onStop();
+    else stop.addEventListener('abort', onStop, { once: true });
+  });
+  stopped.catch(() => undefined);
+  return stopped;
+}

@@ -9,9 +9,9 @@
 //     new run takes a fresh start's state as pauses (patch safety-takeover-carries).
 //   - repair-queue: its entries, enabled flag, next index and deletions in flight (its `carried`
 //     query), taken by the new run's input as a continued run's.
-//   - taint-replacements: read (its status query) for the log only; a fresh coordinator takes no
-//     slot from its input (a forged start could grant any), so it asks every node workflow for
-//     the slots it holds (announceSlots), as when it ended on its own.
+//   - taint-replacements: nothing read; a fresh coordinator takes no slot from its input (a forged
+//     start could grant any), so every node workflow is asked for the slots it holds
+//     (announceSlots), as when the coordinator ended on its own.
 // A query needs a worker on the dead task queue: a short-lived Worker in this process polls it,
 // with the same workflow code and no activities, just long enough to answer. Two tends taking over
 // at once end with one singleton: each terminates the run it read by its run id (only one can),
@@ -30,8 +30,7 @@ import { REPAIR_QUEUE_WORKFLOW_ID } from '../repair/messages.ts';
 import { carriedQuery, type QueueState } from '../repair/queue.ts';
 import { pauseSignal, pausedOf, SAFETY_WORKFLOW_ID, SAFETY_WORKFLOW_TYPE, type SafetyState } from '../safety/messages.ts';
 import { safetyStartOptions, stateOfDescription } from '../safety/pause.ts';
-import { TendCapability, TendTarget } from '../search-attributes.ts';
-import { announceSlotsSignal, NODE_WORKFLOW_TYPE, SLOTS_WORKFLOW_ID, SLOTS_WORKFLOW_TYPE, slotsStatusQuery, TAINT_CAPABILITY, type SlotsStatus } from '../taint/messages.ts';
+import { announceSlotsSignal, NODE_WORKFLOW_TYPE, SLOTS_WORKFLOW_ID, SLOTS_WORKFLOW_TYPE, slotsStartOptions } from '../taint/messages.ts';
 
 /** A task queue whose newest workflow poll is older than this has no worker (a live one polls again within a minute). */
 export const STALE_POLL_MS = 90_000;
@@ -84,19 +83,39 @@ export interface QueuePolls {
 /** The workflow service part DescribeTaskQueue needs (a Client's or a NativeConnection's). */
 type TaskQueueService = Pick<Client['workflowService'], 'describeTaskQueue'>;
 
-/** Whether a worker (other than a taker's) polled `taskQueue` for workflow tasks within `staleMs`, and when last. */
-export async function queuePolls(service: TaskQueueService, namespace: string, taskQueue: string, staleMs = STALE_POLL_MS, now = Date.now()): Promise<QueuePolls> {
+/** Each worker DescribeTaskQueue lists as polling `taskQueue` for workflow or activity tasks (the server keeps one a few minutes), and its last poll (epoch ms). */
+export async function pollersOf(service: TaskQueueService, namespace: string, taskQueue: string, type: 'workflow' | 'activity' = 'workflow'): Promise<{ identity: string; lastPoll: number }[]> {
   const r = await service.describeTaskQueue({
     namespace,
-    // temporal.api.enums.v1: TASK_QUEUE_KIND_NORMAL, TASK_QUEUE_TYPE_WORKFLOW.
+    // temporal.api.enums.v1: TASK_QUEUE_KIND_NORMAL; TASK_QUEUE_TYPE_WORKFLOW / _ACTIVITY (@temporalio/proto's enums are not ESM exports).
     taskQueue: { name: taskQueue, kind: 1 },
-    taskQueueType: 1,
+    taskQueueType: type === 'workflow' ? 1 : 2,
   });
-  const polls = (r.pollers ?? [])
-    .filter((p) => !(p.identity ?? '').startsWith(TAKEOVER_IDENTITY))
-    .map((p) => Number(p.lastAccessTime?.seconds ?? 0) * 1000 + Math.floor((p.lastAccessTime?.nanos ?? 0) / 1e6));
+  return (r.pollers ?? []).map((p) => ({
+    identity: p.identity ?? '',
+    lastPoll: Number(p.lastAccessTime?.seconds ?? 0) * 1000 + Math.floor((p.lastAccessTime?.nanos ?? 0) / 1e6),
+  }));
+}
+
+/** Whether a worker (other than a taker's) polled `taskQueue` for workflow tasks within `staleMs`, and when last. */
+export async function queuePolls(service: TaskQueueService, namespace: string, taskQueue: string, staleMs = STALE_POLL_MS, now = Date.now()): Promise<QueuePolls> {
+  const polls = (await pollersOf(service, namespace, taskQueue)).filter((p) => !p.identity.startsWith(TAKEOVER_IDENTITY)).map((p) => p.lastPoll);
   const lastPoll = polls.length > 0 ? Math.max(...polls) : undefined;
   return { live: lastPoll !== undefined && now - lastPoll < staleMs, ...(lastPoll !== undefined ? { lastPoll } : {}) };
+}
+
+/**
+ * queuePolls of `taskQueue`, waiting up to `graceMs` while no poll is listed at all (a worker
+ * started a moment ago has not polled yet); a queue whose pollers are listed but stale is answered at once.
+ */
+export async function pollsWithin(service: TaskQueueService, namespace: string, taskQueue: string, staleMs: number, graceMs: number): Promise<QueuePolls> {
+  const deadline = Date.now() + graceMs;
+  let polls = await queuePolls(service, namespace, taskQueue, staleMs);
+  while (!polls.live && polls.lastPoll === undefined && Date.now() < deadline) {
+    await sleep(500);
+    polls = await queuePolls(service, namespace, taskQueue, staleMs);
+  }
+  return polls;
 }
 
 /**
@@ -151,9 +170,8 @@ function queueCarried(s: QueueState): string {
   return `${s.entries.length} entr${s.entries.length === 1 ? 'y' : 'ies'}${s.entries.length ? ` (${s.entries.slice(0, 20).map((e) => `${e.index} ${e.status}`).join(', ')}${s.entries.length > 20 ? ', ...' : ''})` : ''}, ` +
     `${s.enabled ? 'enabled' : 'disabled'}, next index ${s.nextIndex}${Object.keys(s.closing).length ? `, ${Object.keys(s.closing).length} deletion(s) in flight` : ''}`;
 }
-function slotsCarried(s: SlotsStatus | undefined, announced: number): string {
-  const held = s ? `it held ${s.inFlight.length} slot(s) in flight, ${s.queue.length} request(s) queued, breaker ${s.breakerOpen ? 'open' : 'closed'}, ${s.granted} granted so far; ` : 'its status could not be read; ';
-  return `${held}${announced} node workflow(s) asked to tell the new coordinator the slots they hold and ask again for the ones they wait for`;
+function slotsCarried(announced: number): string {
+  return `${announced} node workflow(s) asked to tell the new coordinator the slots they hold and ask again for the ones they wait for`;
 }
 
 /**
@@ -232,19 +250,15 @@ async function readSingleton(ctx: SingletonsContext, id: SingletonId, found: Fou
       },
     };
   }
-  const status = await throughWorkerOn(ctx, found.taskQueue, () => handle.query(slotsStatusQuery)).catch((err: unknown) => {
-    log.warn({ workflowId: id, taskQueue: found.taskQueue, err: failureMessage(err) }, 'singleton take-over: the coordinator\'s status could not be read; its slots come back from the node workflows');
-    return undefined;
-  });
+  // Nothing is read from the coordinator: a fresh one takes no slot from its input (a forged start
+  // could grant any), and its node workflows tell it what they hold.
   return {
     carried: '',
     start: async () => {
       await client.workflow.start(SLOTS_WORKFLOW_TYPE, {
-        workflowId: SLOTS_WORKFLOW_ID, taskQueue, args: [{}], workflowIdConflictPolicy: 'FAIL',
-        staticSummary: 'taint replacement: cluster-wide slots (taken over from a task queue no worker polled)',
-        typedSearchAttributes: [{ key: TendCapability, value: TAINT_CAPABILITY }, { key: TendTarget, value: SLOTS_WORKFLOW_ID }],
+        ...slotsStartOptions(taskQueue, 'taint replacement: cluster-wide slots (taken over from a task queue no worker polled)'), workflowIdConflictPolicy: 'FAIL',
       });
-      return slotsCarried(status, await announceSlots(client));
+      return slotsCarried(await announceSlots(client));
     },
   };
 }

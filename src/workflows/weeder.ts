@@ -195,9 +195,9 @@ function watchDependants(input: WeederTarget, until: number, openOnReady: boolea
   const { watchDependants } = proxyActivities<Activities>({
     startToCloseTimeout: stretch + 60_000,
     heartbeatTimeout: weedToken === undefined ? heartbeatTimeoutMs(stretch) : takeover ? ARMED_TAKEOVER_HEARTBEAT_MS : ARMED_DELETES_HEARTBEAT_MS,
-    retry: takeover
-      ? { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: WATCH_ATTEMPTS + 2, nonRetryableErrorTypes: [WEEDER_REFUSED] }
-      : { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: WATCH_ATTEMPTS, nonRetryableErrorTypes: [WEEDER_REFUSED] },
+    retry: {
+      initialInterval: takeover ? '200ms' : '1s', maximumInterval: '10s', maximumAttempts: WATCH_ATTEMPTS + (takeover ? 2 : 0), nonRetryableErrorTypes: [WEEDER_REFUSED],
+    },
     // A watch that deletes nothing is not waited for when cancelled; the armed
     // one that deletes at once is: it may be deleting, and its answer says what.
     cancellationType: weedToken === undefined ? ActivityCancellationType.TRY_CANCEL : ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
