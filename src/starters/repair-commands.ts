@@ -216,8 +216,19 @@ async function withinDeadline<T>(client: Client, config: Config, what: () => Pro
     '(a retry of the same add is not added twice while this run of the queue remembers it)');
 }
 
-/** How recently a poller must have polled to count as live (an idle worker polls again when the server's long poll of a minute ends). */
-export const LIVE_POLLER_SECONDS = 70;
+/**
+ * How recently a poller must have polled to count as live (an idle worker polls again when the
+ * server's long poll of a minute ends): 70 s, or TEND_LIVE_POLLER_SECONDS (whole seconds, read
+ * once when the command starts; docs/repair-cli.md), which lets a test see a queue without a worker
+ * without waiting the minute out.
+ */
+export const LIVE_POLLER_SECONDS = livePollerSeconds(process.env.TEND_LIVE_POLLER_SECONDS);
+
+function livePollerSeconds(value: string | undefined): number {
+  if (value === undefined || value === '') return 70;
+  if (!/^[1-9]\d{0,3}$/.test(value)) throw new Error(`TEND_LIVE_POLLER_SECONDS must be a whole number of seconds from 1 to 9999 (got ${preview(value, 20)})`);
+  return Number(value);
+}
 
 /**
  * The identities of the workers that polled `taskQueue` for workflow or activity tasks in the last
