@@ -19,7 +19,9 @@ import { kubeClients, loadKubeConfig } from '../src/kube/client.ts';
 import { connectClient } from '../src/temporal/connection.ts';
 import { sendAppCommand } from '../src/starters/apps-commands.ts';
 import { appWorkflowId } from '../src/apps/types.ts';
-import { TendProcess } from '../test/harness/cli.ts';
+import { freeLoopbackPort } from '../src/workers/runtime.ts';
+import { memOf, partsSampler, rssSampler } from './lib/taint-support.ts';
+import { currentBundle, spawnTend } from './lib/tend-process.ts';
 import { appObject, createApp, getApp, settled, webProcess } from '../test/harness/apps.ts';
 
 const { values } = parseArgs({ options: { apps: { type: 'string', default: '50' }, rounds: { type: 'string', default: '3' } } });
@@ -40,7 +42,15 @@ await writeFile(config, toYaml({
 await kube.core.createNamespace({ body: { metadata: { name: ns } } });
 // The rights `tend rbac` generates for this configuration, as an operator would apply them.
 await grantRightsFor(info.kubeconfig, config, 'tend-bench');
-const tend = new TendProcess(['run', '--config', config]);
+const httpPort = await freeLoopbackPort();
+await currentBundle();
+// Through bin/tend, as an operator runs it (and so with the Node.js and glibc settings it sets).
+const tend = spawnTend(['run', '--config', config, '--http-address', `127.0.0.1:${httpPort}`]);
+let tendOutput = '';
+tend.stderr!.on('data', (d) => (tendOutput = (tendOutput + d).slice(-100_000)));
+// `tend run`'s resident memory (the worker and the watcher, one process as the Deployment runs them), every second.
+const rss = rssSampler({ tend });
+const parts = partsSampler(httpPort);
 const client = await connectClient({ address: info.temporalAddress, namespace: 'default', taskQueue });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -68,7 +78,7 @@ const stats = (ms: number[]) => {
 };
 
 try {
-  await until('tend to watch Apps', async () => tend.output.includes('watching Apps'), 60_000);
+  await until('tend to watch Apps', async () => tendOutput.includes('watching Apps'), 60_000);
   // One App, restarted `rounds` times.
   await createApp(kube, appObject(ns, 'solo', [webProcess(1)]));
   await allSettled(['solo']);
@@ -94,9 +104,14 @@ try {
   const t0 = performance.now();
   const latencies = await Promise.all(names.map(restart));
   console.log(`${many} Apps (1 instance each) restarted at once: ${stats(latencies)}; all done in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+  console.log(`tend run (worker and watcher, one process): peak RSS ${Math.round(rss.peak.tend!)} MiB (VmHWM ${Math.round(await memOf(tend.pid!, 'VmHWM'))} MiB; goal under 400); at its peak ${JSON.stringify(parts.atPeak)}, ${parts.maxCached} workflows cached at most`);
 } finally {
+  rss.stop();
+  parts.stop();
   await client.connection.close();
-  await tend.stop();
+  const exited = new Promise((resolve) => tend.once('exit', resolve));
+  tend.kill('SIGTERM');
+  await exited;
   await kube.core.deleteNamespace({ name: ns }).catch(() => undefined);
   await rm(dir, { recursive: true, force: true });
 }

@@ -32,6 +32,8 @@ import type { RepairQueueEntry } from '../src/repair/entry.ts';
 import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { workflowBundleOptions } from '../src/workers/worker.ts';
 import { pgCounters, pgCountersSettled, persistenceRates } from './lib/persistence.ts';
+import { memOf, partsSampler, rssSampler } from './lib/taint-support.ts';
+import { currentBundle, spawnTend } from './lib/tend-process.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const cli = join(repo, 'src/starters/cli.ts');
@@ -68,8 +70,13 @@ await writeFile(config, toYaml({
 await grantRightsFor(info.kubeconfig, config, 'tend-bench');
 
 const addresses = Array.from({ length: N }, (_, i) => `198.18.${Math.floor(i / 250)}.${(i % 250) + 1}`);
-const file = join(dir, 'requests.txt');
-await writeFile(file, addresses.map((a) => `fix bench ${a}`).join('\n') + '\n');
+// The queue takes at most 100 requests per add: the entries go in files of 100, added one after another.
+const files: string[] = [];
+for (let i = 0; i < addresses.length; i += 100) {
+  const file = join(dir, `requests-${files.length}.txt`);
+  await writeFile(file, addresses.slice(i, i + 100).map((a) => `fix bench ${a}`).join('\n') + '\n');
+  files.push(file);
+}
 
 // The commands' own time: each entry runs the health check twice and the repair command once.
 const t0 = performance.now();
@@ -130,12 +137,6 @@ async function childrenOf(pid: number): Promise<number[]> {
   }
   return out;
 }
-/** The worker's resident memory (MiB) now. */
-async function rssOf(pid: number | undefined): Promise<number> {
-  const text = pid ? await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '') : '';
-  return Number(/VmRSS:\s+(\d+)/.exec(text)?.[1] ?? 0) / 1024;
-}
-let workerPeakRss = 0;
 
 const profileArgs = opts['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', opts['cpu-prof']] : [];
 // On the cluster sandbox (not with --temporal-address): what PostgreSQL does for an idle Temporal, then for the run.
@@ -144,9 +145,14 @@ const idleBefore = sandboxTemporal ? await pgCounters(info) : undefined;
 if (idleBefore) await sleep(20_000);
 const idleAfter = idleBefore && await pgCounters(info);
 // Its own HTTP port, so that the benchmark runs beside a tend already serving the default one.
-const tend = spawn(process.execPath, [...profileArgs, cli, 'run', '--config', config, '--http-address', `127.0.0.1:${await freeLoopbackPort()}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TEND_LOG_LEVEL: 'warn' } });
+const httpPort = await freeLoopbackPort();
+await currentBundle();
+// Through bin/tend, as an operator runs it (and so with the Node.js and glibc settings it sets).
+const tend = spawnTend(['run', '--config', config, '--http-address', `127.0.0.1:${httpPort}`], { nodeFlags: profileArgs, env: { TEND_LOG_LEVEL: 'warn' } });
 let tendErr = '';
-tend.stderr.on('data', (d) => (tendErr += d));
+let rss: ReturnType<typeof rssSampler> | undefined;
+let parts: ReturnType<typeof partsSampler> | undefined;
+tend.stderr!.on('data', (d) => (tendErr += d));
 const run = (args: string[]) => new Promise<string>((resolve, reject) => {
   const c = spawn(process.execPath, [cli, ...args, '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -165,11 +171,14 @@ try {
     if (performance.now() - ready > 180_000) throw new Error('the worker did not poll within 3 minutes');
     await sleep(200);
   }
+  // `tend run`'s resident memory (the worker and the watcher, one process as the Deployment runs them), every second.
+  rss = rssSampler({ tend });
+  parts = partsSampler(httpPort);
   const loadBefore = loadavg();
   const cpuBefore = await cpuSnapshot(tend.pid);
   const start = performance.now();
   const startedAt = Date.now();
-  console.log(await run(['repair-queue', 'add-file', file]));
+  for (const file of files) console.log((await run(['repair-queue', 'add-file', file])).trim());
   let list: RepairQueueEntry[] = [];
   let queryTimeouts = 0;
   for (;;) {
@@ -180,13 +189,15 @@ try {
       return undefined;
     });
     if (answer) list = answer;
-    workerPeakRss = Math.max(workerPeakRss, await rssOf(tend.pid));
     if (list.length === N && list.every((e) => e.status === 'succeeded' || e.status === 'failed')) break;
     if (performance.now() - start > 30 * 60_000) throw new Error('not finished after 30 min');
     // Not too often: each query is served by the queue's workflow on the worker (the end time comes from the entries' close times).
     await sleep(1000);
   }
   const polledS = (performance.now() - start) / 1000;
+  rss.stop();
+  parts!.stop();
+  const vmHwm = await memOf(tend.pid!, 'VmHWM');
   const cpuAfter = await cpuSnapshot(tend.pid);
   const loadAfter = loadavg();
   // Before the histories are read, so that their reads are not counted.
@@ -300,7 +311,7 @@ try {
       },
     },
     slotsInUse: +slotsInUse.toFixed(1),
-    workerPeakRssMiB: Math.round(workerPeakRss),
+    memoryMiB: { tendRunPeakRss: Math.round(rss.peak.tend!), tendRunVmHWM: Math.round(vmHwm), goal: 400, atPeak: parts!.atPeak, mostWorkflowsCached: parts!.maxCached },
     cpuSeconds: Object.fromEntries(Object.entries(cpuAfter).map(([k, v]) => [k, +(v - (cpuBefore[k] ?? 0)).toFixed(1)])),
     cpuMsPerEntry: Math.round(Object.entries(cpuAfter).reduce((a, [k, v]) => a + v - (cpuBefore[k] ?? 0), 0) / N * 1000),
     loadavg: { before: loadBefore.map((x) => +x.toFixed(2)), after: loadAfter.map((x) => +x.toFixed(2)) },
@@ -309,6 +320,8 @@ try {
     heartbeats: 'none reach the server for activities shorter than 1 s (the first heartbeat is sent after 1 s)',
   }, null, 2));
 } finally {
+  rss?.stop();
+  parts?.stop();
   tend.kill('SIGTERM');
   await new Promise((r) => tend.once('exit', r));
   await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).terminate('repair benchmark done').catch(() => undefined);

@@ -41,7 +41,9 @@ import { currentSandbox } from '../src/sandbox/sandbox.ts';
 import { applyObjects, grantRightsFor, serviceAccountToken } from '../src/sandbox/bootstrap.ts';
 import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { pgCounters, pgCountersSettled, persistenceRates } from './lib/persistence.ts';
-import { spawnTend } from './lib/tend-process.ts';
+import { currentBundle, spawnTend } from './lib/tend-process.ts';
+import { memOf, partsSampler, rssSampler } from './lib/taint-support.ts';
+import { loadavg } from 'node:os';
 import { ReadinessStore } from '../src/weeder/record.ts';
 import { tendNamespace } from '../src/config/weeder.ts';
 import { FAIL_ANNOTATION } from '../src/sandbox/kubelet/annotations.ts';
@@ -244,9 +246,15 @@ async function main() {
   // Its own HTTP port, so that the benchmark runs beside a tend already serving the default one.
   if (TRACE) await mkdir(TRACE, { recursive: true });
   const traceArgs = TRACE ? ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', TRACE] : [];
-  const tend = spawnTend(['run', '--config', tendConfig, '--http-address', `127.0.0.1:${await freeLoopbackPort()}`],
+const httpPort = await freeLoopbackPort();
+await currentBundle();
+  const tend = spawnTend(['run', '--config', tendConfig, '--http-address', `127.0.0.1:${httpPort}`],
     { nodeFlags: traceArgs, env: { TEND_LOG_LEVEL: TRACE ? 'debug' : 'warn' } });
   children.push(tend);
+  // `tend run`'s resident memory (the worker and the watcher, one process as the Deployment runs them), every second.
+  const rss = rssSampler({ tend });
+  const parts = partsSampler(httpPort);
+  const loadAtStart = loadavg();
   let tendErr = ''; let dwdErr = '';
   tend.stderr!.on('data', (d) => (tendErr = (tendErr + d).slice(-4000)));
   if (TRACE) tend.stderr!.pipe(createWriteStream(join(TRACE, 'tend.log')));
@@ -416,13 +424,17 @@ async function main() {
   const persistence = persistenceRates(idleAfter, pgAfter, actions, idleBefore && idleAfter && { before: idleBefore, after: idleAfter });
 
   stopping = true;
+  rss.stop();
+  parts.stop();
+  const memory = { tendRunPeakRss: Math.round(rss.peak.tend!), tendRunVmHWM: Math.round(await memOf(tend.pid!, 'VmHWM')), goal: 400, atPeak: parts.atPeak, mostWorkflowsCached: parts.maxCached };
+  const load = { atStart: loadAtStart.map((x) => +x.toFixed(2)), atEnd: loadavg().map((x) => +x.toFixed(2)) };
   await obs.stop();
   await temporal.connection.close();
   const fmt = (xs: number[]) => xs.length ? `p50 ${quantile(xs, 0.5).toFixed(0)} ms, p99 ${quantile(xs, 0.99).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (n=${xs.length})` : 'no samples';
   console.log(JSON.stringify({ sandbox: info!.stateDir, timeScale: JSON.parse(await readFile(join(info!.stateDir, 'sandbox.json'), 'utf8')).timeScale, watchDuration: WATCH, cascade, latency: {
     tend: latency.tend.length ? { p50: quantile(latency.tend, 0.5), p99: quantile(latency.tend, 0.99), n: latency.tend.length, samples: latency.tend.map(Math.round) } : null,
     dwd: latency.dwd.length ? { p50: quantile(latency.dwd, 0.5), p99: quantile(latency.dwd, 0.99), n: latency.dwd.length, samples: latency.dwd.map(Math.round) } : null,
-  }, whileDown, recoveredAlone, scaledToZero: { deletedWhileDown: zeroDeletes, holdMs: ZERO_HOLD_MS }, dwdCrashes, temporalPerWindow: { windows: windows.length, starts: 1, signals: avg((w) => w.signals), activities: avg((w) => w.activities), timers: avg((w) => w.timers), heartbeatsEstimated: heartbeats }, persistence }, null, 2));
+  }, whileDown, recoveredAlone, scaledToZero: { deletedWhileDown: zeroDeletes, holdMs: ZERO_HOLD_MS }, dwdCrashes, temporalPerWindow: { windows: windows.length, starts: 1, signals: avg((w) => w.signals), activities: avg((w) => w.activities), timers: avg((w) => w.timers), heartbeatsEstimated: heartbeats }, persistence, memoryMiB: memory, loadavg: load }, null, 2));
   console.log('');
   console.log(`cascade recovery after etcd returns (kube-apiserver / whole chain):`);
   for (const a of arms) console.log(`  ${a.name.padEnd(5)} ${(cascade[a.name]!.apiserver / 1000).toFixed(1)} s / ${(cascade[a.name]!.chain / 1000).toFixed(1)} s`);
@@ -437,6 +449,8 @@ async function main() {
     `while etcd was down: tend ${zeroDeletes.tend}, dependency-watchdog ${zeroDeletes.dwd}`);
   console.log(`Temporal actions per tend window (${windows.length} windows): 1 start + ${avg((w) => w.signals).toFixed(2)} signals + ` +
     `${avg((w) => w.activities).toFixed(2)} activities + ${avg((w) => w.timers).toFixed(2)} timers + ~${heartbeats.toFixed(2)} heartbeats`);
+  console.log(`tend run (worker and watcher, one process): peak RSS ${memory.tendRunPeakRss} MiB (VmHWM ${memory.tendRunVmHWM} MiB; goal under ${memory.goal}); ` +
+    `load average at the start ${load.atStart.join(' ')}, at the end ${load.atEnd.join(' ')}`);
   if (persistence) {
     console.log(`PostgreSQL under Temporal, whole run (${persistence.seconds} s): ${persistence.transactionsPerSecond} transactions/s ` +
       `(idle: ${persistence.idleTransactionsPerSecond}/s), ${persistence.transactionsPerAction} transactions and ${persistence.rowsWrittenPerAction} rows written per action (${actions} actions)`);

@@ -6,7 +6,7 @@ import { installRuntime } from './runtime.ts';
 import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { workerActivities, type Capability } from '../activities/index.ts';
@@ -106,9 +106,17 @@ export async function writeWorkflowBundle(path = workflowBundlePath): Promise<{ 
   const { bundleWorkflowCode } = await import('@temporalio/worker');
   const { code } = await bundleWorkflowCode(workflowBundleOptions());
   await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, code);
+  // Written beside and renamed: a worker starting meanwhile reads the old bundle or the new, never half of one.
+  await writeFile(`${path}.${process.pid}.tmp`, code);
+  await rename(`${path}.${process.pid}.tmp`, path);
   await writeFile(fingerprintPath(path), `${await workflowSourcesFingerprint()}\n`);
   return { path, bytes: Buffer.byteLength(code) };
+}
+
+/** Whether the pre-built bundle at `path` is of the current sources. */
+export async function bundleIsCurrent(path = workflowBundlePath): Promise<boolean> {
+  if (!existsSync(path)) return false;
+  return (await readFile(fingerprintPath(path), 'utf8').catch(() => '')).trim() === await workflowSourcesFingerprint();
 }
 
 /** The worker's workflow code: the pre-built bundle when it matches the sources, else the sources (bundled now). */
