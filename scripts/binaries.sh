@@ -12,6 +12,9 @@
 #                                  helm binary's path as its last line
 #   scripts/binaries.sh --promtool only Prometheus's promtool, for the alert rules' checks and unit
 #                                  tests (deploy/prometheus); prints its path as its last line
+#   scripts/binaries.sh --part P   only part P: temporal, etcd, kubernetes, kubectl, server, helm or
+#                                  promtool (scripts/test.ts builds them one at a time, each lane
+#                                  starting once its own are built)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -147,6 +150,19 @@ build_promtool() {
 }
 
 mkdir -p "$cache"
+if [ "${1:-}" = "--part" ]; then
+  case "${2:-}" in
+    temporal) build "temporal $TEMPORAL_VERSION" "$temporal_dir" build_temporal ;;
+    etcd) build "etcd $ETCD_VERSION" "$etcd_dir" build_etcd ;;
+    kubernetes) build "kubernetes $K8S_VERSION" "$k8s_dir" build_kubernetes ;;
+    kubectl) build "kubectl $K8S_VERSION" "$kubectl_dir" build_kubectl ;;
+    server) build "temporal server $TEMPORAL_SERVER_VERSION" "$server_dir" build_temporal_server ;;
+    helm) build "helm $HELM_VERSION" "$helm_dir" build_helm ;;
+    promtool) build "promtool $PROMETHEUS_VERSION" "$promtool_dir" build_promtool ;;
+    *) echo "binaries: --part takes temporal, etcd, kubernetes, kubectl, server, helm or promtool, not '${2:-}'" >&2; exit 2 ;;
+  esac
+  exit 0
+fi
 if [ "${1:-}" = "--promtool" ]; then
   build "promtool $PROMETHEUS_VERSION" "$promtool_dir" build_promtool
   echo "$promtool_dir/promtool"

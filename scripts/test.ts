@@ -1,27 +1,30 @@
-// `npm test`: every test, in two lanes run side by side.
-//   e2e      the end-to-end tests, on test sandboxes (two by default, each with its
+// `npm test`: every test, in lanes run side by side.
+//   e2e      the end-to-end tests, on test sandboxes (three by default, each with its
 //            own ports and state folder). Each file runs in a mocha of its own on
 //            whichever sandbox is free, the files measured slowest first, so the
 //            sandboxes finish together. The first file on a sandbox brings it up
 //            (the root hooks); this script takes down those it started.
-//   offline  unit tests, replay of the recorded histories, then the workflow tests
-//            (each file on a Temporal dev server of its own; no sandbox).
+//   offline  unit tests and replay of the recorded histories (no binaries), then the workflow
+//            tests (each file on a Temporal dev server of its own; no sandbox).
 //   cluster  only when asked (--with-cluster, or --lane cluster; `npm run test:cluster`):
 //            the cluster faults and five e2e files again, on a sandbox whose Temporal
-//            is its own services over PostgreSQL (which it needs installed). Beside
-//            the offline lane it starts when that one ends, so the machine runs
-//            about as much at once all along.
+//            is its own services over PostgreSQL (which it needs installed).
 //   ship     only when asked (--with-ship, or --lane ship): what an operator installs, built and
 //            run for real (test/ship: the image with podman, compose, the Helm chart, the release
-//            tarball, the getting-started page), on a sandbox of its own. Beside the e2e lane it
-//            starts when that one ends.
+//            tarball, the getting-started page), on a sandbox of its own.
 //   browser  only when asked (--with-browser, or --lane browser; `npm run test:browser`): the
 //            Temporal Web UI in Debian's headless Chromium (test/browser: the list's filters, each
 //            workflow's details and summaries, cancelling from the UI), on a sandbox of its own.
-//            Beside the e2e lane it starts when that one ends; without Chromium it fails at once,
-//            saying so. TEND_SCREENSHOTS=1 (`npm run screenshots`) saves its pages in docs/images.
-// The tests mostly wait (for timers, back-offs, servers): side by side they cost
-// the run little CPU, and it takes about as long as its longest sandbox.
+//            Without Chromium it fails at once, saying so. TEND_SCREENSHOTS=1 (`npm run
+//            screenshots`) saves its pages in docs/images.
+// The binaries (scripts/binaries.sh) are built here, one part at a time (each go build uses every
+// core), in the order the lanes need them: a lane starts as soon as its own are built, while the
+// rest build beside it; a failed build fails the lanes that need it, with Go's error.
+// The tests mostly wait (for timers, back-offs, servers): side by side they cost the run little
+// CPU. At most the e2e sandboxes, the offline lane and one of the cluster, ship and browser lanes
+// run at once (one more of those once the offline lane ends), the longest first: the run takes
+// about as long as its e2e lane. At the end it prints each lane's start, end and duration, and
+// each binary's build.
 // Each line is prefixed with its lane (and sandbox); the exit code is 1 when any
 // lane failed.
 //
@@ -33,7 +36,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ensureBinaries } from '../src/sandbox/binaries.ts';
+import { PARTS, buildPart, builtParts, type Part } from '../src/sandbox/binaries.ts';
 import { down, status } from '../src/sandbox/sandbox.ts';
 import { chromiumMissing } from '../test/browser/chromium.ts';
 
@@ -42,8 +45,7 @@ const mocha = fileURLToPath(new URL('../node_modules/mocha/bin/mocha.js', import
 
 const lanes: Record<string, string[]> = {
   e2e: [], // sharded: see runE2e
-  offline: ['--no-config', '--timeout', '120000', '--slow', '10000', '--reporter', 'spec', '--exit',
-    'test/unit/**/*.test.ts', 'test/replay/**/*.test.ts', 'test/workflows/**/*.test.ts'],
+  offline: [], // two mochas: see offlineRuns
   // The root config (.mocharc.json): the sandbox root hooks, here with TEND_TEST_TEMPORAL=cluster.
   cluster: ['test/cluster/**/*.test.ts', 'test/e2e/weeder-cascade.test.ts', 'test/e2e/taint-replacement.test.ts', 'test/e2e/apps.test.ts',
     'test/e2e/repair.test.ts', 'test/e2e/pause.test.ts'],
@@ -52,6 +54,25 @@ const lanes: Record<string, string[]> = {
   // The root config too: a sandbox of its own (browserEnv).
   browser: ['test/browser/**/*.test.ts'],
 };
+const offlineArgs = ['--no-config', '--timeout', '120000', '--slow', '10000', '--reporter', 'spec', '--exit'];
+/** The offline lane: the tests that need no binary first, so that a cold run starts them at once. */
+const offlineRuns: { files: string[]; needs: Part[] }[] = [
+  { files: ['test/unit/**/*.test.ts', 'test/replay/**/*.test.ts'], needs: [] },
+  { files: ['test/workflows/**/*.test.ts'], needs: ['temporal', 'etcd', 'kubernetes', 'kubectl'] },
+];
+/**
+ * The binaries each lane needs before it starts (the workflow tests' harness asks for the sandbox's
+ * set, of which it runs the temporal CLI; the ship lane's compose test runs Temporal's server).
+ */
+const sandboxParts: Part[] = ['temporal', 'etcd', 'kubernetes', 'kubectl'];
+const needs: Record<string, Part[]> = {
+  e2e: sandboxParts, offline: [], browser: sandboxParts, cluster: [...sandboxParts, 'server'], ship: [...sandboxParts, 'server', 'helm', 'promtool'],
+};
+/**
+ * The order lanes start in when several may: the e2e lane (the longest), the offline lane, then the
+ * other lanes longest first (cluster about 740 s, ship 475 s, browser 100 s in the last full run).
+ */
+const priority = ['e2e', 'offline', 'cluster', 'ship', 'browser'];
 /** The lanes `npm test` runs when none is named. */
 const defaultLanes = ['e2e', 'offline'];
 
@@ -60,9 +81,12 @@ const defaultLanes = ['e2e', 'offline'];
  * that no sandbox is left with a long file at the end. The other files follow by name.
  */
 const slowestFirst = [
-  'taint-throttle', 'faults-run', 'weeder-durability', 'repair-drain', 'two-replicas', 'taint-replacement', 'repair-kill', 'apps',
-  'repair', 'fuzz-short', 'sandbox', 'weeder-cascade', 'metrics', 'weeder-record', 'observe-apps', 'weeder-rules', 'weeder-recreate', 'pause-taint',
-  'observe-taint', 'taint-fdb', 'security-capabilities',
+  'taint-throttle', 'node-repair-chain', 'faults-run', 'taint-replacement', 'repair', 'weeder-durability', 'apps', 'repair-kill',
+  'singletons-takeover', 'repair-drain', 'repair-queue-no-worker', 'read-commands', 'two-replicas', 'sandbox', 'weeder-rules', 'weeder-failover',
+  'metrics', 'weeder-record', 'readonly-root', 'weeder-cascade', 'observe-apps', 'repair-cli', 'security-repair', 'repair-guard-commands',
+  'taint-forged-grant', 'secrets', 'observe-repair', 'node-describe', 'weeder-recreate', 'pause', 'metrics-replicas', 'repair-task-queue', 'cli',
+  'fuzz-short', 'pause-repair', 'pause-taint', 'events', 'setup-temporal', 'rbac', 'worker-versioning', 'weeder-watch-drops', 'observe-taint',
+  'apps-kubectl', 'weeder-beside-dwd', 'taint-fdb-fidelity', 'pause-weeder', 'apps-deletion',
 ];
 /** Each further sandbox's ports: the first's plus this many (clear of every port the tests use, and of their +50 sandboxes). */
 const SANDBOX_PORT_STEP = 40;
@@ -74,15 +98,12 @@ const { values, positionals } = parseArgs({
   options: {
     lane: { type: 'string', multiple: true }, 'with-cluster': { type: 'boolean', default: false }, 'with-ship': { type: 'boolean', default: false },
     'with-browser': { type: 'boolean', default: false },
-    'e2e-sandboxes': { type: 'string', default: '2' },
+    'e2e-sandboxes': { type: 'string', default: '3' },
   },
   allowPositionals: true,
 });
-// The cluster, ship and browser lanes last: each waits for the lane it runs beside.
-const waitsFor: Record<string, string> = { cluster: 'offline', ship: 'e2e', browser: 'e2e' };
 const chosen = [...new Set([...(values.lane ?? defaultLanes), ...(values['with-cluster'] ? ['cluster'] : []), ...(values['with-ship'] ? ['ship'] : []),
-  ...(values['with-browser'] ? ['browser'] : [])])]
-  .sort((a, b) => Number(a in waitsFor) - Number(b in waitsFor));
+  ...(values['with-browser'] ? ['browser'] : [])])];
 const unknown = chosen.filter((l) => !(l in lanes));
 if (unknown.length) {
   console.error(`test: no lane named ${unknown.join(', ')}; there are: ${Object.keys(lanes).join(', ')}`);
@@ -223,45 +244,165 @@ function browserEnv(): NodeJS.ProcessEnv {
   };
 }
 
-const finished = new Map<string, Promise<unknown>>();
+/**
+ * How many lanes run at once: each e2e sandbox counts one, as do the offline lane and each other
+ * lane. The e2e sandboxes, the offline lane and one other lane (two once the offline lane ends):
+ * on 2 cores the tests mostly wait, and more at once stretch each.
+ */
+const capacity = sandboxes + 2;
+let inUse = 0;
+const waiting: { lane: string; units: number; go: () => void }[] = [];
+let granting = false;
+/** The lanes ready to start in one turn of the event loop are started in `priority`'s order, each when it fits. */
+function grant(): void {
+  if (granting) return;
+  granting = true;
+  setImmediate(() => {
+    granting = false;
+    waiting.sort((a, b) => priority.indexOf(a.lane) - priority.indexOf(b.lane));
+    for (const w of [...waiting]) {
+      if (inUse > 0 && inUse + w.units > capacity) continue;
+      inUse += w.units;
+      waiting.splice(waiting.indexOf(w), 1);
+      w.go();
+    }
+  });
+}
+function acquire(lane: string, units: number): Promise<void> {
+  if (stopping) return Promise.resolve();
+  return new Promise((go) => {
+    waiting.push({ lane, units, go });
+    grant();
+  });
+}
+function release(units: number): void {
+  inUse -= units;
+  grant();
+}
 
-async function run(lane: string): Promise<{ lane: string; code: number; seconds: number }> {
-  // Beside the lane it waits for, the cluster (ship) lane takes its place when it ends.
-  const after = waitsFor[lane];
-  if (after && finished.has(after)) await finished.get(after);
-  if (stopping) return { lane, code: 1, seconds: seconds() };
+// Stopped (Ctrl-C, a CI timeout): each mocha gets the signal and stops its own servers; no further
+// e2e file or lane starts, a build under way is stopped, and the sandboxes this run started are
+// taken down.
+const stop = new AbortController();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    stopping = true;
+    stop.abort();
+    for (const child of children) child.kill(signal);
+    for (const w of waiting.splice(0)) w.go();
+  });
+}
+
+/** Each binary's step: when it began and ended (seconds into the run), and whether it was built or found. */
+const steps: { part: Part; start: number; end?: number; cached: boolean; failed?: boolean }[] = [];
+/** Each part's build, one at a time in PARTS' order; a failed one fails only the lanes that need it. */
+const builds = new Map<Part, Promise<void>>();
+{
+  const wanted = new Set(chosen.flatMap((l) => [...needs[l]!, ...(l === 'offline' ? offlineRuns.flatMap((r) => r.needs) : [])]));
+  const cached = await builtParts();
+  let previous = Promise.resolve();
+  for (const part of PARTS.filter((p) => wanted.has(p))) {
+    if (cached.has(part)) {
+      steps.push({ part, start: seconds(), end: seconds(), cached: true });
+      builds.set(part, Promise.resolve());
+      continue;
+    }
+    const build = previous.then(async () => {
+      if (stopping) throw new Error(`building ${part}: stopped`);
+      const step: (typeof steps)[number] = { part, start: seconds(), cached: false };
+      steps.push(step);
+      console.log(`test: building ${part} from its Go module (first run only)`);
+      try {
+        await buildPart(part, { signal: stop.signal, timeoutMs: 90 * 60_000, onOutput: (line) => console.log(`test: ${line}`) });
+      } catch (err) {
+        step.failed = true;
+        failureReports.push({ title: `the build of ${part}`, lines: (err as Error).message.split('\n').map((l) => `  ${l}`) });
+        throw err;
+      } finally {
+        step.end = seconds();
+      }
+    });
+    // The next part builds whether this one failed or not: the lanes that do not need it still run.
+    previous = build.catch(() => undefined);
+    builds.set(part, build);
+  }
+}
+
+/** Resolves once `parts` are built; rejects naming the first that failed. */
+async function built(parts: Part[]): Promise<void> {
+  for (const part of parts) await builds.get(part)!.catch(() => { throw new Error(`not run: building ${part} failed`); });
+}
+
+/** Each lane's times, for the table at the end: binaries ready, started, ended (seconds into the run). */
+const times = new Map<string, { ready?: number; start?: number; end?: number }>();
+
+async function runLane(lane: string): Promise<number> {
+  if (lane === 'e2e') return runE2e();
+  if (lane !== 'offline') {
+    const env = lane === 'cluster' ? clusterEnv() : lane === 'ship' ? shipEnv() : browserEnv();
+    return (await mochaRun(lane, lanes[lane]!, env)).code;
+  }
+  for (const r of offlineRuns) {
+    try {
+      await built(r.needs);
+    } catch (err) {
+      console.log(`offline │ test: ${(err as Error).message}`);
+      failureReports.push({ title: 'the offline lane', lines: [`  ${(err as Error).message}`] });
+      return 1;
+    }
+    const { code } = await mochaRun(lane, [...offlineArgs, ...r.files]);
+    if (code !== 0 || stopping) return code || 1;
+  }
+  return 0;
+}
+
+async function run(lane: string): Promise<{ lane: string; code: number }> {
+  const t = times.set(lane, {}).get(lane)!;
+  try {
+    await built(needs[lane]!);
+  } catch (err) {
+    console.log(`${lane.padEnd(width)} │ test: ${(err as Error).message}`);
+    failureReports.push({ title: `the ${lane} lane`, lines: [`  ${(err as Error).message}`] });
+    return { lane, code: 1 };
+  }
+  t.ready = seconds();
   // No Chromium: the lane fails at once with one line that says what to install (no sandbox started for nothing).
   const missing = lane === 'browser' ? chromiumMissing() : undefined;
   if (missing) {
     console.log(`${lane.padEnd(width)} │ test: ${missing}`);
     failureReports.push({ title: `the ${lane} lane`, lines: [`  ${missing}`] });
-    return { lane, code: 1, seconds: seconds() };
+    return { lane, code: 1 };
   }
-  const env = lane === 'cluster' ? clusterEnv() : lane === 'ship' ? shipEnv() : lane === 'browser' ? browserEnv() : process.env;
-  const code = lane === 'e2e' ? await runE2e() : (await mochaRun(lane, lanes[lane]!, env)).code;
-  return { lane, code, seconds: seconds() };
+  const units = lane === 'e2e' ? sandboxes : 1;
+  await acquire(lane, units);
+  if (stopping) return { lane, code: 1 };
+  t.start = seconds();
+  try {
+    return { lane, code: await runLane(lane) };
+  } finally {
+    t.end = seconds();
+    release(units);
+  }
 }
 
-// Stopped (Ctrl-C, a CI timeout): each mocha gets the signal and stops its own servers; no further
-// e2e file starts, and the sandboxes this run started are taken down.
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    stopping = true;
-    for (const child of children) child.kill(signal);
-  });
-}
-
-// Both lanes need the binaries (the offline lane Temporal's dev server): built here once, not by
-// each mocha at the same time (the first run on a machine; later runs find them cached).
-await ensureBinaries((m) => console.log(`test: ${m}`));
-const results = await Promise.all(chosen.map((lane) => {
-  const r = run(lane);
-  finished.set(lane, r);
-  return r;
-}));
+const results = await Promise.all(chosen.map(run));
+// Every lane has ended: a build no lane waits for any more (after a failed one) is stopped.
+stop.abort();
 for (const { title, lines } of failureReports) {
   console.log(`test: what failed in ${title}:`);
   for (const line of lines) console.log(`  ${line}`);
 }
-for (const r of results) console.log(`test: ${r.lane} ${r.code === 0 ? 'passed' : `FAILED (exit ${r.code})`} after ${r.seconds} s`);
+// Each lane's share of the run, and the binaries' (a CI log's tail then says where the time went).
+const span = (a?: number, b?: number) => (a === undefined || b === undefined ? '' : `${a}-${b} s (${b - a} s)`);
+for (const st of steps.sort((a, b) => PARTS.indexOf(a.part) - PARTS.indexOf(b.part))) {
+  const how = st.cached ? 'cached' : st.end === undefined ? `stopped, begun at ${st.start} s` : `${st.failed ? 'FAILED' : 'built'} ${span(st.start, st.end)}`;
+  console.log(`test: binaries: ${st.part.padEnd(10)} ${how}`);
+}
+for (const r of results) {
+  const t = times.get(r.lane)!;
+  const waited = t.ready !== undefined && t.ready > 0 ? `, its binaries ready at ${t.ready} s` : '';
+  console.log(`test: ${r.lane.padEnd(width)} ${r.code === 0 ? 'passed' : `FAILED (exit ${r.code})`}` +
+    (t.start === undefined ? ', not started' : ` ${span(t.start, t.end)}${waited}`));
+}
+console.log(`test: finished in ${seconds()} s`);
 process.exit(results.some((r) => r.code !== 0) ? 1 : 0);
