@@ -25,11 +25,14 @@ import { waitFor } from '../harness/wait.ts';
 /** Each test's tend on a task queue of its own: a worker of an earlier test still shutting down never takes its tasks. */
 let queues = 0;
 const UNREACHABLE = 'node.kubernetes.io/unreachable';
+/** How long a Node stays Ready=Unknown before its entry is queued. */
+const COUNTDOWN = '20s';
 
 /**
- * deploy/demo/node-repair.yaml for this sandbox and namespace, a shorter watch, and a countdown of 30 s:
- * well past taint replacement's 15 s (5 s, then 10 s more), so that the pods are replaced before the
- * repair brings the Node back, as on a cluster where a countdown lasts minutes, a worker killed meanwhile too.
+ * deploy/demo/node-repair.yaml for this sandbox and namespace, a shorter watch, a shorter taint
+ * replacement (6 s: 2 s, then 4 s more) and the demo's countdown of 20 s: well past the replacement, so
+ * that the pods are replaced before the repair brings the Node back, as on a cluster where a countdown
+ * lasts minutes, a worker killed meanwhile too.
  */
 async function chainConfig(ns: string, limits: Record<string, unknown> = {}): Promise<string> {
   const demo = parse(readFileSync(join(repoRoot, 'deploy/demo/node-repair.yaml'), 'utf8')) as Record<string, Record<string, unknown>>;
@@ -41,8 +44,11 @@ async function chainConfig(ns: string, limits: Record<string, unknown> = {}): Pr
     kubernetes: { kubeconfig: sandbox().tendKubeconfig },
     // watch_seconds 30 -> 6 s.
     repair: { ...demo.repair, time_scale: 0.2, state_dir: join(dir, 'state') },
-    taintReplacement: { ...demo.taintReplacement, namespaces: [ns], podSelector: { matchLabels: managedLabel(ns) } },
-    nodeRepair: { ...nodeRepair, unhealthyConditions: [{ type: 'Ready', status: 'Unknown', duration: '30s' }], limits: { ...(nodeRepair.limits as object), ...limits } },
+    taintReplacement: {
+      ...demo.taintReplacement, namespaces: [ns], podSelector: { matchLabels: managedLabel(ns) },
+      taintReplacementOptions: [{ key: UNREACHABLE, durationInSeconds: 2 }], taintReplacementTimeSeconds: 4,
+    },
+    nodeRepair: { ...nodeRepair, unhealthyConditions: [{ type: 'Ready', status: 'Unknown', duration: COUNTDOWN }], limits: { ...(nodeRepair.limits as object), ...limits } },
   }));
   await grantConfiguredRights(file);
   return file;
@@ -160,7 +166,7 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     assert.deepEqual((await entries()).map((e) => e.address), [address]);
     const events = await nodeEvents(node, since);
     assert.deepEqual(events.map((e) => e.reason), ['NodeRepairQueued'], JSON.stringify(events));
-    assert.match(events[0]!.note, new RegExp(`repair entry ${queued.index} queued for Node ${node}: ${address.replace(/\./g, '\\.')} \\(unreachable, Ready=Unknown for 30s\\)`));
+    assert.match(events[0]!.note, new RegExp(`repair entry ${queued.index} queued for Node ${node}: ${address.replace(/\./g, '\\.')} \\(unreachable, Ready=Unknown for ${COUNTDOWN}\\)`));
     return { address, queued };
   }
 
