@@ -149,8 +149,7 @@ describe('taint replacement: limits and failures', function () {
       await kube.apps.createNamespacedDeployment({ namespace: ns, body });
       return (await readyPods(name, 1))[0]!;
     };
-    const a = await pinned('a', 'sim-1');
-    const b = await pinned('b', 'sim-2');
+    const [a, b] = await Promise.all([pinned('a', 'sim-1'), pinned('b', 'sim-2')]);
     await budget(kube, ns, 'a', 1);
     await taintNode('sim-1');
     await waitFor('a holding the only slot, its eviction blocked', async () => {
