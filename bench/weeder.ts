@@ -6,7 +6,10 @@
 // delete issued) over many trials for tend and dependency-watchdog; then the
 // Temporal actions tend spent per window. Figures go to stdout.
 //
-//   node bench/weeder.ts [--state-dir DIR] [--trials 30] [--down-restarts 6] [--trace DIR]
+//   node bench/weeder.ts [--state-dir DIR] [--trials 30] [--down-restarts 6] [--trace DIR] [--load N]
+//
+// --load N: N processes that keep a core busy, from the start to the end of the run, so that the
+// run meets a machine at a known load (the load average, at the start and the end, is printed).
 //
 // --trace DIR: tend logs at debug level to DIR/tend.log, with a CPU profile
 // (node --cpu-prof, sampled every 100 us) in DIR, and each tend trial's
@@ -55,6 +58,8 @@ const { values: opts } = parseArgs({ options: {
   'down-restarts': { type: 'string', default: '6' },
   'watch-duration': { type: 'string', default: '5s' },
   trace: { type: 'string' },
+  /** Processes that keep a core busy for the whole run (0 to 8): the machine at a known load. */
+  load: { type: 'string', default: '0' },
 } });
 const TRACE = opts.trace;
 const TRIALS = Number(opts.trials);
@@ -216,7 +221,14 @@ const quantile = (xs: number[], q: number) => {
 
 const children: ChildProcess[] = [];
 let dwdCrashes = 0;
+const LOAD = Number(opts.load);
+if (!Number.isInteger(LOAD) || LOAD < 0 || LOAD > 8) {
+  console.error(`weeder benchmark: --load must be a whole number from 0 to 8 (processes that keep a core busy), not ${JSON.stringify(opts.load)}`);
+  process.exit(2);
+}
 async function main() {
+  // The load, first, so that the load average has climbed by the time the trials start.
+  for (let i = 0; i < LOAD; i++) children.push(spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }));
   const dwdBin = execFileSync('bash', [join(repo, 'scripts/dependency-watchdog.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   const dir = await mkdtemp(join(tmpdir(), 'tend-bench-'));
   // On the cluster sandbox: what PostgreSQL does for an idle Temporal, then for the whole run.
@@ -254,7 +266,6 @@ await currentBundle();
   // `tend run`'s resident memory (the worker and the watcher, one process as the Deployment runs them), every second.
   const rss = rssSampler({ tend });
   const parts = partsSampler(httpPort);
-  const loadAtStart = loadavg();
   let tendErr = ''; let dwdErr = '';
   tend.stderr!.on('data', (d) => (tendErr = (tendErr + d).slice(-4000)));
   if (TRACE) tend.stderr!.pipe(createWriteStream(join(TRACE, 'tend.log')));
@@ -304,6 +315,7 @@ await currentBundle();
   }));
 
   // ---- reaction latency ----
+  const loadAtStart = loadavg();
   const latency: Record<'tend' | 'dwd', number[]> = { tend: [], dwd: [] };
   /** tend's trials: this process's readyAt and deletedAt, as epoch ms. */
   const tendTrials: { readyAt: number; deletedAt: number }[] = [];
@@ -427,14 +439,14 @@ await currentBundle();
   rss.stop();
   parts.stop();
   const memory = { tendRunPeakRss: Math.round(rss.peak.tend!), tendRunVmHWM: Math.round(await memOf(tend.pid!, 'VmHWM')), goal: 400, atPeak: parts.atPeak, mostWorkflowsCached: parts.maxCached };
-  const load = { atStart: loadAtStart.map((x) => +x.toFixed(2)), atEnd: loadavg().map((x) => +x.toFixed(2)) };
+  const load = { atTrials: loadAtStart.map((x) => +x.toFixed(2)), atEnd: loadavg().map((x) => +x.toFixed(2)) };
   await obs.stop();
   await temporal.connection.close();
   const fmt = (xs: number[]) => xs.length ? `p50 ${quantile(xs, 0.5).toFixed(0)} ms, p99 ${quantile(xs, 0.99).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (n=${xs.length})` : 'no samples';
   console.log(JSON.stringify({ sandbox: info!.stateDir, timeScale: JSON.parse(await readFile(join(info!.stateDir, 'sandbox.json'), 'utf8')).timeScale, watchDuration: WATCH, cascade, latency: {
     tend: latency.tend.length ? { p50: quantile(latency.tend, 0.5), p99: quantile(latency.tend, 0.99), n: latency.tend.length, samples: latency.tend.map(Math.round) } : null,
     dwd: latency.dwd.length ? { p50: quantile(latency.dwd, 0.5), p99: quantile(latency.dwd, 0.99), n: latency.dwd.length, samples: latency.dwd.map(Math.round) } : null,
-  }, whileDown, recoveredAlone, scaledToZero: { deletedWhileDown: zeroDeletes, holdMs: ZERO_HOLD_MS }, dwdCrashes, temporalPerWindow: { windows: windows.length, starts: 1, signals: avg((w) => w.signals), activities: avg((w) => w.activities), timers: avg((w) => w.timers), heartbeatsEstimated: heartbeats }, persistence, memoryMiB: memory, loadavg: load }, null, 2));
+  }, whileDown, recoveredAlone, scaledToZero: { deletedWhileDown: zeroDeletes, holdMs: ZERO_HOLD_MS }, dwdCrashes, temporalPerWindow: { windows: windows.length, starts: 1, signals: avg((w) => w.signals), activities: avg((w) => w.activities), timers: avg((w) => w.timers), heartbeatsEstimated: heartbeats }, persistence, memoryMiB: memory, loadavg: load, busyProcesses: LOAD }, null, 2));
   console.log('');
   console.log(`cascade recovery after etcd returns (kube-apiserver / whole chain):`);
   for (const a of arms) console.log(`  ${a.name.padEnd(5)} ${(cascade[a.name]!.apiserver / 1000).toFixed(1)} s / ${(cascade[a.name]!.chain / 1000).toFixed(1)} s`);
@@ -449,8 +461,9 @@ await currentBundle();
     `while etcd was down: tend ${zeroDeletes.tend}, dependency-watchdog ${zeroDeletes.dwd}`);
   console.log(`Temporal actions per tend window (${windows.length} windows): 1 start + ${avg((w) => w.signals).toFixed(2)} signals + ` +
     `${avg((w) => w.activities).toFixed(2)} activities + ${avg((w) => w.timers).toFixed(2)} timers + ~${heartbeats.toFixed(2)} heartbeats`);
+  if (LOAD > 0) console.log(`load: ${LOAD} busy processes beside the run`);
   console.log(`tend run (worker and watcher, one process): peak RSS ${memory.tendRunPeakRss} MiB (VmHWM ${memory.tendRunVmHWM} MiB; goal under ${memory.goal}); ` +
-    `load average at the start ${load.atStart.join(' ')}, at the end ${load.atEnd.join(' ')}`);
+    `load average when the trials began ${load.atTrials.join(' ')}, at the end ${load.atEnd.join(' ')}`);
   if (persistence) {
     console.log(`PostgreSQL under Temporal, whole run (${persistence.seconds} s): ${persistence.transactionsPerSecond} transactions/s ` +
       `(idle: ${persistence.idleTransactionsPerSecond}/s), ${persistence.transactionsPerAction} transactions and ${persistence.rowsWrittenPerAction} rows written per action (${actions} actions)`);
