@@ -54,17 +54,18 @@ const lanes: Record<string, string[]> = {
   // The root config too: a sandbox of its own (browserEnv).
   browser: ['test/browser/**/*.test.ts'],
 };
+/** The binaries a sandbox runs (and the tests' kubectl). */
+const sandboxParts: Part[] = ['temporal', 'etcd', 'kubernetes', 'kubectl'];
 const offlineArgs = ['--no-config', '--timeout', '120000', '--slow', '10000', '--reporter', 'spec', '--exit'];
 /** The offline lane: the tests that need no binary first, so that a cold run starts them at once. */
 const offlineRuns: { files: string[]; needs: Part[] }[] = [
   { files: ['test/unit/**/*.test.ts', 'test/replay/**/*.test.ts'], needs: [] },
-  { files: ['test/workflows/**/*.test.ts'], needs: ['temporal', 'etcd', 'kubernetes', 'kubectl'] },
+  { files: ['test/workflows/**/*.test.ts'], needs: sandboxParts },
 ];
 /**
  * The binaries each lane needs before it starts (the workflow tests' harness asks for the sandbox's
  * set, of which it runs the temporal CLI; the ship lane's compose test runs Temporal's server).
  */
-const sandboxParts: Part[] = ['temporal', 'etcd', 'kubernetes', 'kubectl'];
 const needs: Record<string, Part[]> = {
   e2e: sandboxParts, offline: [], browser: sandboxParts, cluster: [...sandboxParts, 'server'], ship: [...sandboxParts, 'server', 'helm', 'promtool'],
 };
