@@ -12,8 +12,9 @@ import { TendProcess } from '../harness/cli.ts';
 import { admin, deleteNamespace, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import {
-  add, entries, entry, nodeUnschedulable, pinned, podGone, release, repairWorld, resetRepairQueue, rq, stuckPod, temporalCli, type RepairWorld,
+  add, entries, nodeUnschedulable, pinned, podGone, release, repairWorld, resetRepairQueue, rq, stuckPod, temporalCli, type RepairWorld,
 } from '../harness/repair.ts';
+import { queueEntry } from '../harness/in-process-reads.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 describe('repair queue drains (e2e)', function () {
@@ -50,6 +51,8 @@ describe('repair queue drains (e2e)', function () {
     return existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n').length : 0;
   };
 
+  // The waits read the queue in-process (test/harness/in-process-reads.ts): a CLI process per probe would
+  // slow the drains they wait for; what the CLI prints is checked where it is the subject.
   const runningPod = (ns: string, app: string) => waitFor(`${ns}/${app} running`, async () =>
     (await kube.core.listNamespacedPod({ namespace: ns, labelSelector: `app=${app}` })).items.find((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp));
 
@@ -67,7 +70,7 @@ describe('repair queue drains (e2e)', function () {
     const e = await add(world, 'drain', '10.88.0.1');
     // Backing off: the entry waits with a back-off count, and the node is schedulable meanwhile.
     const backing = await waitFor('back-off with the node uncordoned', async () => {
-      const x = await entry(world, e.index);
+      const x = await queueEntry(e.index);
       return x && x.drain_backoff_count >= 1 && x.step_status === 'waiting' && !(await nodeUnschedulable('sim-1')) && x;
     }, { timeoutMs: 60_000 });
     assert.equal(backing.nodename, 'sim-1');
@@ -75,7 +78,7 @@ describe('repair queue drains (e2e)', function () {
     assert.notEqual(backing.drain_backoff_expire, '0001-01-01T00:00:00Z');
     // CKE's back-off: 300 s + a random share of 300 s x count, here x 0.02: 6 to 12 s after the transition for the first.
     const first = await waitFor('the first back-off', async () => {
-      const x = await entry(world, e.index);
+      const x = await queueEntry(e.index);
       return x && x.drain_backoff_count >= 1 && x.step_status === 'waiting' && x;
     });
     const wait = Date.parse(first.drain_backoff_expire) - Date.parse(first.last_transition_time!);
@@ -91,7 +94,7 @@ describe('repair queue drains (e2e)', function () {
 
     // The budget allows one disruption: the next attempt evicts and the repair goes on.
     await kube.policy.patchNamespacedPodDisruptionBudget({ namespace: prot, name: 'keep', body: [{ op: 'replace', path: '/spec/minAvailable', value: 0 }] });
-    const done = await waitFor('succeeded', async () => (await entry(world, e.index))?.status === 'succeeded' && entry(world, e.index), { timeoutMs: 90_000 });
+    const done = await waitFor('succeeded', async () => (await queueEntry(e.index))?.status === 'succeeded' && queueEntry(e.index), { timeoutMs: 90_000 });
     assert.ok(done!.drain_backoff_count >= 1);
     assert.ok(await podGone(kube, prot, protPod.metadata!.uid!), 'the protected pod was evicted');
     assert.equal(await nodeUnschedulable('sim-1'), false, 'uncordoned after the repair');
@@ -114,12 +117,12 @@ describe('repair queue drains (e2e)', function () {
     const jobPod = await waitFor('job pod running', async () => (await kube.core.listNamespacedPod({ namespace: unprot, labelSelector: 'job-name=batch' })).items.find((p) => p.status?.phase === 'Running'));
     const e = await add(world, 'drain', '10.88.0.2');
     await waitFor('back-off on the Job pod', async () => {
-      const x = await entry(world, e.index);
+      const x = await queueEntry(e.index);
       return x && x.drain_backoff_count >= 1 && !(await nodeUnschedulable('sim-2'));
     }, { timeoutMs: 30_000 });
     assert.ok(!(await podGone(kube, unprot, jobPod.metadata!.uid!)), 'the Job pod was left alone');
     const done = await waitFor('succeeded after the job', async () => {
-      const x = await entry(world, e.index);
+      const x = await queueEntry(e.index);
       return x?.status !== 'processing' && x;
     }, { timeoutMs: 90_000 });
     assert.equal(done.status, 'succeeded');
@@ -138,7 +141,7 @@ describe('repair queue drains (e2e)', function () {
     const before = commandRuns('10.88.0.1');
     const e = await add(world, 'drain', '10.88.0.1');
     const failed = await waitFor('failed', async () => {
-      const x = await entry(world, e.index);
+      const x = await queueEntry(e.index);
       return x?.status === 'failed' && x;
     }, { timeoutMs: 60_000 });
     assert.equal(failed.drain_backoff_count ?? 0, 0, 'not a budget saying "not now": no back-off');
@@ -156,17 +159,17 @@ describe('repair queue drains (e2e)', function () {
     const held = await stuckPod(kube, unprot, 'held-1', 'sim-2');
     const e = await add(world, 'drain', '10.88.0.2');
     await waitFor('the held pod evicted (Terminating)', async () =>
-      (await entry(world, e.index))?.step_status === 'draining' &&
+      (await queueEntry(e.index))?.step_status === 'draining' &&
       Boolean((await kube.core.readNamespacedPod({ namespace: unprot, name: 'held-1' })).metadata?.deletionTimestamp));
     assert.equal((await rq(world, ['disable'])).code, 0);
-    await waitFor('abandoned', async () => (await entry(world, e.index))?.step_status === 'waiting');
+    await waitFor('abandoned', async () => (await queueEntry(e.index))?.step_status === 'waiting');
     assert.equal((await rq(world, ['enable'])).code, 0);
     // The retried drain finds the pod still on the node (held by its finalizer): it waits for it until its eviction timeout, and backs off again.
-    await waitFor('the retried drain timed out on the held pod', async () => ((await entry(world, e.index))?.drain_backoff_count ?? 0) >= 2, { timeoutMs: 90_000 });
+    await waitFor('the retried drain timed out on the held pod', async () => ((await queueEntry(e.index))?.drain_backoff_count ?? 0) >= 2, { timeoutMs: 90_000 });
     assert.ok(!(await podGone(kube, unprot, held.metadata!.uid!)), 'the held pod is still there');
     assert.equal(commandRuns('10.88.0.2'), before, 'the repair command ran while a pod was still on the node');
     await release(kube, unprot, 'held-1');
-    await waitFor('succeeded', async () => (await entry(world, e.index))?.status === 'succeeded', { timeoutMs: 90_000 });
+    await waitFor('succeeded', async () => (await queueEntry(e.index))?.status === 'succeeded', { timeoutMs: 90_000 });
     assert.equal(await nodeUnschedulable('sim-2'), false);
   });
 
@@ -174,12 +177,12 @@ describe('repair queue drains (e2e)', function () {
     await stuckPod(kube, unprot, 'stuck-1', 'sim-3');
     const e = await add(world, 'drain', '10.88.0.3');
     const draining = await waitFor('draining with sim-3 cordoned', async () => {
-      const x = await entry(world, e.index);
+      const x = await queueEntry(e.index);
       return x?.step_status === 'draining' && (await nodeUnschedulable('sim-3')) && x;
     }, { timeoutMs: 90_000 });
     assert.equal((await rq(world, ['disable'])).code, 0);
     const waiting = await waitFor('abandoned', async () => {
-      const x = await entry(world, e.index);
+      const x = await queueEntry(e.index);
       return x?.step_status === 'waiting' && !(await nodeUnschedulable('sim-3')) && x;
     });
     // (Under load the drain may have timed out once already before the disable landed: that one counts too.)
@@ -191,9 +194,9 @@ describe('repair queue drains (e2e)', function () {
     assert.notEqual(waiting.drain_backoff_expire, '0001-01-01T00:00:00Z');
     assert.equal(waiting.status, 'processing');
     await release(kube, unprot, 'stuck-1');
-    assert.equal((await entry(world, e.index))!.step_status, 'waiting', 'a disabled queue starts no drain');
+    assert.equal((await queueEntry(e.index))!.step_status, 'waiting', 'a disabled queue starts no drain');
     assert.equal((await rq(world, ['enable'])).code, 0);
-    const done = await waitFor('succeeded', async () => (await entry(world, e.index))?.status === 'succeeded', { timeoutMs: 60_000 });
+    const done = await waitFor('succeeded', async () => (await queueEntry(e.index))?.status === 'succeeded', { timeoutMs: 60_000 });
     assert.ok(done);
     assert.equal(await nodeUnschedulable('sim-3'), false);
   });
@@ -204,14 +207,14 @@ describe('repair queue drains (e2e)', function () {
       // A fresh pod each time: the last one is terminating already.
       await stuckPod(kube, unprot, `stuck-del-${i}`, 'sim-3');
       const e = await add(world, 'drain', '10.88.0.3');
-      await waitFor(`${how}: draining`, async () => (await entry(world, e.index))?.step_status === 'draining' && nodeUnschedulable('sim-3'), { timeoutMs: 90_000 });
+      await waitFor(`${how}: draining`, async () => (await queueEntry(e.index))?.step_status === 'draining' && nodeUnschedulable('sim-3'), { timeoutMs: 90_000 });
       if (how === 'tend repair-queue delete') {
         const r = await rq(world, ['delete', e.index]);
         assert.equal(r.code, 0, r.stderr);
       } else {
         await temporalCli(['workflow', 'cancel', '--workflow-id', `repair/${e.index}`]);
       }
-      await waitFor(`${how}: entry gone and sim-3 uncordoned`, async () => (await entry(world, e.index)) === undefined && !(await nodeUnschedulable('sim-3')));
+      await waitFor(`${how}: entry gone and sim-3 uncordoned`, async () => (await queueEntry(e.index)) === undefined && !(await nodeUnschedulable('sim-3')));
       const desc = await temporalCli(['workflow', 'describe', '--workflow-id', `repair/${e.index}`, '-o', 'json']);
       assert.match(desc.stdout, /CANCELED/, `${how}: the entry's workflow ends Canceled`);
       const node = await kube.core.readNode({ name: 'sim-3' });
