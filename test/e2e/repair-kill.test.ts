@@ -13,7 +13,8 @@ import { parse, stringify } from 'yaml';
 import { TendProcess } from '../harness/cli.ts';
 import { admin, deleteNamespace, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
-import { add, entry, nodeUnschedulable, release, repairWorld, resetRepairQueue, rq, stuckPod, type RepairWorld } from '../harness/repair.ts';
+import { add, nodeUnschedulable, release, repairWorld, resetRepairQueue, rq, stuckPod, type RepairWorld } from '../harness/repair.ts';
+import { queueEntry } from '../harness/in-process-reads.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 describe('repair queue survives a killed worker (e2e)', function () {
@@ -31,8 +32,9 @@ describe('repair queue survives a killed worker (e2e)', function () {
     const f = join(world.dir, `${address}.log`);
     return existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n') : [];
   };
+  // Read in-process (test/harness/in-process-reads.ts): a CLI process per probe would slow the worker it waits for.
   const finished = (index: string) => waitFor(`entry ${index} finished`, async () => {
-    const e = await entry(world, index);
+    const e = await queueEntry(index);
     return e && (e.status === 'succeeded' || e.status === 'failed') && e;
   }, { timeoutMs: 90_000 });
 
@@ -61,7 +63,7 @@ describe('repair queue survives a killed worker (e2e)', function () {
     await stuckPod(kube, ns, 'stuck-k', 'sim-1');
     world.broken('10.88.0.1');
     const e = await add(world, 'drain', '10.88.0.1');
-    await waitFor('draining', async () => (await entry(world, e.index))?.step_status === 'draining' && nodeUnschedulable('sim-1'));
+    await waitFor('draining', async () => (await queueEntry(e.index))?.step_status === 'draining' && nodeUnschedulable('sim-1'));
     await tend.stop('SIGKILL');
     await release(kube, ns, 'stuck-k');
     await start();
@@ -147,7 +149,7 @@ describe('repair queue survives a killed worker (e2e)', function () {
 
   it('during a watch', async () => {
     const e = await add(world, 'wait-heal', '192.0.2.81');
-    await waitFor('watching', async () => (await entry(world, e.index))?.step_status === 'watching');
+    await waitFor('watching', async () => (await queueEntry(e.index))?.step_status === 'watching');
     await tend.stop('SIGKILL');
     world.healthy('192.0.2.81');
     await start();
