@@ -8,6 +8,8 @@ import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/ku
 import { waitFor } from '../harness/wait.ts';
 import { temporalCli as temporalCliRaw } from '../harness/temporal.ts';
 import { condition, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintStatusJson, untaint } from '../harness/taint.ts';
+// The waits read the status in-process: a CLI process per probe takes its CPU from the tend it waits for.
+import { taintStatusNow } from '../harness/in-process-reads.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 const MAINTENANCE = 'example.org/maintenance';
@@ -30,7 +32,17 @@ describe('taint replacement', function () {
     ns = await tempNamespace(kube, 'taint');
   });
   afterEach(async function () {
-    await cleanUpTaintTest({ kube, ns, tend, config, tainted, settleMs: 20_000 });
+    // The taints removed and the node workflows' end awaited here, read in-process (cleanUpTaintTest would ask the CLI every 200 ms).
+    for (const entry of tainted) {
+      const [node, key] = entry.split('|') as [string, string];
+      await untaint(kube, node, key);
+    }
+    tainted.clear();
+    if (config && tend && !tend.exited) {
+      await waitFor('the node workflows to end', async () => (await taintStatusNow()).nodes.length === 0, { timeoutMs: 20_000 })
+        .catch((err: Error) => process.stderr.write(`cleanup: ${err.message}\n`));
+    }
+    await cleanUpTaintTest({ kube, ns, tend, tainted, settleMs: 0 });
     tend = undefined;
     config = undefined;
   });
@@ -108,7 +120,7 @@ describe('taint replacement', function () {
     assert.equal(condition(replacement, 'NodeTaintDetected'), undefined);
 
     status = await waitFor('status to show the pod Replaced', async () => {
-      const s = await taintStatusJson(config);
+      const s = await taintStatusNow();
       return s.pods.find((p) => p.pod === name)?.state === 'Replaced' && s;
     }, { timeoutMs: 30_000 });
     const evictedAt = Date.parse(status.pods.find((p) => p.pod === name)!.replaceAt) - t0;
@@ -117,16 +129,16 @@ describe('taint replacement', function () {
   });
 
   it('a node workflow that ended while its node stays tainted is started again by the watcher\'s resync', async () => {
-    const cfg = await startTend({ taintReplacementOptions: [{ key: 'example.org/maintenance', durationInSeconds: 3600 }] });
+    await startTend({ taintReplacementOptions: [{ key: 'example.org/maintenance', durationInSeconds: 3600 }] });
     const [pod] = await createDeployment('db', 1);
     const node = pod!.spec!.nodeName!;
     await taintNode(node, 'example.org/maintenance');
     await waitFor('Detected', async () => condition(await readPod(kube, ns, pod!.metadata!.name!), 'NodeTaintDetected'), { timeoutMs: 30_000 });
     await temporalCliRaw(['workflow', 'terminate', '--workflow-id', `taint/${node}`, '--reason', 'test: ended behind the watcher\'s back']);
-    await waitFor('the node gone from the status', async () => !(await taintStatusJson(cfg)).nodes.includes(node), { timeoutMs: 30_000 });
+    await waitFor('the node gone from the status', async () => !(await taintStatusNow()).nodes.includes(node), { timeoutMs: 30_000 });
     // No event changes the Node: only the periodic resync can notice.
     await waitFor('a new taint workflow for the node', async () =>
-      (await taintStatusJson(cfg)).pods.some((p) => p.node === node && p.pod === pod!.metadata!.name!), { timeoutMs: 150_000, intervalMs: 2000 });
+      (await taintStatusNow()).pods.some((p) => p.node === node && p.pod === pod!.metadata!.name!), { timeoutMs: 150_000, intervalMs: 500 });
   });
 
   it('an exact key beats the wildcard', async () => {
@@ -153,7 +165,7 @@ describe('taint replacement', function () {
   });
 
   it('a taint removed early clears the conditions and evicts nothing', async () => {
-    const config = await startTend({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 2 }], taintReplacementTimeSeconds: 60 });
+    await startTend({ taintReplacementOptions: [{ key: MAINTENANCE, durationInSeconds: 2 }], taintReplacementTimeSeconds: 60 });
     const [pod] = await createDeployment('db', 1);
     const node = pod!.spec!.nodeName!;
     const name = pod!.metadata!.name!;
@@ -169,7 +181,7 @@ describe('taint replacement', function () {
     assert.equal(p?.metadata?.uid, pod!.metadata!.uid);
     assert.ok(!p?.metadata?.deletionTimestamp);
     assert.ok(isReady(p!));
-    await waitFor('the node workflow to end', async () => (await taintStatusJson(config)).nodes.length === 0, { timeoutMs: 15_000 });
+    await waitFor('the node workflow to end', async () => (await taintStatusNow()).nodes.length === 0, { timeoutMs: 15_000 });
   });
 
   it('a timeAdded in the past counts from it', async () => {
