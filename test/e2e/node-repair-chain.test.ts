@@ -25,16 +25,20 @@ import { waitFor } from '../harness/wait.ts';
 /** Each test's tend on a task queue of its own: a worker of an earlier test still shutting down never takes its tasks. */
 let queues = 0;
 const UNREACHABLE = 'node.kubernetes.io/unreachable';
-/** How long a Node stays Ready=Unknown before its entry is queued. */
-const COUNTDOWN = '20s';
-
 /**
- * deploy/demo/node-repair.yaml for this sandbox and namespace, a shorter watch, a shorter taint
- * replacement (6 s: 2 s, then 4 s more) and the demo's countdown of 20 s: well past the replacement, so
+ * How soon taint replacement evicts a marked pod (seconds tainted, then seconds marked) and how long a
+ * Node stays Ready=Unknown before its entry is queued: the countdown well past the replacement, so
  * that the pods are replaced before the repair brings the Node back, as on a cluster where a countdown
- * lasts minutes, a worker killed meanwhile too.
+ * lasts minutes. QUICK: 6 s, then the demo's 20 s countdown. KILLED: with a worker killed as the
+ * countdown starts, the replacement comes once the new worker is up (after its bundling, seconds on a
+ * busy machine): the demo's 15 s, and a countdown of 30 s.
  */
-async function chainConfig(ns: string, limits: Record<string, unknown> = {}): Promise<string> {
+interface Timing { taintedSeconds: number; markedSeconds: number; countdown: string }
+const QUICK: Timing = { taintedSeconds: 2, markedSeconds: 4, countdown: '20s' };
+const KILLED: Timing = { taintedSeconds: 5, markedSeconds: 10, countdown: '30s' };
+
+/** deploy/demo/node-repair.yaml for this sandbox and namespace, a shorter watch, and `timing`. */
+async function chainConfig(ns: string, timing: Timing): Promise<string> {
   const demo = parse(readFileSync(join(repoRoot, 'deploy/demo/node-repair.yaml'), 'utf8')) as Record<string, Record<string, unknown>>;
   const dir = mkdtempSync(join(tmpdir(), 'tend-node-repair-'));
   const file = join(dir, 'tend.yaml');
@@ -46,9 +50,9 @@ async function chainConfig(ns: string, limits: Record<string, unknown> = {}): Pr
     repair: { ...demo.repair, time_scale: 0.2, state_dir: join(dir, 'state') },
     taintReplacement: {
       ...demo.taintReplacement, namespaces: [ns], podSelector: { matchLabels: managedLabel(ns) },
-      taintReplacementOptions: [{ key: UNREACHABLE, durationInSeconds: 2 }], taintReplacementTimeSeconds: 4,
+      taintReplacementOptions: [{ key: UNREACHABLE, durationInSeconds: timing.taintedSeconds }], taintReplacementTimeSeconds: timing.markedSeconds,
     },
-    nodeRepair: { ...nodeRepair, unhealthyConditions: [{ type: 'Ready', status: 'Unknown', duration: COUNTDOWN }], limits: { ...(nodeRepair.limits as object), ...limits } },
+    nodeRepair: { ...nodeRepair, unhealthyConditions: [{ type: 'Ready', status: 'Unknown', duration: timing.countdown }] },
   }));
   await grantConfiguredRights(file);
   return file;
@@ -78,6 +82,8 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     const r = await runTend(['sandbox', 'node', 'stop', node, '--state-dir', testStateDir]);
     assert.equal(r.code, 0, r.stderr);
   };
+  /** How often a wait asks `tend repair-queue list`: each ask is a tend process, which asked back to back would take a core from the tend under test. */
+  const LIST_EVERY_MS = 1000;
   const entries = async (): Promise<RepairQueueEntry[]> => {
     const r = await runTend(['repair-queue', 'list', '--config', config]);
     assert.equal(r.code, 0, r.stderr);
@@ -117,7 +123,7 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
   afterEach(async () => {
     for (const node of stopped) await runTend(['sandbox', 'node', 'start', node, '--state-dir', testStateDir]);
     stopped.clear();
-    for (const p of procs.splice(0)) await p.stop();
+    await Promise.all(procs.splice(0).map((p) => p.stop()));
     for (const id of ['taint-replacements']) await temporalCli(['workflow', 'terminate', '--workflow-id', id, '--reason', 'test over']).catch(() => undefined);
     const { stdout } = await temporalCli(['workflow', 'list', '--query', 'TendCapability="node" AND ExecutionStatus="Running"', '--output', 'json']);
     for (const r of (stdout.trim() ? JSON.parse(stdout) as { execution: { workflowId: string } }[] : null) ?? []) {
@@ -131,7 +137,7 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
    * The whole chain for `node`, with `during` run at the named moments (a kill and a restart):
    * returns once the entry has succeeded and the Node's pod conditions are cleared.
    */
-  async function chain(node: string, during: { counting?: () => Promise<void>; queued?: () => Promise<void> } = {}) {
+  async function chain(node: string, timing: Timing, during: { counting?: () => Promise<void>; queued?: () => Promise<void> } = {}) {
     const since = Date.now();
     const address = await addressOf(node);
     const pod = await managedPodOn('db', node);
@@ -148,13 +154,13 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
       return (!old || old.metadata?.deletionTimestamp) && ready.length === sandbox().settings.nodes;
     }, { timeoutMs: 180_000 });
     // The countdown ran out: one entry, for the Node's address, CKE's operation for Ready=Unknown.
-    const queued = await waitFor('an entry queued for the node', async () => (await entries()).find((e) => e.address === address), { timeoutMs: 90_000 });
+    const queued = await waitFor('an entry queued for the node', async () => (await entries()).find((e) => e.address === address), { timeoutMs: 90_000, intervalMs: LIST_EVERY_MS });
     assert.deepEqual([queued.operation, queued.machine_type], ['unreachable', 'sim']);
     await during.queued?.();
     const done = await waitFor('the entry finished', async () => {
       const e = (await entries()).find((x) => x.index === queued.index);
       return e && (e.status === 'succeeded' || e.status === 'failed') && e;
-    }, { timeoutMs: 180_000 });
+    }, { timeoutMs: 180_000, intervalMs: LIST_EVERY_MS });
     assert.equal(done.status, 'succeeded', JSON.stringify(done));
     stopped.delete(node);
     assert.equal(await readyOf(node), 'True');
@@ -166,16 +172,16 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     assert.deepEqual((await entries()).map((e) => e.address), [address]);
     const events = await nodeEvents(node, since);
     assert.deepEqual(events.map((e) => e.reason), ['NodeRepairQueued'], JSON.stringify(events));
-    assert.match(events[0]!.note, new RegExp(`repair entry ${queued.index} queued for Node ${node}: ${address.replace(/\./g, '\\.')} \\(unreachable, Ready=Unknown for ${COUNTDOWN}\\)`));
+    assert.match(events[0]!.note, new RegExp(`repair entry ${queued.index} queued for Node ${node}: ${address.replace(/\./g, '\\.')} \\(unreachable, Ready=Unknown for ${timing.countdown}\\)`));
     return { address, queued };
   }
 
   it('a stopped Node: marked, replaced, queued, repaired by its command, Ready, conditions cleared, the entry succeeded', async () => {
-    config = await chainConfig(ns);
+    config = await chainConfig(ns, QUICK);
     await start(['run'], 'worker started');
     const node = `sim-${sandbox().settings.nodes}`;
     const t0 = Date.now();
-    const { queued } = await chain(node);
+    const { queued } = await chain(node, QUICK);
     // One view of the incident: the Node's runs carry TendNode.
     const { stdout } = await temporalCli(['workflow', 'list', '--query', `TendNode="${node}"`, '--output', 'json']);
     const ids = new Set(((stdout.trim() ? JSON.parse(stdout) as { execution: { workflowId: string } }[] : null) ?? []).map((r) => r.execution.workflowId));
@@ -198,11 +204,11 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
   });
 
   it('the same outcome with the worker killed during the countdown and the watcher killed once the entry is queued', async () => {
-    config = await chainConfig(ns);
+    config = await chainConfig(ns, KILLED);
     let worker = await start(['worker'], 'worker started');
     let watcher = await start(['watcher'], 'watcher started');
     const node = `sim-${sandbox().settings.nodes - 1}`;
-    await chain(node, {
+    await chain(node, KILLED, {
       counting: async () => {
         await worker.stop('SIGKILL');
         worker = await start(['worker'], 'worker started');
@@ -215,7 +221,7 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
   });
 
   it('a zone outage beyond minHealthy: no entry while too few Nodes are healthy, each refusal said; the entry once enough are back', async () => {
-    config = await chainConfig(ns);
+    config = await chainConfig(ns, QUICK);
     await start(['run'], 'worker started');
     const n = sandbox().settings.nodes;
     // Two of three Nodes down: one healthy, fewer than minHealthy 51% (2 of 3).
@@ -242,7 +248,7 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     const done = await waitFor('the remaining Node\'s entry succeeded', async () => {
       const e = (await entries()).find((x) => x.address === address);
       return e?.status === 'succeeded' && e;
-    }, { timeoutMs: 180_000 });
+    }, { timeoutMs: 180_000, intervalMs: LIST_EVERY_MS });
     assert.equal(done.operation, 'unreachable');
     stopped.delete(a);
     assert.deepEqual((await entries()).map((e) => e.address), [address], 'one entry, for the Node still down');
