@@ -226,7 +226,7 @@ export const LIVE_POLLER_SECONDS = livePollerSeconds(process.env.TEND_LIVE_POLLE
 
 function livePollerSeconds(value: string | undefined): number {
   if (value === undefined || value === '') return 70;
-  if (!/^[1-9]\d{0,3}$/.test(value)) throw new Error(`TEND_LIVE_POLLER_SECONDS must be a whole number of seconds from 1 to 9999 (got ${preview(value, 20)})`);
+  if (!/^[1-9]\d{0,3}$/.test(value)) throw new OperatorError(`TEND_LIVE_POLLER_SECONDS must be a whole number of seconds from 1 to 9999 (got ${preview(value, 20)})`);
   return Number(value);
 }
 

@@ -88,6 +88,10 @@ describe('repair-queue add without a worker (e2e)', function () {
     assert.equal(r.code, 1, r.stderr);
     assert.ok(Date.now() - began < 15_000, `add took ${Date.now() - began} ms`);
     assert.match(r.stderr, new RegExp(`no worker has polled task queue "${TASK_QUEUE}" \\(temporal.taskQueue\\) in the last ${LIVE}s \\(last polled at \\S+ \\(\\d+ s ago\\)\\).*nothing was sent`));
+    // A window that is not a whole number of seconds is refused, naming the variable.
+    const bad = await rq(['add', 'heal', 'sim', '192.0.2.73'], 60_000, { TEND_LIVE_POLLER_SECONDS: '8s' });
+    assert.equal(bad.code, 1, bad.stderr);
+    assert.match(bad.stderr, /TEND_LIVE_POLLER_SECONDS must be a whole number of seconds from 1 to 9999 \(got "8s"\)/);
     // Nothing was sent: a worker back finds no such entry.
     await start();
     assert.deepEqual((await list()).filter((e) => e.address === '192.0.2.73'), []);
