@@ -110,9 +110,6 @@ describe('singletons: a live tend takes over those of a tend that is gone (e2e, 
     // A stops: B takes each over once A's task queue has had no poll for a while, carrying what it held.
     const stoppedAt = Date.now();
     await tendA.stop();
-    // The pod B's coordinator will have to replace, made ready while A's task queue goes stale.
-    const podReady = readyPodsOn(kube, ns, 'db', 'sim-2', 1);
-    podReady.catch(() => undefined); // awaited below: its failure fails the test there
     // Once A's task queue has had no poll for 90 s, a command that finds the repair queue there says
     // so and waits for the take-over (B reads it last, through a short-lived worker: it is still there).
     await waitFor('A\'s task queue without a poll for 90 s', async () => {
@@ -133,15 +130,8 @@ describe('singletons: a live tend takes over those of a tend that is gone (e2e, 
     }
     process.stderr.write(`      taken over ${Math.round(tookMs / 1000)} s after tend A stopped\n`);
 
-    // What B reads, asked at once: the pause, the queue's entries, its disabled flag.
-    const [status, carried, enabled] = await Promise.all([
-      runTend(['pause', 'status', '--config', configB, '-o', 'json']), list(configB), runTend(['repair-queue', 'is-enabled', '--config', configB]),
-    ]);
-    // The repair queue's entry and its disabled flag, carried.
-    assert.deepEqual(carried.map((e) => [e.index, e.address, e.status]), before.map((e) => [e.index, e.address, e.status]));
-    assert.equal(enabled.stdout.trim(), 'false', enabled.stderr);
-
     // The pause, its reason and revision, carried; B pauses and resumes.
+    const status = await runTend(['pause', 'status', '--config', configB, '-o', 'json']);
     assert.equal(status.code, 0, status.stderr);
     const st = JSON.parse(status.stdout) as { revision: number; capabilities: Record<string, { paused: boolean; reason?: string }> };
     for (const c of ['weeder', 'taint', 'apps', 'repair']) {
@@ -157,8 +147,13 @@ describe('singletons: a live tend takes over those of a tend that is gone (e2e, 
     const again = await runTend(['resume', '--config', configB], { timeoutMs: 120_000 });
     assert.equal(again.code, 0, again.stderr);
 
+    // The repair queue's entry and its disabled flag, carried.
+    assert.deepEqual((await list(configB)).map((e) => [e.index, e.address, e.status]), before.map((e) => [e.index, e.address, e.status]));
+    const enabled = await runTend(['repair-queue', 'is-enabled', '--config', configB]);
+    assert.equal(enabled.stdout.trim(), 'false', enabled.stderr);
+
     // B's coordinator grants: a tainted Node's managed pod is replaced.
-    const [pod] = await podReady;
+    const [pod] = await readyPodsOn(kube, ns, 'db', 'sim-2', 1);
     tainted.add(`sim-2|${MAINTENANCE}`);
     await taint(kube, 'sim-2', { key: MAINTENANCE, value: 'x', effect: 'NoSchedule' });
     await waitFor('the tainted Node\'s pod replaced', async () => {
