@@ -79,8 +79,10 @@ async function endRunning(w: World, capability: string) {
  */
 export async function endRun(w: World, capability: string, timeoutMs = 60_000): Promise<void> {
   for (const id of await runningIds(w, capability)) await w.temporal.workflow.getHandle(id).cancel().catch(() => undefined);
+  // The repair queue goes on when cancelled (it would lose its entries): it is not waited for, only terminated below.
+  const waitedFor = async () => (await runningIds(w, capability)).filter((id) => id !== REPAIR_QUEUE_WORKFLOW_ID);
   const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline && (await runningIds(w, capability)).length) await new Promise((r) => setTimeout(r, 1000));
+  while (Date.now() < deadline && (await waitedFor()).length) await new Promise((r) => setTimeout(r, 1000));
   await endRunning(w, capability);
 }
 
