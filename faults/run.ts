@@ -89,7 +89,7 @@ for (const capability of capabilities) {
   let tend: Tend | undefined;
   try {
     const config = await scenario.setup(world);
-    tend = new Tend(config, dir, capability, scenario.watcher, 19400 + offset);
+    tend = new Tend(config, dir, capability, scenario.watcher, { worker: 19400 + offset, watcher: 19401 + offset });
     tend.start();
     for (let i = 0; i < rounds; i++) {
       // Each round starts with tend up: a part killed by the last round's fault may still be starting (bundling its workflows).

@@ -123,10 +123,10 @@ export class Tend {
   readonly worker: Part;
   readonly watcher: Part;
   readonly withWatcher: boolean;
-  /** httpPort: the worker's HTTP port; the watcher's is the next one. */
-  constructor(config: string, dir: string, capability: string, withWatcher: boolean, httpPort: number) {
-    this.worker = new Part('worker', config, join(dir, `${capability}-worker.log`), httpPort);
-    this.watcher = new Part('watcher', config, join(dir, `${capability}-watcher.log`), httpPort + 1);
+  /** httpPorts: the worker's and the watcher's HTTP ports, each free (one port's neighbour may be another process's). */
+  constructor(config: string, dir: string, capability: string, withWatcher: boolean, httpPorts: { worker: number; watcher: number }) {
+    this.worker = new Part('worker', config, join(dir, `${capability}-worker.log`), httpPorts.worker);
+    this.watcher = new Part('watcher', config, join(dir, `${capability}-watcher.log`), httpPorts.watcher);
     this.withWatcher = withWatcher;
   }
 
@@ -147,6 +147,24 @@ export class Tend {
   async ready(): Promise<boolean> {
     for (const p of this.parts) if ((await p.readyAt()) === undefined) return false;
     return true;
+  }
+
+  /**
+   * Until every part serves; fails at once, with the end of its log, when a part exits before it
+   * served (a port in use, a configuration refused), and after `timeoutMs` otherwise.
+   */
+  async serving(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await this.ready())) {
+      for (const p of this.parts) {
+        if (!p.running && (await p.readyAt()) === undefined) {
+          const tail = (await readFile(p.log, 'utf8').catch(() => '')).trim().split('\n').slice(-3).join('\n');
+          throw new Error(`tend's ${p.part} exited before it served: ${tail}`);
+        }
+      }
+      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000}s waiting for tend's worker and watcher to serve`);
+      await sleep(200);
+    }
   }
 }
 

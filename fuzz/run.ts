@@ -607,10 +607,12 @@ setTimeout(() => {
 try {
   setup = await setUp(kube, info, dir);
   say(`namespace ${setup.namespace}; tend's configuration ${setup.config}; its logs in ${dir}`);
-  // The worker's HTTP port, the watcher's the next one.
-  tend = new Tend(setup.config, dir, 'fuzz', true, await freeLoopbackPort());
+  const worker = await freeLoopbackPort();
+  let watcher = await freeLoopbackPort();
+  while (watcher === worker) watcher = await freeLoopbackPort();
+  tend = new Tend(setup.config, dir, 'fuzz', true, { worker, watcher });
   tend.start();
-  await waitFor('tend\'s worker and watcher to serve', () => tend!.ready(), { timeoutMs: 300_000 });
+  await tend.serving(300_000);
   await bounded(60_000, 'tend-safety started', startSafety(client));
   while (sent < total && Date.now() < deadline) {
     await batch(setup, batches, tend.worker.log);
