@@ -21,7 +21,7 @@ import { sendAppCommand } from '../src/starters/apps-commands.ts';
 import { appWorkflowId } from '../src/apps/types.ts';
 import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { memOf, partsSampler, rssSampler } from './lib/taint-support.ts';
-import { currentBundle, spawnTend } from './lib/tend-process.ts';
+import { currentBundle, spawnTend, stopTend } from './lib/tend-process.ts';
 import { appObject, createApp, getApp, settled, webProcess } from '../test/harness/apps.ts';
 
 const { values } = parseArgs({ options: { apps: { type: 'string', default: '50' }, rounds: { type: 'string', default: '3' } } });
@@ -109,9 +109,7 @@ try {
   rss.stop();
   parts.stop();
   await client.connection.close();
-  const exited = new Promise((resolve) => tend.once('exit', resolve));
-  tend.kill('SIGTERM');
-  await exited;
+  await stopTend(tend);
   await kube.core.deleteNamespace({ name: ns }).catch(() => undefined);
   await rm(dir, { recursive: true, force: true });
 }

@@ -33,7 +33,7 @@ import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { workflowBundleOptions } from '../src/workers/worker.ts';
 import { pgCounters, pgCountersSettled, persistenceRates } from './lib/persistence.ts';
 import { memOf, partsSampler, rssSampler } from './lib/taint-support.ts';
-import { currentBundle, spawnTend } from './lib/tend-process.ts';
+import { currentBundle, spawnTend, stopTend } from './lib/tend-process.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const cli = join(repo, 'src/starters/cli.ts');
@@ -322,8 +322,7 @@ try {
 } finally {
   rss?.stop();
   parts?.stop();
-  tend.kill('SIGTERM');
-  await new Promise((r) => tend.once('exit', r));
+  await stopTend(tend);
   await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).terminate('repair benchmark done').catch(() => undefined);
   await connection.close();
   const failures = tendErr.split('\n').filter((l) => /^\{"level":"(error|fatal)"/.test(l));

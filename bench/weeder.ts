@@ -45,7 +45,7 @@ import { applyObjects, grantRightsFor, serviceAccountToken } from '../src/sandbo
 import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { pgCounters, pgCountersSettled, persistenceRates } from './lib/persistence.ts';
 import { currentBundle, spawnTend } from './lib/tend-process.ts';
-import { memOf, partsSampler, rssSampler } from './lib/taint-support.ts';
+import { memOf, memoryParts, roundParts, rssSampler } from './lib/taint-support.ts';
 import { loadavg } from 'node:os';
 import { ReadinessStore } from '../src/weeder/record.ts';
 import { tendNamespace } from '../src/config/weeder.ts';
@@ -264,8 +264,9 @@ await currentBundle();
     { nodeFlags: traceArgs, env: { TEND_LOG_LEVEL: TRACE ? 'debug' : 'warn' } });
   children.push(tend);
   // `tend run`'s resident memory (the worker and the watcher, one process as the Deployment runs them), every second.
+  // Its RSS from /proc, which costs tend nothing; its parts from its /metrics once, after the trials:
+  // a scrape runs on tend's event loop and would compete with the reactions measured.
   const rss = rssSampler({ tend });
-  const parts = partsSampler(httpPort);
   let tendErr = ''; let dwdErr = '';
   tend.stderr!.on('data', (d) => (tendErr = (tendErr + d).slice(-4000)));
   if (TRACE) tend.stderr!.pipe(createWriteStream(join(TRACE, 'tend.log')));
@@ -437,8 +438,8 @@ await currentBundle();
 
   stopping = true;
   rss.stop();
-  parts.stop();
-  const memory = { tendRunPeakRss: Math.round(rss.peak.tend!), tendRunVmHWM: Math.round(await memOf(tend.pid!, 'VmHWM')), goal: 400, atPeak: parts.atPeak, mostWorkflowsCached: parts.maxCached };
+  const afterTrials = await memoryParts(httpPort).then(roundParts, () => undefined);
+  const memory = { tendRunPeakRss: Math.round(rss.peak.tend!), tendRunVmHWM: Math.round(await memOf(tend.pid!, 'VmHWM')), goal: 400, afterTrials };
   const load = { atTrials: loadAtStart.map((x) => +x.toFixed(2)), atEnd: loadavg().map((x) => +x.toFixed(2)) };
   await obs.stop();
   await temporal.connection.close();

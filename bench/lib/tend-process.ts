@@ -22,3 +22,11 @@ export function spawnTend(args: readonly string[], opts: { nodeFlags?: readonly 
     env: { ...process.env, ...opts.env, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) },
   });
 }
+
+/** SIGTERM, and wait for it to exit (at once when it already has). */
+export async function stopTend(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}

@@ -122,8 +122,7 @@ export async function bundleIsCurrent(path = workflowBundlePath): Promise<boolea
 /** The worker's workflow code: the pre-built bundle when it matches the sources, else the sources (bundled now). */
 export async function workflowCode(path = workflowBundlePath): Promise<{ workflowBundle: { codePath: string } } | WorkflowSources> {
   if (process.env.TEND_WORKFLOW_BUNDLE === 'off' || !existsSync(path)) return workflowSources();
-  const recorded = (await readFile(fingerprintPath(path), 'utf8').catch(() => '')).trim();
-  if (recorded !== await workflowSourcesFingerprint()) {
+  if (!(await bundleIsCurrent(path))) {
     log.warn({ bundle: path }, 'the pre-built workflow bundle is not of these sources: bundling the workflows now (run `npm run bundle` to refresh it)');
     return workflowSources();
   }
