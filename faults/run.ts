@@ -10,7 +10,6 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { pkiPaths } from '../src/sandbox/certs.ts';
-import { waitFor } from '../test/harness/wait.ts';
 import { ApiProxy } from './proxy.ts';
 import { CAPABILITIES, FAULT_KINDS, faultPlan, formatReport, rng, type Capability, type FaultKind, type RoundRecord } from './report.ts';
 import { auditedSandbox } from './sandbox.ts';
@@ -93,7 +92,7 @@ for (const capability of capabilities) {
     tend.start();
     for (let i = 0; i < rounds; i++) {
       // Each round starts with tend up: a part killed by the last round's fault may still be starting (bundling its workflows).
-      await waitFor('tend\'s worker and watcher to serve', () => tend!.ready(), { timeoutMs: 300_000 });
+      await tend.serving(300_000);
       const t0 = Date.now();
       const fault = new Fault(world, tend, plan[i]!, random, scenario.windowMs, scenario.writes);
       const record: RoundRecord = { capability, round: i + 1, violations: [], notes: [], durationMs: 0 };

@@ -621,7 +621,7 @@ try {
       if (!part.running) {
         violations.push({ type: '(any)', handler: '(invariants)', invariant: 'tend keeps running', detail: `tend ${part.part} exited during batch ${batches} (see ${part.log}); started again`, batch: batches - 1 });
         part.start();
-        await waitFor('tend to serve again', () => tend!.ready(), { timeoutMs: 300_000 });
+        await tend.serving(300_000);
       }
     }
   }

@@ -7,7 +7,7 @@ import { runTend, TendProcess } from '../harness/cli.ts';
 import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { temporalCli as temporalCliRaw } from '../harness/temporal.ts';
-import { condition, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintStatusJson, untaint } from '../harness/taint.ts';
+import { condition, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintStatusJson, TASK_QUEUE, untaint } from '../harness/taint.ts';
 // The waits read the status in-process: a CLI process per probe takes its CPU from the tend it waits for.
 import { taintStatusNow } from '../harness/in-process-reads.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
@@ -32,17 +32,7 @@ describe('taint replacement', function () {
     ns = await tempNamespace(kube, 'taint');
   });
   afterEach(async function () {
-    // The taints removed and the node workflows' end awaited here, read in-process (cleanUpTaintTest would ask the CLI every 200 ms).
-    for (const entry of tainted) {
-      const [node, key] = entry.split('|') as [string, string];
-      await untaint(kube, node, key);
-    }
-    tainted.clear();
-    if (config && tend && !tend.exited) {
-      await waitFor('the node workflows to end', async () => (await taintStatusNow()).nodes.length === 0, { timeoutMs: 20_000 })
-        .catch((err: Error) => process.stderr.write(`cleanup: ${err.message}\n`));
-    }
-    await cleanUpTaintTest({ kube, ns, tend, tainted, settleMs: 0 });
+    await cleanUpTaintTest({ kube, ns, tend, config, tainted, settleMs: 20_000 });
     tend = undefined;
     config = undefined;
   });
@@ -122,7 +112,7 @@ describe('taint replacement', function () {
     // The node workflow gives its slot back after it records the pod Replaced: read at once, the
     // status can show both the pod Replaced and its slot still in flight.
     status = await waitFor('status to show the pod Replaced and its slot given back', async () => {
-      const s = await taintStatusNow();
+      const s = await taintStatusNow(TASK_QUEUE);
       return s.pods.find((p) => p.pod === name)?.state === 'Replaced' && s.slots?.inFlight.length === 0 && s;
     }, { timeoutMs: 30_000 });
     const evictedAt = Date.parse(status.pods.find((p) => p.pod === name)!.replaceAt) - t0;
@@ -136,10 +126,10 @@ describe('taint replacement', function () {
     await taintNode(node, 'example.org/maintenance');
     await waitFor('Detected', async () => condition(await readPod(kube, ns, pod!.metadata!.name!), 'NodeTaintDetected'), { timeoutMs: 30_000 });
     await temporalCliRaw(['workflow', 'terminate', '--workflow-id', `taint/${node}`, '--reason', 'test: ended behind the watcher\'s back']);
-    await waitFor('the node gone from the status', async () => !(await taintStatusNow()).nodes.includes(node), { timeoutMs: 30_000 });
+    await waitFor('the node gone from the status', async () => !(await taintStatusNow(TASK_QUEUE)).nodes.includes(node), { timeoutMs: 30_000 });
     // No event changes the Node: only the periodic resync can notice.
     await waitFor('a new taint workflow for the node', async () =>
-      (await taintStatusNow()).pods.some((p) => p.node === node && p.pod === pod!.metadata!.name!), { timeoutMs: 150_000, intervalMs: 500 });
+      (await taintStatusNow(TASK_QUEUE)).pods.some((p) => p.node === node && p.pod === pod!.metadata!.name!), { timeoutMs: 150_000, intervalMs: 500 });
   });
 
   it('an exact key beats the wildcard', async () => {
@@ -182,7 +172,7 @@ describe('taint replacement', function () {
     assert.equal(p?.metadata?.uid, pod!.metadata!.uid);
     assert.ok(!p?.metadata?.deletionTimestamp);
     assert.ok(isReady(p!));
-    await waitFor('the node workflow to end', async () => (await taintStatusNow()).nodes.length === 0, { timeoutMs: 15_000 });
+    await waitFor('the node workflow to end', async () => (await taintStatusNow(TASK_QUEUE)).nodes.length === 0, { timeoutMs: 15_000 });
   });
 
   it('a timeAdded in the past counts from it', async () => {

@@ -8,7 +8,6 @@ import { taintStatusOf, type TaintStatus } from '../../src/starters/taint-comman
 import { ckeListJson, type RepairQueueEntry } from '../../src/repair/entry.ts';
 import { connectClient } from '../../src/temporal/connection.ts';
 import { sandbox } from './hooks.ts';
-import { TASK_QUEUE as TAINT_TASK_QUEUE } from './taint.ts';
 
 let client: Promise<Client> | undefined;
 
@@ -28,6 +27,6 @@ export async function queueEntry(index: string): Promise<RepairQueueEntry | unde
 }
 
 /** `tend taint status -o json` for the workflows on `taskQueue`, parsed. */
-export async function taintStatusNow(taskQueue = TAINT_TASK_QUEUE): Promise<TaintStatus> {
+export async function taintStatusNow(taskQueue: string): Promise<TaintStatus> {
   return JSON.parse(JSON.stringify(await taintStatusOf(await readClient(), taskQueue))) as TaintStatus;
 }

@@ -2,10 +2,11 @@
 // taintReplacement section, tainting nodes as `kubectl taint` would, reading
 // pod conditions, and `tend taint status -o json`.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stringify as toYaml } from 'yaml';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import type * as k8s from '@kubernetes/client-node';
 import type { KubeClients } from '../../src/kube/client.ts';
 import type { TaintStatus } from '../../src/starters/taint-commands.ts';
@@ -17,6 +18,7 @@ import { Context } from '@temporalio/activity';
 import { nodeSlotsOf } from '../../src/activities/taint.ts';
 import { listingTime, startMark } from '../../src/taint/node.ts';
 import { waitFor } from './wait.ts';
+import { taintStatusNow } from './in-process-reads.ts';
 import { sandbox } from './hooks.ts';
 import { temporalCli } from './temporal.ts';
 import { SLOTS_WORKFLOW_ID } from '../../src/taint/messages.ts';
@@ -127,7 +129,9 @@ export async function cleanUpTaintTest(t: TaintTestLeftovers): Promise<void> {
   t.tainted.clear();
   await t.kube.policy.deleteCollectionNamespacedPodDisruptionBudget({ namespace: t.ns }).catch(() => undefined);
   if (t.config && t.tend && !t.tend.exited) {
-    await waitFor('the node workflows to end', async () => (await taintStatusJson(t.config!)).nodes.length === 0, { timeoutMs: t.settleMs })
+    const taskQueue = (parseYaml(readFileSync(t.config, 'utf8')) as { temporal: { taskQueue: string } }).temporal.taskQueue;
+    // Read in this process: a CLI process per probe would take its CPU from the tend it waits for.
+    await waitFor('the node workflows to end', async () => (await taintStatusNow(taskQueue)).nodes.length === 0, { timeoutMs: t.settleMs })
       .catch((err: Error) => process.stderr.write(`cleanup: ${err.message}\n`));
   }
   await t.tend?.stop();
