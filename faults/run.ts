@@ -13,7 +13,7 @@ import { pkiPaths } from '../src/sandbox/certs.ts';
 import { ApiProxy } from './proxy.ts';
 import { CAPABILITIES, FAULT_KINDS, faultPlan, formatReport, rng, type Capability, type FaultKind, type RoundRecord } from './report.ts';
 import { auditedSandbox } from './sandbox.ts';
-import { endRun, scenarioFor } from './scenarios.ts';
+import { endRun, endRunning, scenarioFor } from './scenarios.ts';
 import { Fault, openWorld, Tend } from './world.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -129,6 +129,8 @@ for (const capability of capabilities) {
   } finally {
     await endRun(world, capability).catch((err: Error) => say(`${capability}: ending its workflows: ${err.message}`));
     await tend?.stop();
+    // What the watcher started again between endRun and its stop (a coordinator its resync found gone).
+    await endRunning(world, capability).catch((err: Error) => say(`${capability}: ending its workflows: ${err.message}`));
     await scenario.teardown(world).catch(() => undefined);
   }
 }

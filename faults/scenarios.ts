@@ -63,8 +63,12 @@ const runningIds = async (w: World, capability: string) => {
   return ids;
 };
 
-/** Ends running workflows of a capability left by earlier runs (another task queue, another configuration). */
-async function endRunning(w: World, capability: string) {
+/**
+ * Terminates the running workflows of a capability: those left by earlier runs (another task queue,
+ * another configuration), and, once the run's tend has stopped, any its watcher started again after
+ * endRun (the taint watcher's resync starts a coordinator it finds gone).
+ */
+export async function endRunning(w: World, capability: string) {
   for (const id of await runningIds(w, capability)) {
     await w.temporal.workflow.getHandle(id).terminate('fault run: a fresh start').catch(() => undefined);
   }

@@ -16,6 +16,14 @@ export interface ProcessRecord {
   startedAt: string;
 }
 
+/** How the processes this process started ended, while it still runs: pid → "exit code N" or "killed by SIGX". */
+const ended = new Map<number, string>();
+
+/** How a process this process started has ended ("exit code 1", "killed by SIGKILL"), if it has and it was seen. */
+export function howEnded(pid: number): string | undefined {
+  return ended.get(pid);
+}
+
 export async function readRecord(pidFile: string): Promise<ProcessRecord | undefined> {
   try {
     return JSON.parse(await readFile(pidFile, 'utf8')) as ProcessRecord;
@@ -53,6 +61,10 @@ export async function startDetached(
       ...(opts.user ?? {}),
     });
     const failed = new Promise<never>((_, reject) => child.once('error', reject));
+    // Kept for the start-up's error message; the handle does not hold this process open (unref below).
+    child.once('exit', (code, sig) => {
+      if (child.pid) ended.set(child.pid, sig ? `killed by ${sig}` : `exit code ${code}`);
+    });
     const rec: ProcessRecord = {
       name, pid: child.pid ?? -1, command, args, log: opts.log, startedAt: new Date().toISOString(),
     };

@@ -2,7 +2,7 @@
 // (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) plus the
 // simulated kubelet, all under one state folder. `up` starts what is not
 // running and leaves the rest alone; `down` stops exactly what `up` recorded.
-import { chmod, mkdir, readFile, writeFile, rm, readdir } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile, rm, readdir, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -18,7 +18,7 @@ import {
   TEND_SEARCH_ATTRIBUTES, uiArgs, writeServerConfig, writeUiConfig,
 } from './temporal-cluster.ts';
 import { ensurePki, pkiPaths, type Pki } from './certs.ts';
-import { isRunning, logTail, readRecord, startDetached, stopProcess, type ProcessRecord } from './process.ts';
+import { howEnded, isRunning, logTail, readRecord, startDetached, stopProcess, type ProcessRecord } from './process.ts';
 import { SandboxError } from './errors.ts';
 import { removeKubeletContainers } from './kubelet/podman-leftovers.ts';
 
@@ -136,7 +136,7 @@ export function sandboxInfo(stateDir: string, settings: SandboxSettings): Sandbo
   };
 }
 
-interface Component {
+export interface Component {
   name: string;
   command: string;
   args: string[];
@@ -469,7 +469,7 @@ export async function enableAuditLog(dir: string, progress?: (m: string) => void
 }
 
 /** Starts a component unless it runs already; returns its record if this call started it. */
-async function startComponent(info: SandboxInfo, c: Component, say: (m: string) => void): Promise<ProcessRecord | undefined> {
+export async function startComponent(info: SandboxInfo, c: Component, say: (m: string) => void): Promise<ProcessRecord | undefined> {
   const pf = pidFile(info, c.name);
   const rec = await readRecord(pf);
   if (await isRunning(rec)) {
@@ -477,25 +477,40 @@ async function startComponent(info: SandboxInfo, c: Component, say: (m: string) 
     return undefined;
   }
   say(`starting ${c.name}`);
-  const started = await startDetached(c.name, c.command, c.args, {
-    log: logFile(info, c.name), pidFile: pf, ...(c.user ? { user: c.user, cwd: '/' } : { cwd: info.stateDir }),
-  });
-  try {
-    await waitReady(info, c, started);
-  } catch (err) {
-    await stopProcess(started, pf);
-    throw err;
+  // A component that ends at once, having written nothing, was most likely signalled from outside
+  // (a busy machine's OOM killer, a stray kill of a reused pid): it is started once more, said so.
+  for (let attempt = 1; ; attempt++) {
+    const logged = await logSize(logFile(info, c.name));
+    const started = await startDetached(c.name, c.command, c.args, {
+      log: logFile(info, c.name), pidFile: pf, ...(c.user ? { user: c.user, cwd: '/' } : { cwd: info.stateDir }),
+    });
+    try {
+      await waitReady(info, c, started);
+      say(`${c.name} ready (pid ${started.pid})`);
+      return started;
+    } catch (err) {
+      await stopProcess(started, pf);
+      const silent = err instanceof ExitedDuringStartUp && (await logSize(logFile(info, c.name))) === logged;
+      if (!silent || attempt > 1) throw err;
+      say(`${(err as Error).message.split(';')[0]} and wrote nothing; starting it once more`);
+    }
   }
-  say(`${c.name} ready (pid ${started.pid})`);
-  return started;
 }
+
+async function logSize(path: string): Promise<number> {
+  return (await stat(path).catch(() => undefined))?.size ?? 0;
+}
+
+/** A component's process ended before it served. */
+class ExitedDuringStartUp extends SandboxError {}
 
 async function waitReady(info: SandboxInfo, c: Component, rec: ProcessRecord): Promise<void> {
   const deadline = Date.now() + c.timeoutMs;
   let last: unknown;
   for (;;) {
     if (!(await isRunning(rec))) {
-      throw new SandboxError(`${c.name} exited during start-up; last lines of ${rec.log}:\n${await logTail(rec.log)}`);
+      const how = howEnded(rec.pid);
+      throw new ExitedDuringStartUp(`${c.name} exited during start-up${how ? ` (${how})` : ''}; last lines of ${rec.log}:\n${await logTail(rec.log) || '(nothing)'}`);
     }
     try {
       await c.ready();
