@@ -22,7 +22,7 @@ import { indexSchema } from '../repair/validate.ts';
 import { parse } from '../checks/shape.ts';
 import { preview } from '../checks/preview.ts';
 import { connectClient } from '../temporal/connection.ts';
-import { carriedQuery } from '../repair/queue.ts';
+import { carriedQuery, type QueueState } from '../repair/queue.ts';
 import { firstFreeIndex, notRunning, queueStartOptions } from '../activities/repair-queue-client.ts';
 import { awaitTakeOver, lastPollWords, NoTakeOver, orphaned, pollersOf, pollsWithin, queuePolls, STALE_POLL_MS } from '../workers/singletons.ts';
 export { firstFreeIndex, indexAfter } from '../activities/repair-queue-client.ts';
@@ -100,27 +100,35 @@ async function needWorker(client: Client, config: Config): Promise<void> {
 }
 
 /** Runs an update on the queue, starting the queue if it is not running (its indexes continuing past earlier queues'). */
-export function queueUpdate<Ret, Args extends unknown[]>(client: Client, config: Config, def: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
-  return sendUpdate(client, config, def, args);
+export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, config: Config, def: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
+  return (await sendUpdate(client, config, def, args)).value;
 }
 
-/** queueUpdate with the update's options (its id). */
+/**
+ * queueUpdate with the update's options: its id, and the run it goes to first (`runId`). `sameRun`
+ * says whether that run answered; a run started since (after a termination, or a continue-as-new)
+ * answers otherwise.
+ */
 async function sendUpdate<Ret, Args extends unknown[]>(
-  client: Client, config: Config, def: UpdateDefinition<Ret, Args>, args: Args, opts: { updateId?: string } = {},
-): Promise<Ret> {
+  client: Client, config: Config, def: UpdateDefinition<Ret, Args>, args: Args, opts: { updateId?: string; runId?: string } = {},
+): Promise<{ value: Ret; sameRun: boolean }> {
+  const { runId, ...options } = opts;
   try {
-    return await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).executeUpdate(def as unknown as UpdateDefinition<Ret, [unknown]>, { args, ...opts } as unknown as { args: [unknown] });
+    const value = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID, runId)
+      .executeUpdate(def as unknown as UpdateDefinition<Ret, [unknown]>, { args, ...options } as unknown as { args: [unknown] });
+    return { value, sameRun: runId !== undefined };
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError) throw new RefusedError(err.cause?.message ?? err.message);
     if (!notRunning(err)) throw err;
   }
   const nextIndex = await firstFreeIndex(client);
   try {
-    return await client.workflow.executeUpdateWithStart(def, {
+    const value = await client.workflow.executeUpdateWithStart(def, {
       args,
-      ...opts,
+      ...options,
       startWorkflowOperation: new WithStartWorkflowOperation('repairQueueWorkflow', queueStartOptions(config.temporal.taskQueue, nextIndex)),
     });
+    return { value, sameRun: false };
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError) throw new RefusedError(err.cause?.message ?? err.message);
     throw err;
@@ -156,20 +164,24 @@ const stillOpen = (state: { entries: readonly RepairQueueEntry[] }, added: reado
  */
 export async function addOnce(client: Client, config: Config, requests: RepairRequest[], withinMs: number): Promise<RepairQueueEntry[]> {
   const deadline = Date.now() + withinMs;
-  const handle = client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID);
   const bounded = <T>(what: () => Promise<T>) => withinDeadline(client, config, what, deadline, withinMs);
-  // The next index before sending: an answer with entries below it is an earlier add's (Temporal's
-  // answer to a retry). A worker that does not answer it at once (gone a moment ago) leaves it unknown:
-  // the add is sent all the same, and its answer taken as it is.
-  const before = await withinDeadline(client, config, () => handle.query(carriedQuery), Math.min(deadline, Date.now() + CARRIED_READ_MS), withinMs)
+  // The running queue's next index before sending: an answer from that run with entries below it
+  // is an earlier add's (Temporal's answer to a retry). Read from the running run only: a closed
+  // one answers queries too, and a queue started after it may number from below its next index
+  // (from the entries' workflows), where an add's new entry would look like an earlier add's. A
+  // worker that does not answer at once (gone a moment ago) leaves it unknown: the add is sent all
+  // the same, and its answer taken as it is.
+  const before = await withinDeadline(client, config, () => carriedOfRunning(client), Math.min(deadline, Date.now() + CARRIED_READ_MS), withinMs)
     .catch(() => undefined);
   let after: string | undefined;
   // Each hop skips an earlier add of the same requests that has finished; bounded by the entries a queue holds.
   for (let hop = 0; hop <= 1000; hop++) {
-    const added = await bounded(() => sendUpdate(client, config, addUpdate, [{ requests }], { updateId: addUpdateId(requests, after) }));
+    const { value: added, sameRun } = await bounded(() =>
+      sendUpdate(client, config, addUpdate, [{ requests }], { updateId: addUpdateId(requests, after), ...(before ? { runId: before.runId } : {}) }));
     const first = added[0];
-    if (!before || !first || Number(first.index) >= before.nextIndex) return added;
-    if (stillOpen(before, added)) {
+    // Answered by another run than the one read (started since): an earlier add's entries are in the run that took it.
+    if (!before || !sameRun || !first || Number(first.index) >= before.state.nextIndex) return added;
+    if (stillOpen(before.state, added)) {
       console.error(`tend: repair-queue: the same request was added before (a retry?): its entr${added.length === 1 ? 'y is' : 'ies are'} ` +
         `${added.map((e) => e.index).join(', ')}, still ${added.map((e) => e.status).join(', ')}; nothing added`);
       return added;
@@ -177,6 +189,13 @@ export async function addOnce(client: Client, config: Config, requests: RepairRe
     after = added[added.length - 1]!.index;
   }
   throw new RefusedError('add: the same request was added too many times in this run of the queue');
+}
+
+/** The running queue's run and the state it carries; undefined when no queue runs. */
+async function carriedOfRunning(client: Client): Promise<{ runId: string; state: QueueState } | undefined> {
+  const d = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).describe();
+  if (d.status.name !== 'RUNNING') return undefined;
+  return { runId: d.runId, state: await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID, d.runId).query(carriedQuery) };
 }
 
 /**

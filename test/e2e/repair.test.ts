@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TendProcess } from '../harness/cli.ts';
 import { waitFor } from '../harness/wait.ts';
-import { add, entries, rq, startRepairTend, temporalCli, type RepairWorld } from '../harness/repair.ts';
+import { add, entries, REPAIR_TASK_QUEUE, rq, startRepairTend, temporalCli, type RepairWorld } from '../harness/repair.ts';
 import { queueEntries, queueEntry } from '../harness/in-process-reads.ts';
 import type { RepairQueueEntry } from '../../src/repair/entry.ts';
 import { MAX_REQUESTS_PER_ADD } from '../../src/repair/messages.ts';
@@ -225,6 +225,24 @@ describe('repair queue (e2e)', function () {
     assert.equal(w.code, 0, w.stderr);
     const list = await entries(world);
     assert.deepEqual(list.map((e) => [e.address, e.status, e.serial]), [['192.0.2.60', 'succeeded', undefined], ['192.0.2.61', 'succeeded', 'SN-61']]);
+    assert.equal((await rq(world, ['delete-finished'])).code, 0);
+  });
+
+  it('an add just after the queue was terminated makes one entry, though the ended run had numbered further', async () => {
+    // An ended run that had numbered far past the entries' workflows (queued entries start none),
+    // as a reset or a take-over leaves it: a queue started by the add numbers from the workflows.
+    await temporalCli(['workflow', 'terminate', '--workflow-id', 'repair-queue', '--reason', 'test: the ended run']).catch(() => undefined);
+    await temporalCli(['workflow', 'start', '--type', 'repairQueueWorkflow', '--workflow-id', 'repair-queue', '--task-queue', REPAIR_TASK_QUEUE,
+      '--input', JSON.stringify({ entries: [], nextIndex: 5000, enabled: false, closing: {} })]);
+    await waitFor('the started queue to run its first task', async () => (await entries(world)).length === 0);
+    await temporalCli(['workflow', 'terminate', '--workflow-id', 'repair-queue', '--reason', 'test: the ended run']);
+    const r = await rq(world, ['add', 'heal', 'sim', '192.0.2.70']);
+    assert.equal(r.code, 0, r.stderr);
+    const added = JSON.parse(r.stdout) as RepairQueueEntry;
+    assert.ok(Number(added.index) < 5000, `numbered from the entries' workflows (${added.index})`);
+    assert.doesNotMatch(r.stderr, /added before/);
+    assert.deepEqual((await queueEntries()).map((e) => [e.index, e.address]), [[added.index, '192.0.2.70']], 'one entry, the one answered');
+    assert.equal((await until(added.index)).status, 'succeeded');
     assert.equal((await rq(world, ['delete-finished'])).code, 0);
   });
 });
