@@ -2,7 +2,11 @@
 // workflow code bundled as the worker bundles it (its pure modules loaded once and shared by every
 // workflow) and, for comparison, with every module evaluated again per workflow.
 //
-//   node bench/workflow-memory.ts [--workflows 300]
+//   node bench/workflow-memory.ts [--workflows 300] [--snapshot DIR]
+//
+// --snapshot writes the heap before and after the shared run's workflows (DIR/before.heapsnapshot,
+// DIR/after.heapsnapshot) and prints what grew between them, by constructor
+// (bench/lib/heap-diff.ts), so that what each cached workflow holds is seen, not guessed.
 //
 // It needs no sandbox: a Temporal dev server of its own (the binary cache's `temporal`), one
 // worker in this thread (debugMode, so that the heap measured is the workflows'), and the
@@ -10,13 +14,16 @@
 // --expose-gc (npm run bench does) to measure after a full collection.
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { getHeapStatistics } from 'node:v8';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { getHeapStatistics, writeHeapSnapshot } from 'node:v8';
+import { printHeapDiff } from './lib/heap-diff.ts';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { ensureBinaries } from '../src/sandbox/binaries.ts';
 import { workflowBundleOptions } from '../src/workers/worker.ts';
 
-const { values } = parseArgs({ options: { workflows: { type: 'string', default: '300' } } });
+const { values } = parseArgs({ options: { workflows: { type: 'string', default: '300' }, snapshot: { type: 'string' } } });
 const count = Number(values.workflows);
 if (!Number.isInteger(count) || count < 1) throw new Error(`--workflows must be a whole number above 0 (got ${values.workflows})`);
 
@@ -61,12 +68,21 @@ async function measure(label: string, shared: boolean) {
   const first = await env.client.workflow.start('checkWorkflow', { taskQueue, workflowId: `${taskQueue}-0` });
   await waitFor('the first workflow', () => held === 1);
   const before = heapMiB();
+  const snapshots = shared && values.snapshot ? values.snapshot : undefined;
+  if (snapshots) {
+    mkdirSync(snapshots, { recursive: true });
+    writeHeapSnapshot(join(snapshots, 'before.heapsnapshot'));
+  }
   const t0 = performance.now();
   const handles = [first];
   for (let i = 1; i < count; i++) handles.push(await env.client.workflow.start('checkWorkflow', { taskQueue, workflowId: `${taskQueue}-${i}` }));
   await waitFor(`${count} workflows in their activity`, () => held === count);
   const seconds = (performance.now() - t0) / 1000;
   const after = heapMiB();
+  if (snapshots) {
+    writeHeapSnapshot(join(snapshots, 'after.heapsnapshot'));
+    printHeapDiff(join(snapshots, 'before.heapsnapshot'), join(snapshots, 'after.heapsnapshot'), count - 1);
+  }
   for (const r of release) r();
   await Promise.all(handles.map((h) => h.result()));
   worker.shutdown();
