@@ -23,6 +23,11 @@
 // --profile DIR: the worker and the watcher write CPU profiles there (node --cpu-prof) when they stop,
 // and the API server's (Go's pprof, `go tool pprof -top FILE`) are taken while the raw loop sets its
 // marks (apiserver-raw.pprof) and during tend's first seconds of marking (apiserver-tend.pprof).
+// --heap-snapshot DIR: the worker runs with the inspector on a loopback port, and each of its threads'
+// heaps (the main thread, the workflow thread) is written to DIR just before the taints (idle-*) and
+// once every pod is marked (marked-*, the node workflows all cached), with what grew between them
+// per tainted node (bench/lib/heap-diff.ts). The snapshots pause the worker: the replacement
+// window's figures of such a run are not tend's.
 // --worker-node-flags: Node.js (V8) flags for the worker's process (NODE_OPTIONS), to measure their effect on its memory.
 // --tend-nice N: tend's worker and watcher and the Temporal server run at nice N (lower CPU priority)
 // while the Kubernetes control plane keeps 0: on this one machine they share the cores with the API
@@ -60,6 +65,8 @@ import {
 } from './lib/taint-support.ts';
 import { ensureBinaries } from '../src/sandbox/binaries.ts';
 import { spawnTend } from './lib/tend-process.ts';
+import { inspectorAddress, snapshotThreads } from './lib/thread-heaps.ts';
+import { printHeapDiff } from './lib/heap-diff.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: opts } = parseArgs({ options: {
@@ -74,6 +81,7 @@ const { values: opts } = parseArgs({ options: {
   'state-dir': { type: 'string', default: join(repo, '.tend', 'bench-taint-storm') },
   'port-offset': { type: 'string', default: '400' },
   profile: { type: 'string' },
+  'heap-snapshot': { type: 'string' },
   'worker-node-flags': { type: 'string', default: '' },
   'tend-nice': { type: 'string' },
   pin: { type: 'boolean', default: false },
@@ -346,11 +354,25 @@ process.on('exit', () => {
 const benchStart = new Date();
 const httpPorts: Record<string, number> = { worker: 19481 + OFFSET, watcher: 19482 + OFFSET };
 if (opts.profile) await mkdir(opts.profile, { recursive: true });
+if (opts['heap-snapshot']) await mkdir(opts['heap-snapshot'], { recursive: true });
+let workerInspector: string | undefined;
+/** The worker's threads' heaps, written to --heap-snapshot's folder under `label`. */
+const snapshotWorker = async (label: string): Promise<string[]> => {
+  if (!workerInspector) throw new Error('--heap-snapshot: the worker did not print its inspector address');
+  const t = Date.now();
+  const files = await snapshotThreads(workerInspector, opts['heap-snapshot']!, label);
+  say(`heap snapshots (${label}): ${files.join(', ')} in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  return files;
+};
 const run = (part: string): ChildProcess => {
   const prof = opts.profile ? ['--cpu-prof', '--cpu-prof-dir', opts.profile, '--cpu-prof-name', `${part}.cpuprofile`] : [];
-  const nodeFlags = [...prof, ...(part === 'worker' ? opts['worker-node-flags'].split(/\s+/).filter(Boolean) : [])];
+  const inspect = part === 'worker' && opts['heap-snapshot'] ? ['--inspect=127.0.0.1:0'] : [];
+  const nodeFlags = [...prof, ...inspect, ...(part === 'worker' ? opts['worker-node-flags'].split(/\s+/).filter(Boolean) : [])];
   const child = spawnTend([part, '--config', config, '--http-address', `127.0.0.1:${httpPorts[part]}`], { nodeFlags, env: { TEND_LOG_LEVEL: 'warn' } });
-  child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${part}] ${d}`));
+  child.stderr!.on('data', (d: Buffer) => {
+    if (inspect.length) workerInspector ??= inspectorAddress(String(d));
+    process.stderr.write(`[${part}] ${d}`);
+  });
   return child;
 };
 const worker = run('worker');
@@ -392,6 +414,7 @@ const slots = () => client.workflow.getHandle(SLOTS_WORKFLOW_ID).query(slotsStat
 // --- the storm: every node of the zone, at once ------------------------------------------------------
 say(`tainting ${stormNodes.length} nodes carrying ${affected.length} managed pods`);
 const workerIdle = await memoryParts(httpPorts.worker!).catch(() => undefined);
+const idleHeaps = opts['heap-snapshot'] ? await snapshotWorker('idle') : [];
 rss.reset();
 workerParts.reset();
 const apfTend0 = await apf();
@@ -419,6 +442,14 @@ const allDetectedMs = (marks.at(-1) ?? allMarked) - t0;
 const firstMarkMs = (marks[0] ?? allMarked) - t0;
 const tendRate = affected.length / (allDetectedMs / 1000);
 say(`all ${affected.length} marked ${allDetectedMs} ms after the first taint write (${tendRate.toFixed(0)} pods/s; first mark at ${firstMarkMs} ms)`);
+if (opts['heap-snapshot']) {
+  const markedHeaps = await snapshotWorker('marked');
+  for (const [i, file] of markedHeaps.entries()) {
+    if (!idleHeaps[i]) continue;
+    say(`${i === 0 ? 'the worker\'s main thread' : `the worker's thread ${i}`}, from idle to every pod marked:`);
+    printHeapDiff(idleHeaps[i]!, file, stormNodes.length);
+  }
+}
 
 // --- replacements: a window from the first grant ------------------------------------------------------
 const missing = () => {
