@@ -30,12 +30,18 @@ const UNREACHABLE = 'node.kubernetes.io/unreachable';
  * Node stays Ready=Unknown before its entry is queued: the countdown well past the replacement, so
  * that the pods are replaced before the repair brings the Node back, as on a cluster where a countdown
  * lasts minutes. QUICK: 6 s, then the demo's 20 s countdown. KILLED: with a worker killed as the
- * countdown starts, the replacement comes once the new worker is up (after its bundling, seconds on a
- * busy machine): the demo's 15 s, and a countdown of 30 s.
+ * countdown starts, the replacement comes once the new worker is up and the killed one's sticky
+ * tasks have timed out (seconds on a busy machine): the demo's 15 s, and a countdown of 45 s.
  */
 interface Timing { taintedSeconds: number; markedSeconds: number; countdown: string }
 const QUICK: Timing = { taintedSeconds: 2, markedSeconds: 4, countdown: '20s' };
-const KILLED: Timing = { taintedSeconds: 5, markedSeconds: 10, countdown: '30s' };
+const KILLED: Timing = { taintedSeconds: 5, markedSeconds: 10, countdown: '45s' };
+/**
+ * Two Nodes stopped one after the other are tainted seconds apart (each CLI call, each Node's own
+ * grace): the first's pod is due for eviction well after the second is tainted, so that what holds
+ * it is the breaker, not the timing.
+ */
+const STORM: Timing = { taintedSeconds: 20, markedSeconds: 4, countdown: '20s' };
 
 /** deploy/demo/node-repair.yaml for this sandbox and namespace, a shorter watch, and `timing`. */
 async function chainConfig(ns: string, timing: Timing): Promise<string> {
@@ -125,7 +131,9 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     stopped.clear();
     await Promise.all(procs.splice(0).map((p) => p.stop()));
     for (const id of ['taint-replacements']) await temporalCli(['workflow', 'terminate', '--workflow-id', id, '--reason', 'test over']).catch(() => undefined);
-    const { stdout } = await temporalCli(['workflow', 'list', '--query', 'TendCapability="node" AND ExecutionStatus="Running"', '--output', 'json']);
+    // A test that failed midway leaves its Nodes' taint and countdown workflows on its task queue, where
+    // no worker serves them any more: the next file's tend would find them under its ids.
+    const { stdout } = await temporalCli(['workflow', 'list', '--query', '(TendCapability="node" OR TendCapability="taint") AND ExecutionStatus="Running"', '--output', 'json']);
     for (const r of (stdout.trim() ? JSON.parse(stdout) as { execution: { workflowId: string } }[] : null) ?? []) {
       await temporalCli(['workflow', 'terminate', '--workflow-id', r.execution.workflowId, '--reason', 'test over']).catch(() => undefined);
     }
@@ -221,7 +229,7 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
   });
 
   it('a zone outage beyond minHealthy: no entry while too few Nodes are healthy, each refusal said; the entry once enough are back', async () => {
-    config = await chainConfig(ns, QUICK);
+    config = await chainConfig(ns, STORM);
     await start(['run'], 'worker started');
     const n = sandbox().settings.nodes;
     // Two of three Nodes down: one healthy, fewer than minHealthy 51% (2 of 3).
@@ -234,7 +242,14 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
       await waitFor(`${node}: a storm refusal recorded`, async () => (await nodeEvents(node, since)).some((e) => e.reason === 'NodeRepairRefused' && /fewer than minHealthy 51% \(2\)/.test(e.note)), { timeoutMs: 90_000 });
     }
     assert.deepEqual(await entries(), [], 'nothing queued during the storm');
-    // The taint limits hold as before: two of three Nodes tainted is past the breaker's 50%, nothing is evicted.
+    // The taint limits hold as before: two of three Nodes tainted is past the breaker's 50%, nothing is
+    // evicted, though the first Node's pod is past its time (tainted + marked seconds from its taint).
+    const taintedAt = async (node: string) => Math.min(...((await kube.core.readNode({ name: node })).spec?.taints ?? [])
+      .filter((t) => t.key === UNREACHABLE).map((t) => new Date(t.timeAdded ?? Date.now()).getTime()));
+    const [ta, tb] = [await taintedAt(a), await taintedAt(b)];
+    const due = ta + (STORM.taintedSeconds + STORM.markedSeconds) * 1000;
+    assert.ok(tb < due - 2000, `${b} tainted ${((tb - ta) / 1000).toFixed(1)} s after ${a}: too late to tell the breaker from the timing`);
+    await waitFor(`${a}'s pod past its eviction time`, () => Date.now() > due + 5000, { timeoutMs: 60_000, intervalMs: 500 });
     const held = await readPod(kube, ns, pod.metadata!.name!);
     assert.ok(held && !held.metadata?.deletionTimestamp, 'the managed pod on a stopped Node is not evicted while the breaker is open');
     assert.ok(condition(held, 'NodeTaintDetected'), 'but it is marked');
