@@ -32,6 +32,7 @@
 //   (files named: only those of the e2e lane run)
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -119,6 +120,10 @@ if (!Number.isInteger(sandboxes) || sandboxes < 1 || sandboxes > MAX_SANDBOXES) 
 const prefixes = chosen.flatMap((l) => (l === 'e2e' && sandboxes > 1 ? Array.from({ length: sandboxes }, (_, i) => `e2e.${i + 1}`) : [l]));
 const width = Math.max(...prefixes.map((p) => p.length));
 const t0 = Date.now();
+// Node.js keeps the code it compiled, as bin/tend has it keep tend's: each of the run's hundreds of
+// Node.js processes (a mocha per file, every tend and CLI call a test starts, all inheriting this)
+// then loads its modules without compiling them again (about a third less CPU for a CLI call).
+process.env.NODE_COMPILE_CACHE ||= join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'tend', 'node-compile-cache');
 const seconds = () => Math.round((Date.now() - t0) / 1000);
 
 const children = new Set<ReturnType<typeof spawn>>();

@@ -32,7 +32,14 @@ export interface CliResult {
  */
 const jsonLogs = (env?: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({ ...process.env, TEND_LOG_FORMAT: 'json', ...env });
 
+/**
+ * The processes this test file started, by kind: each costs CPU the tend under test does not get
+ * (a tend or temporal CLI call, about a second of it), and the root hook says how many at the end.
+ */
+export const spawned = { tendCalls: 0, tendProcesses: 0, temporalCalls: 0, other: 0 };
+
 export function runTend(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
+  spawned.tendCalls++;
   return runCommand(process.execPath, [cli, ...withHttpAddress(args)], {
     env: jsonLogs(opts.env), timeoutMs: opts.timeoutMs ?? 60_000, name: `tend ${args.join(' ')}`,
   });
@@ -46,6 +53,7 @@ export function runCommand(
   command: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; name?: string } = {},
 ): Promise<CliResult> {
   const timeoutMs = opts.timeoutMs ?? 120_000;
+  if (command !== process.execPath || args[0] !== cli) spawned.other++;
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -102,6 +110,7 @@ export class TendProcess {
 
   constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
     this.args = args;
+    spawned.tendProcesses++;
     this.child = spawn(process.execPath, [cli, ...withHttpAddress(args)], { env: jsonLogs(env), stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.on('data', (d) => (this.output += d));
     this.child.stderr!.on('data', (d) => (this.output += d));

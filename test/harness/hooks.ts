@@ -1,7 +1,7 @@
 // Root hooks: the sandbox comes up once per test run, or a running one is
 // reused; whatever this run started, it stops at the end.
 import { status, up, down, type SandboxInfo } from '../../src/sandbox/sandbox.ts';
-import { killLeftovers, outputSince } from './cli.ts';
+import { killLeftovers, outputSince, spawned } from './cli.ts';
 import { testSettings, testStateDir } from './env.ts';
 
 let info: SandboxInfo | undefined;
@@ -36,6 +36,8 @@ export const mochaHooks = {
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
+    const n = spawned;
+    process.stderr.write(`      started by the tests: ${n.tendCalls} tend CLI calls, ${n.tendProcesses} tend processes, ${n.temporalCalls} temporal CLI calls, ${n.other} other commands\n`);
     const left = killLeftovers();
     if (left.length) process.stderr.write(`      left running by the tests, killed: ${left.join('; ')}\n`);
     if (startedHere && !process.env.TEND_TEST_KEEP_SANDBOX) await down(testStateDir);
