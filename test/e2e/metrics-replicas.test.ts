@@ -19,7 +19,7 @@ import { sandbox } from '../harness/hooks.ts';
 import { admin, deleteNamespace, grantConfiguredRights, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { byLabels, evaluate, metricNames, parseExposition, parseQuery, type Sample } from '../harness/promql.ts';
 import { add, entry, repairWorld, resetRepairQueue, temporalCli, type RepairWorld } from '../harness/repair.ts';
-import { budget, readyPodsOn, taint, taintStatusJson, untaint } from '../harness/taint.ts';
+import { budget, readyPodsOn, taint, taintStatusFor, untaint } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';
 import { dbBack, dbWithDependants } from '../harness/weeder.ts';
 import { metricsOf } from '../harness/metrics.ts';
@@ -118,7 +118,7 @@ describe('two replicas of tend run: the dashboard\'s gauge queries equal one rep
     await untaint(kube, NODE, KEY).catch(() => undefined);
     if (replicas.some((r) => !r.tend.exited)) {
       await runTend(['resume', '--config', config]).catch(() => undefined);
-      await waitFor('the node workflows to end', async () => (await taintStatusJson(config)).nodes.length === 0, { timeoutMs: 60_000 })
+      await waitFor('the node workflows to end', async () => (await taintStatusFor(config)).nodes.length === 0, { timeoutMs: 60_000 })
         .catch((err: Error) => process.stderr.write(`cleanup: ${err.message}\n`));
     }
     await Promise.all(replicas.map((r) => r.tend.stop()));

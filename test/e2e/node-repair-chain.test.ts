@@ -20,6 +20,7 @@ import { admin, deleteNamespace, deployment, grantConfiguredRights, isReady, pod
 import { resetRepairQueue } from '../harness/repair.ts';
 import { condition, managedLabel, readPod } from '../harness/taint.ts';
 import { temporalCli } from '../harness/temporal.ts';
+import { queueEntries, terminateRunning, workflowStatus } from '../harness/in-process-reads.ts';
 import { waitFor } from '../harness/wait.ts';
 
 /** Each test's tend on a task queue of its own: a worker of an earlier test still shutting down never takes its tasks. */
@@ -88,13 +89,9 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     const r = await runTend(['sandbox', 'node', 'stop', node, '--state-dir', testStateDir]);
     assert.equal(r.code, 0, r.stderr);
   };
-  /** How often a wait asks `tend repair-queue list`: each ask is a tend process, which asked back to back would take a core from the tend under test. */
+  /** What `tend repair-queue list` prints, read in the test process (test/harness/in-process-reads.ts), every second in a wait. */
   const LIST_EVERY_MS = 1000;
-  const entries = async (): Promise<RepairQueueEntry[]> => {
-    const r = await runTend(['repair-queue', 'list', '--config', config]);
-    assert.equal(r.code, 0, r.stderr);
-    return (JSON.parse(r.stdout) as RepairQueueEntry[] | null) ?? [];
-  };
+  const entries = (): Promise<RepairQueueEntry[]> => queueEntries();
   /** The node repair Events on a Node recorded since `since` (an earlier test's stay): reason and note, oldest first. */
   const nodeEvents = async (node: string, since: number) => {
     const list = await kube.events.listNamespacedEvent({ namespace: 'default', fieldSelector: `regarding.kind=Node,regarding.name=${node}` });
@@ -103,10 +100,6 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     return list.items.filter((e) => /^NodeRepair/.test(e.reason ?? '') && seen(e) >= since - 1000)
       .sort((a, b) => seen(a) - seen(b))
       .map((e) => ({ reason: e.reason!, note: e.note ?? '' }));
-  };
-  const workflow = async (id: string) => {
-    const { stdout } = await temporalCli(['workflow', 'describe', '--workflow-id', id, '--output', 'json']);
-    return JSON.parse(stdout) as { workflowExecutionInfo: { status: string } };
   };
   /** A managed Deployment of one pod per Node (preferred spread): the pod on `node`, once all are ready. */
   const managedPodOn = async (name: string, node: string) => {
@@ -130,13 +123,9 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     for (const node of stopped) await runTend(['sandbox', 'node', 'start', node, '--state-dir', testStateDir]);
     stopped.clear();
     await Promise.all(procs.splice(0).map((p) => p.stop()));
-    for (const id of ['taint-replacements']) await temporalCli(['workflow', 'terminate', '--workflow-id', id, '--reason', 'test over']).catch(() => undefined);
-    // A test that failed midway leaves its Nodes' taint and countdown workflows on its task queue, where
-    // no worker serves them any more: the next file's tend would find them under its ids.
-    const { stdout } = await temporalCli(['workflow', 'list', '--query', '(TendCapability="node" OR TendCapability="taint") AND ExecutionStatus="Running"', '--output', 'json']);
-    for (const r of (stdout.trim() ? JSON.parse(stdout) as { execution: { workflowId: string } }[] : null) ?? []) {
-      await temporalCli(['workflow', 'terminate', '--workflow-id', r.execution.workflowId, '--reason', 'test over']).catch(() => undefined);
-    }
+    // The coordinator, and the Nodes' taint and countdown workflows a test that failed midway leaves on
+    // its task queue, where no worker serves them any more: the next file's tend would find them under its ids.
+    await terminateRunning('WorkflowId="taint-replacements" OR TendCapability="node" OR TendCapability="taint"', 'test over');
     await resetRepairQueue();
     await deleteNamespace(kube, ns);
   });
@@ -154,7 +143,7 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     await waitFor(`${node} Ready=Unknown and tainted`, async () => (await readyOf(node)) === 'Unknown' && tainted(node), { timeoutMs: 60_000 });
     // Taint replacement marks the managed pod, then replaces it (a worker killed meanwhile: its activity's retry comes after its 1 min timeout).
     await waitFor('the pod marked NodeTaintDetected', async () => condition(await readPod(kube, ns, pod.metadata!.name!), 'NodeTaintDetected'), { timeoutMs: 60_000 });
-    await waitFor('the node\'s countdown running', async () => (await workflow(`node/${node}`)).workflowExecutionInfo.status === 'WORKFLOW_EXECUTION_STATUS_RUNNING', { timeoutMs: 60_000 });
+    await waitFor('the node\'s countdown running', async () => (await workflowStatus(`node/${node}`)) === 'RUNNING', { timeoutMs: 60_000 });
     await during.counting?.();
     await waitFor('the pod replaced (evicted, a new one ready elsewhere)', async () => {
       const old = await readPod(kube, ns, pod.metadata!.name!);
@@ -173,7 +162,7 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     stopped.delete(node);
     assert.equal(await readyOf(node), 'True');
     await waitFor('the unreachable taint lifted', async () => !(await tainted(node)), { timeoutMs: 60_000 });
-    await waitFor('the countdown ended (the Node recovered)', async () => (await workflow(`node/${node}`)).workflowExecutionInfo.status === 'WORKFLOW_EXECUTION_STATUS_COMPLETED', { timeoutMs: 60_000 });
+    await waitFor('the countdown ended (the Node recovered)', async () => (await workflowStatus(`node/${node}`)) === 'COMPLETED', { timeoutMs: 60_000 });
     await waitFor('no pod of the namespace carries a taint condition', async () =>
       (await podsOf(kube, ns, 'app=db')).every((p) => !condition(p, 'NodeTaintDetected') && !condition(p, 'NodeTaintReplacing')), { timeoutMs: 60_000 });
     // Exactly one entry for the incident, and its Event on the Node.
@@ -267,6 +256,6 @@ describe('node repair: the chain from a stopped Node to a repaired machine (e2e)
     assert.equal(done.operation, 'unreachable');
     stopped.delete(a);
     assert.deepEqual((await entries()).map((e) => e.address), [address], 'one entry, for the Node still down');
-    await waitFor(`${b}'s countdown ended`, async () => (await workflow(`node/${b}`)).workflowExecutionInfo.status === 'WORKFLOW_EXECUTION_STATUS_COMPLETED', { timeoutMs: 60_000 });
+    await waitFor(`${b}'s countdown ended`, async () => (await workflowStatus(`node/${b}`)) === 'COMPLETED', { timeoutMs: 60_000 });
   });
 });

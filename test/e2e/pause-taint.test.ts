@@ -7,7 +7,7 @@ import { runTend, type TendProcess } from '../harness/cli.ts';
 import { admin, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { temporalCli } from '../harness/temporal.ts';
-import { cleanUpTaintTest, condition, readPod, readyPodsOn, startTaintTend, taint, taintStatusJson } from '../harness/taint.ts';
+import { cleanUpTaintTest, condition, readPod, readyPodsOn, startTaintTend, taint, taintStatusFor } from '../harness/taint.ts';
 import { SAFETY_WORKFLOW_ID } from '../../src/safety/messages.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
@@ -54,7 +54,7 @@ describe('pause: taint replacement evicts nothing while paused (e2e)', function 
     // The countdown runs on: each pod falls due, its eviction is tried and held (visible, not counted).
     let seen = '';
     const held = await waitFor('both evictions held by the pause', async () => {
-      const s = await taintStatusJson(config!);
+      const s = await taintStatusFor(config!);
       const rows = pods.map((p) => s.pods.find((r) => r.pod === p.metadata!.name));
       seen = JSON.stringify(rows);
       return rows.every((r) => r?.state === 'Blocked' && /taint: paused since .* storm drill/.test(r.lastError ?? '')) && rows;

@@ -15,7 +15,7 @@ import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/ku
 import { waitFor } from '../harness/wait.ts';
 import { temporalCli } from '../harness/temporal.ts';
 import {
-  cleanUpTaintTest, condition, managedLabel, readPod, readyPodsOn, startTaintTend, taint, taintConfig, taintStatusJson, TASK_QUEUE, untaint,
+  cleanUpTaintTest, condition, managedLabel, readPod, readyPodsOn, startTaintTend, taint, taintConfig, taintStatusFor, TASK_QUEUE, untaint,
 } from '../harness/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
@@ -67,7 +67,7 @@ describe('taint replacement: maxFaultDomainsWithTaintedProcessGroups "10%" from 
     }
     // Two of three tainted, above 1: held, both due and queued, nothing evicted.
     const held = await waitFor('both pods queued behind the breaker, 2 of 3 fault domains tainted', async () => {
-      const s = await taintStatusJson(config!);
+      const s = await taintStatusFor(config!);
       const queued = [a, b].every((p) => s.pods.find((r) => r.pod === p!.metadata!.name)?.state === 'Queued');
       return queued && s.slots?.breakerOpen === true && s.slots.taintedNodes === 2 && s.slots.totalNodes === 3 && s.slots;
     }, { timeoutMs: 90_000 });
@@ -150,7 +150,7 @@ describe('taint replacement: FoundationDBCluster pods, tolerating pods, a Node t
     await taint(kube, 'sim-3', { key: MAINTENANCE, value: 'x', effect: 'NoSchedule' });
     await waitFor('the plain pod evicted', async () => evicted(await readPod(kube, ns, plain!.metadata!.name!), plain!.metadata!.uid!), { timeoutMs: 90_000 });
     const row = await waitFor('the FoundationDBCluster\'s pod Refused in tend taint status', async () => {
-      const r = (await taintStatusJson(config!)).pods.find((x) => x.pod === fdb!.metadata!.name);
+      const r = (await taintStatusFor(config!)).pods.find((x) => x.pod === fdb!.metadata!.name);
       return r?.state === 'Refused' && r;
     }, { timeoutMs: 60_000 });
     assert.match(row.replaceAt, /^never: owned by FoundationDBCluster sample: tend evicts without excluding FoundationDB processes first; set taintReplacement\.evictFoundationDBPodsWithoutExclusion: true/);
@@ -161,7 +161,7 @@ describe('taint replacement: FoundationDBCluster pods, tolerating pods, a Node t
     assert.equal(event.type, 'Warning');
     assert.match(event.message ?? '', /not replaced for the taint on node sim-3: owned by FoundationDBCluster sample/);
 
-    const status = await taintStatusJson(config!);
+    const status = await taintStatusFor(config!);
     assert.ok(!status.pods.some((r) => r.pod === tol!.metadata!.name), `the tolerating pod is listed: ${JSON.stringify(status.pods)}`);
     const fdbNow = await readPod(kube, ns, fdb!.metadata!.name!);
     assert.ok(!evicted(fdbNow, fdb!.metadata!.uid!), 'the FoundationDBCluster\'s pod was evicted');

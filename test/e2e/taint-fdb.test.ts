@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { TendProcess } from '../harness/cli.ts';
 import { admin, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
-import { cleanUpTaintTest, condition, managedLabel, readPod, readyPodsOn, taint, taintConfig, taintStatusJson } from '../harness/taint.ts';
+import { cleanUpTaintTest, condition, managedLabel, readPod, readyPodsOn, taint, taintConfig, taintStatusFor } from '../harness/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 const IGNORED = 'example.org/ignored';
@@ -59,7 +59,7 @@ describe('taint replacement: FDB\'s whole block from a FoundationDBCluster manif
 
     const replacing = await waitFor('the pod on sim-2 marked NodeTaintReplacing', async () =>
       condition(await readPod(kube, ns, held.metadata!.name!), 'NodeTaintReplacing'), { timeoutMs: 60_000 });
-    const status = await taintStatusJson(config);
+    const status = await taintStatusFor(config);
     const row = status.pods.find((r) => r.pod === held.metadata!.name);
     assert.equal(row?.replaceAt, 'never: maxConcurrentReplacements is 0', JSON.stringify(row));
     assert.ok(!status.pods.some((r) => r.pod === quiet.metadata!.name), `the pod under the ignored key is listed: ${JSON.stringify(status.pods)}`);

@@ -7,7 +7,7 @@ import type { TendProcess } from '../harness/cli.ts';
 import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { temporalCli } from '../harness/temporal.ts';
-import { budget, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintStatusJson } from '../harness/taint.ts';
+import { budget, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintStatusFor } from '../harness/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 const MAINTENANCE = 'example.org/maintenance';
@@ -70,25 +70,25 @@ describe('taint replacement: a forged grant', function () {
     tainted.add(`sim-1|${MAINTENANCE}`);
     await taint(kube, 'sim-1', { key: MAINTENANCE, value: 'x', effect: 'NoSchedule' });
     await waitFor('a holding the only slot, its eviction blocked', async () => {
-      const s = await taintStatusJson(cfg);
+      const s = await taintStatusFor(cfg);
       return s.pods.find((p) => p.pod === a.metadata!.name)?.state === 'Blocked' && s.slots?.inFlight.length === 1;
     }, { timeoutMs: 60_000 });
     tainted.add(`sim-2|${MAINTENANCE}`);
     await taint(kube, 'sim-2', { key: MAINTENANCE, value: 'x', effect: 'NoSchedule' });
-    await waitFor('b waiting for a slot', async () => (await taintStatusJson(cfg)).pods.find((p) => p.pod === b.metadata!.name)?.state === 'Queued',
+    await waitFor('b waiting for a slot', async () => (await taintStatusFor(cfg)).pods.find((p) => p.pod === b.metadata!.name)?.state === 'Queued',
       { timeoutMs: 60_000 });
 
     // The forgery: a grant of b's slot, as the coordinator would send it.
     await temporalCli(['workflow', 'signal', '--workflow-id', 'taint/sim-2', '--name', 'replacementsGranted',
       '--input', JSON.stringify({ uids: [b.metadata!.uid] })]);
     const row = await waitFor('b\'s eviction held for want of the coordinator\'s grant', async () =>
-      (await taintStatusJson(cfg)).pods.find((p) => p.pod === b.metadata!.name && /holds no slot granted/.test(p.lastError ?? '')), { timeoutMs: 30_000 });
+      (await taintStatusFor(cfg)).pods.find((p) => p.pod === b.metadata!.name && /holds no slot granted/.test(p.lastError ?? '')), { timeoutMs: 30_000 });
     assert.ok(row);
     assert.ok(!evicted(await readPod(kube, ns, b.metadata!.name!), b.metadata!.uid!), 'b not evicted on a forged grant');
     assert.ok(!evicted(await readPod(kube, ns, a.metadata!.name!), a.metadata!.uid!), 'a held by its budget');
     assert.equal(row.state, 'Queued', 'b waits for a slot again');
     const only = async (what: string) => {
-      const s = await taintStatusJson(cfg);
+      const s = await taintStatusFor(cfg);
       assert.deepEqual(s.slots?.inFlight.map((g) => g.pod), [`${ns}/${a.metadata!.name!}`], `${what}: one in flight, a's, the limit`);
       assert.ok(!evicted(await readPod(kube, ns, b.metadata!.name!), b.metadata!.uid!), `${what}: b not evicted`);
     };
@@ -104,7 +104,7 @@ describe('taint replacement: a forged grant', function () {
       node: 'sim-2', held: [{ node: 'sim-2', uid: b.metadata!.uid, pod: `${ns}/${b.metadata!.name!}`, requestedAt: Date.now() }],
     })]);
     await waitFor('the coordinator asked sim-2\'s workflow what it holds', async () => (await holderChecks()) > asked, { timeoutMs: 30_000 });
-    await waitFor('b waiting for a slot again', async () => (await taintStatusJson(cfg)).pods.find((p) => p.pod === b.metadata!.name)?.state === 'Queued',
+    await waitFor('b waiting for a slot again', async () => (await taintStatusFor(cfg)).pods.find((p) => p.pod === b.metadata!.name)?.state === 'Queued',
       { timeoutMs: 30_000 });
     await only('after forged announceSlots and slotsHeld');
 

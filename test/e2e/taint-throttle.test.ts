@@ -10,7 +10,7 @@ import { testStateDir } from '../harness/env.ts';
 import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { temporalCli } from '../harness/temporal.ts';
-import { budget, condition, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintConfig, taintStatusJson, untaint } from '../harness/taint.ts';
+import { budget, condition, cleanUpTaintTest, managedLabel, readPod, startTaintTend, taint, taintConfig, taintStatusFor, untaint } from '../harness/taint.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
 const MAINTENANCE = 'example.org/maintenance';
@@ -109,7 +109,7 @@ describe('taint replacement: limits and failures', function () {
       return gone === doomed.length && fresh === doomed.length;
     }, { timeoutMs: 120_000, intervalMs: 100 });
     assert.ok(peak <= 1, `never more than one in flight (peak ${peak})`);
-    const status = await taintStatusJson(cfg);
+    const status = await taintStatusFor(cfg);
     // One at a time, seen from inside too: the coordinator never had two in flight.
     assert.equal(status.slots?.peakInFlight, 1);
     assert.ok(firstEviction! - t0 >= 2000, `no eviction before its deadline: 1 s tainted, then 1 s marked (first after ${firstEviction! - t0} ms)`);
@@ -122,7 +122,7 @@ describe('taint replacement: limits and failures', function () {
     const victim = pods[0]!;
     await taintNode(victim.spec!.nodeName!);
     const row = await waitFor('the eviction shown blocked after retries', async () => {
-      const s = await taintStatusJson(cfg);
+      const s = await taintStatusFor(cfg);
       const r = s.pods.find((p) => p.pod === victim.metadata!.name);
       return r && r.state === 'Blocked' && r.attempts >= 2 && r;
     }, { timeoutMs: 30_000 });
@@ -153,20 +153,20 @@ describe('taint replacement: limits and failures', function () {
     await budget(kube, ns, 'a', 1);
     await taintNode('sim-1');
     await waitFor('a holding the only slot, its eviction blocked', async () => {
-      const s = await taintStatusJson(cfg);
+      const s = await taintStatusFor(cfg);
       return s.pods.find((p) => p.pod === a.metadata!.name)?.state === 'Blocked' && s.slots?.inFlight.length === 1;
     }, { timeoutMs: 60_000 });
 
     const before = await temporalRunId('taint-replacements');
     await runTemporal(['workflow', 'terminate', '--workflow-id', 'taint-replacements', '--reason', 'ended by hand']);
     await waitFor('the watcher to start the coordinator again, and it to count a in flight', async () => {
-      const s = await taintStatusJson(cfg);
+      const s = await taintStatusFor(cfg);
       return (await temporalRunId('taint-replacements')) !== before && s.slots?.inFlight.some((g) => g.pod.endsWith(a.metadata!.name!));
     }, { timeoutMs: 90_000 });
     await taintNode('sim-2');
-    await waitFor('b waiting for a slot', async () => (await taintStatusJson(cfg)).pods.find((p) => p.pod === b.metadata!.name)?.state === 'Queued',
+    await waitFor('b waiting for a slot', async () => (await taintStatusFor(cfg)).pods.find((p) => p.pod === b.metadata!.name)?.state === 'Queued',
       { timeoutMs: 60_000 });
-    const s = await taintStatusJson(cfg);
+    const s = await taintStatusFor(cfg);
     assert.equal(s.slots?.inFlight.length, 1, 'one in flight, the limit');
     assert.ok(!evicted(await readPod(kube, ns, b.metadata!.name!), b.metadata!.uid!), 'b not evicted while a holds the only slot');
 
@@ -188,7 +188,7 @@ describe('taint replacement: limits and failures', function () {
     for (const n of nodes.slice(0, 2)) await taintNode(n);
     const onTainted = pods.filter((p) => nodes.slice(0, 2).includes(p.spec!.nodeName!));
     await waitFor('pods queued behind the open breaker', async () => {
-      const s = await taintStatusJson(cfg);
+      const s = await taintStatusFor(cfg);
       return s.slots?.breakerOpen && onTainted.every((p) => s.pods.find((r) => r.pod === p.metadata!.name)?.state === 'Queued');
     }, { timeoutMs: 60_000 });
     for (const p of onTainted) {
@@ -231,7 +231,7 @@ describe('taint replacement: limits and failures', function () {
     const [replacement] = await readyPods('db', 1);
     assert.notEqual(replacement!.spec!.nodeName, node);
     await waitFor('the replacement counted done', async () => {
-      const s = await taintStatusJson(cfg);
+      const s = await taintStatusFor(cfg);
       return s.pods.find((p) => p.pod === pod!.metadata!.name)?.state === 'Replaced';
     }, { timeoutMs: 60_000 });
     await runTend(['sandbox', 'node', 'start', node, '--state-dir', testStateDir]);
@@ -256,7 +256,7 @@ describe('taint replacement: limits and failures', function () {
       const marked = await Promise.all(pods.map(async (p) => condition(await readPod(kube, ns, p.metadata!.name!), 'NodeTaintDetected')));
       return marked.every(Boolean);
     }, { timeoutMs: 60_000 });
-    const status = await taintStatusJson(config!);
+    const status = await taintStatusFor(config!);
     assert.deepEqual(status.nodes, nodes, 'one workflow per tainted node');
   });
 
@@ -287,7 +287,7 @@ describe('taint replacement: limits and failures', function () {
     assert.ok(Date.now() - t0 >= 6000);
     await readyPods('db', 1);
     await waitFor('the replacement counted done', async () => {
-      const s = await taintStatusJson(cfg);
+      const s = await taintStatusFor(cfg);
       return s.pods.find((p) => p.pod === name)?.state === 'Replaced' && s;
     }, { timeoutMs: 60_000 });
     for (const p of await podsOf(kube, ns, 'app=db')) seen.add(p.metadata!.uid!);
@@ -299,7 +299,7 @@ describe('taint replacement: limits and failures', function () {
       const at = new Date(replacing.lastTransitionTime as unknown as string).getTime();
       assert.ok(at >= back - 1000, `NodeTaintReplacing since ${new Date(at).toISOString()}, not before tend came back (${new Date(back).toISOString()})`);
     }
-    const row = (await taintStatusJson(cfg)).pods.find((p) => p.pod === name)!;
+    const row = (await taintStatusFor(cfg)).pods.find((p) => p.pod === name)!;
     assert.ok(Date.parse(row.replaceAt) - Date.parse(row.since) >= 3000,
       `marked at ${row.since}, evicted at ${row.replaceAt}: at least taintReplacementTimeSeconds (3 s) apart`);
   });
@@ -322,7 +322,7 @@ describe('taint replacement: limits and failures', function () {
       return !condition(p, 'NodeTaintDetected') && !condition(p, 'NodeTaintReplacing');
     }, { timeoutMs: 30_000 });
     await waitFor('no taint workflow left', async () => {
-      const s = await taintStatusJson(off);
+      const s = await taintStatusFor(off);
       return s.nodes.length === 0 && !s.slots;
     }, { timeoutMs: 30_000 });
     const p = await readPod(kube, ns, name);

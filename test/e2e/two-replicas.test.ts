@@ -19,7 +19,7 @@ import { admin, deleteNamespace, grantConfiguredRights, tempNamespace } from '..
 import { SLOTS_WORKFLOW_ID } from '../../src/taint/messages.ts';
 import { waitFor } from '../harness/wait.ts';
 import { dbBack, dbWithDependants, deletedOf, dependantsCrashLooping } from '../harness/weeder.ts';
-import { readPod, readyPodsOn, taint, taintStatusJson, untaint } from '../harness/taint.ts';
+import { readPod, readyPodsOn, taint, taintStatusFor, untaint } from '../harness/taint.ts';
 import { appObject, createApp, getApp, settled, webProcess, workloadsOf } from '../harness/apps.ts';
 import { add, entry, repairWorld, resetRepairQueue, temporalCli, tendWrites, type RepairWorld } from '../harness/repair.ts';
 import type { Write } from '../../faults/audit.ts';
@@ -75,7 +75,7 @@ describe('two watchers and two workers: every capability, no action done twice (
     // and the namespaces (with the rights to those pods) go.
     for (const node of tainted) await untaint(kube, node, KEY).catch(() => undefined);
     if (workers.some((w) => !w.exited)) {
-      await waitFor('the node workflows to end', async () => (await taintStatusJson(config)).nodes.length === 0, { timeoutMs: 60_000 })
+      await waitFor('the node workflows to end', async () => (await taintStatusFor(config)).nodes.length === 0, { timeoutMs: 60_000 })
         .catch((err: Error) => process.stderr.write(`cleanup: ${err.message}\n`));
     }
     await Promise.all([...watchers, ...workers].map((p) => p.stop()));

@@ -30,3 +30,17 @@ export async function queueEntry(index: string): Promise<RepairQueueEntry | unde
 export async function taintStatusNow(taskQueue: string): Promise<TaintStatus> {
   return JSON.parse(JSON.stringify(await taintStatusOf(await readClient(), taskQueue))) as TaintStatus;
 }
+
+/** What `temporal workflow describe --workflow-id ID` says of its status ('RUNNING', 'COMPLETED', ...), or 'NONE'. */
+export async function workflowStatus(id: string): Promise<string> {
+  return (await readClient()).workflow.getHandle(id).describe().then((d) => d.status.name, () => 'NONE');
+}
+
+/** Terminates every running workflow that `query` finds (a list filter: `TendCapability="repair"`); returns their ids. */
+export async function terminateRunning(query: string, reason: string): Promise<string[]> {
+  const c = await readClient();
+  const ids: string[] = [];
+  for await (const wf of c.workflow.list({ query: `(${query}) AND ExecutionStatus="Running"` })) ids.push(wf.workflowId);
+  for (const id of ids) await c.workflow.getHandle(id).terminate(reason).catch(() => undefined);
+  return ids;
+}

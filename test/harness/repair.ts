@@ -19,7 +19,7 @@ import type * as k8s from '@kubernetes/client-node';
 export const REPAIR_TASK_QUEUE = 'tend-repair';
 
 export { temporalCli } from './temporal.ts';
-import { temporalCli } from './temporal.ts';
+import { terminateRunning } from './in-process-reads.ts';
 
 /** sh -c SCRIPT: the address arrives as $0. */
 const sh = (script: string) => ['sh', '-c', script];
@@ -118,11 +118,8 @@ export async function startRepairTend(timeoutMs = 60_000): Promise<{ world: Repa
 
 /** No queue, no running entry workflow, no node cordoned by an earlier run: each suite starts clean. */
 export async function resetRepairQueue(): Promise<void> {
-  const { stdout } = await temporalCli(['workflow', 'list', '--query', 'TendCapability="repair" AND ExecutionStatus="Running"', '--output', 'json']);
-  const runs = stdout.trim() ? (JSON.parse(stdout) as { execution: { workflowId: string } }[]) : [];
-  for (const r of runs) {
-    await temporalCli(['workflow', 'terminate', '--workflow-id', r.execution.workflowId, '--reason', 'test reset']).catch(() => undefined);
-  }
+  // In the test process: two temporal CLI processes or more per suite, for what is not the subject.
+  await terminateRunning('TendCapability="repair"', 'test reset');
   const kube = admin();
   for (const n of (await kube.core.listNode()).items) {
     if (n.spec?.unschedulable) {

@@ -18,9 +18,8 @@ import { Context } from '@temporalio/activity';
 import { nodeSlotsOf } from '../../src/activities/taint.ts';
 import { listingTime, startMark } from '../../src/taint/node.ts';
 import { waitFor } from './wait.ts';
-import { taintStatusNow } from './in-process-reads.ts';
+import { taintStatusNow, terminateRunning } from './in-process-reads.ts';
 import { sandbox } from './hooks.ts';
-import { temporalCli } from './temporal.ts';
 import { SLOTS_WORKFLOW_ID } from '../../src/taint/messages.ts';
 
 export const TASK_QUEUE = 'tend-taint';
@@ -89,6 +88,15 @@ export async function taintStatusJson(config: string): Promise<TaintStatus> {
   return JSON.parse(r.stdout) as TaintStatus;
 }
 
+/**
+ * What `tend taint status -o json --config CONFIG` prints, read in the test process for the
+ * configuration's task queue: for the waits, which would otherwise start a tend process per probe.
+ */
+export async function taintStatusFor(config: string): Promise<TaintStatus> {
+  const taskQueue = (parseYaml(readFileSync(config, 'utf8')) as { temporal: { taskQueue: string } }).temporal.taskQueue;
+  return taintStatusNow(taskQueue);
+}
+
 /** Labels that make a test's pods (and only them) managed. */
 export const managedLabel = (ns: string) => ({ 'taint-test': ns });
 
@@ -129,15 +137,15 @@ export async function cleanUpTaintTest(t: TaintTestLeftovers): Promise<void> {
   t.tainted.clear();
   await t.kube.policy.deleteCollectionNamespacedPodDisruptionBudget({ namespace: t.ns }).catch(() => undefined);
   if (t.config && t.tend && !t.tend.exited) {
-    const taskQueue = (parseYaml(readFileSync(t.config, 'utf8')) as { temporal: { taskQueue: string } }).temporal.taskQueue;
     // Read in this process: a CLI process per probe would take its CPU from the tend it waits for.
-    await waitFor('the node workflows to end', async () => (await taintStatusNow(taskQueue)).nodes.length === 0, { timeoutMs: t.settleMs })
+    const config = t.config;
+    await waitFor('the node workflows to end', async () => (await taintStatusFor(config)).nodes.length === 0, { timeoutMs: t.settleMs })
       .catch((err: Error) => process.stderr.write(`cleanup: ${err.message}\n`));
   }
   await t.tend?.stop();
   // The coordinator has one id for the whole sandbox: left running on this file's task queue, it
   // would grant no slot to the next file's tend, on another queue.
-  await temporalCli(['workflow', 'terminate', '--workflow-id', SLOTS_WORKFLOW_ID, '--reason', 'test over']).catch(() => undefined);
+  await terminateRunning(`WorkflowId="${SLOTS_WORKFLOW_ID}"`, 'test over');
   await deleteNamespace(t.kube, t.ns);
 }
 
