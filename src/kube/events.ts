@@ -55,6 +55,8 @@ export interface TendEvent {
    * occurrence recorded again (an activity retried after a crash) counts once.
    */
   dedupKey: string;
+  /** When it happened, when the Event is written later (in the background); now when absent. */
+  at?: Date;
 }
 
 /** created: a new Event; aggregated: a repeat, counted in an existing Event's series; repeated: this occurrence was counted already. */
@@ -98,7 +100,7 @@ export async function recordEvent(kube: KubeClients, e: TendEvent): Promise<Even
     apiVersion: 'events.k8s.io/v1',
     kind: 'Event',
     metadata: { name, namespace, annotations: { [OCCURRENCES_ANNOTATION]: occurrence } },
-    eventTime: new k8s.V1MicroTime(),
+    eventTime: new k8s.V1MicroTime(e.at ?? Date.now()),
     reportingController: REPORTING_CONTROLLER,
     reportingInstance: instance,
     action: e.action,
@@ -132,7 +134,7 @@ export async function recordEvent(kube: KubeClients, e: TendEvent): Promise<Even
         annotations: { [OCCURRENCES_ANNOTATION]: [...seen, occurrence].slice(-OCCURRENCES_KEPT).join(',') },
       },
       // A series counts every occurrence, the first included: its first repeat makes it 2.
-      series: { count: (found.series?.count ?? 1) + 1, lastObservedTime: new k8s.V1MicroTime() },
+      series: { count: (found.series?.count ?? 1) + 1, lastObservedTime: new k8s.V1MicroTime(e.at ?? Date.now()) },
     };
     try {
       await kube.events.patchNamespacedEvent({ name, namespace, body: patch }, mergePatch);

@@ -19,8 +19,12 @@ import { sandbox } from '../harness/hooks.ts';
 import { mountPoints, ReadOnlyTend, refusedWrites, runReadOnly } from '../harness/readonly.ts';
 import { waitFor } from '../harness/wait.ts';
 
-/** The environment of a read-only tend: TMPDIR is /tmp (read-only like everything else). */
-const ENV = { TMPDIR: '/tmp', TEND_WORKFLOW_BUNDLE: undefined };
+/**
+ * The environment of a read-only tend: TMPDIR is /tmp (read-only like everything else), and no
+ * compile cache (the test run keeps one for its processes, NODE_COMPILE_CACHE: tend's writes to it
+ * would be refused here, and are no part of what the Deployment's tend writes).
+ */
+const ENV = { TMPDIR: '/tmp', TEND_WORKFLOW_BUNDLE: undefined, NODE_COMPILE_CACHE: undefined };
 
 async function httpStatus(address: string, path: string): Promise<number | undefined> {
   return fetch(`http://${address}${path}`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.status, () => undefined);
