@@ -117,7 +117,8 @@ export const BACKGROUND_EVENTS_IN_FLIGHT = 2;
 /** Events waiting to be written, at most: a zone outage of 1,000 Nodes marks about 3,300 pods. */
 export const BACKGROUND_EVENTS_QUEUED = 10_000;
 
-let sink: { kube: KubeClients; sink: EventSink } | undefined;
+/** One queue per Kubernetes connection (a process runs one worker, or a test several). */
+const sinks = new Map<KubeClients, EventSink>();
 
 /**
  * Records the Event in the background (noteEvent, a few at a time, behind whatever the activities
@@ -126,21 +127,21 @@ let sink: { kube: KubeClients; sink: EventSink } | undefined;
  */
 export function noteEventSoon(kube: KubeClients | undefined, e: TendEvent): void {
   if (!kube) return;
-  if (sink?.kube !== kube) {
-    sink = {
-      kube,
-      sink: new EventSink((ev) => noteEvent(kube, ev), {
-        inFlight: BACKGROUND_EVENTS_IN_FLIGHT, queued: BACKGROUND_EVENTS_QUEUED,
-        dropped: (ev) => eventsRecorded.inc({ reason: ev.reason, outcome: 'dropped' }),
-      }),
-    };
+  let sink = sinks.get(kube);
+  if (!sink) {
+    sink = new EventSink((ev) => noteEvent(kube, ev), {
+      inFlight: BACKGROUND_EVENTS_IN_FLIGHT, queued: BACKGROUND_EVENTS_QUEUED,
+      dropped: (ev) => eventsRecorded.inc({ reason: ev.reason, outcome: 'dropped' }),
+    });
+    sinks.set(kube, sink);
   }
-  sink.sink.add({ ...e, at: e.at ?? new Date() });
+  sink.add({ ...e, at: e.at ?? new Date() });
 }
 
 /** Writes the background Events still waiting, for at most `timeoutMs`; returns how many were left unwritten. */
 export async function flushEvents(timeoutMs: number): Promise<number> {
-  const left = sink ? await sink.sink.flush(timeoutMs) : 0;
+  const lefts = await Promise.all([...sinks.values()].map((sink) => sink.flush(timeoutMs)));
+  const left = lefts.reduce((a, b) => a + b, 0);
   if (left > 0) log.warn({ left }, 'stopping with Kubernetes Events not yet written: they are dropped');
   return left;
 }
