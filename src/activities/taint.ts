@@ -33,7 +33,7 @@ import { nodeOfId, untaintedRefusal, type NodeFirstRead } from '../taint/node-ma
 import { anyValue, maxLength, minLength, object, optional, parse, string } from '../checks/shape.ts';
 import { taintEvictions, taintPodsMarked, taintReplacementsDone } from '../metrics/registry.ts';
 import { recordWould, writeHold, type SafetyGates } from './safety-gate.ts';
-import { activityOccurrence, callingWorkflow, noteEvent, noteEventSoon } from './events.ts';
+import { activityOccurrence, callingWorkflow, noteEvent } from './events.ts';
 import { log } from '../log.ts';
 
 export { DETECTED, REPLACING, TAINT_REFUSED };
@@ -426,15 +426,14 @@ export function createTaintActivities(kube: KubeClients, config?: TaintReplaceme
           // Counted, and an Event on the pod, when a condition the pod did not show is set (a rewrite of a shown one is not a new mark).
           if (w.detected && conditionTime(pod, DETECTED) === undefined) {
             taintPodsMarked.inc({ condition: DETECTED });
-            // Behind the marks: an Event per pod would double the API server's work while they are due.
-            noteEventSoon(kube, {
+            await noteEvent(kube, {
               regarding: podTarget(w), reason: 'TaintMarked', action: 'Mark',
               note: `marked ${DETECTED}: ${w.detected.message}`, dedupKey: `${occurrence}/${w.uid}/${DETECTED}`,
             });
           }
           if (w.replacing && conditionTime(pod, REPLACING) === undefined) {
             taintPodsMarked.inc({ condition: REPLACING });
-            noteEventSoon(kube, {
+            await noteEvent(kube, {
               regarding: podTarget(w), reason: 'TaintReplacementDue', action: 'Mark',
               note: `marked ${REPLACING}: ${w.replacing.message}`, dedupKey: `${occurrence}/${w.uid}/${REPLACING}`,
             });

@@ -55,8 +55,6 @@ export interface TendEvent {
    * occurrence recorded again (an activity retried after a crash) counts once.
    */
   dedupKey: string;
-  /** When it happened, when the Event is written later (in the background); now when absent. */
-  at?: Date;
 }
 
 /** created: a new Event; aggregated: a repeat, counted in an existing Event's series; repeated: this occurrence was counted already. */
@@ -100,7 +98,7 @@ export async function recordEvent(kube: KubeClients, e: TendEvent): Promise<Even
     apiVersion: 'events.k8s.io/v1',
     kind: 'Event',
     metadata: { name, namespace, annotations: { [OCCURRENCES_ANNOTATION]: occurrence } },
-    eventTime: new k8s.V1MicroTime(e.at ?? Date.now()),
+    eventTime: new k8s.V1MicroTime(),
     reportingController: REPORTING_CONTROLLER,
     reportingInstance: instance,
     action: e.action,
@@ -134,7 +132,7 @@ export async function recordEvent(kube: KubeClients, e: TendEvent): Promise<Even
         annotations: { [OCCURRENCES_ANNOTATION]: [...seen, occurrence].slice(-OCCURRENCES_KEPT).join(',') },
       },
       // A series counts every occurrence, the first included: its first repeat makes it 2.
-      series: { count: (found.series?.count ?? 1) + 1, lastObservedTime: new k8s.V1MicroTime(e.at ?? Date.now()) },
+      series: { count: (found.series?.count ?? 1) + 1, lastObservedTime: new k8s.V1MicroTime() },
     };
     try {
       await kube.events.patchNamespacedEvent({ name, namespace, body: patch }, mergePatch);

@@ -10,7 +10,6 @@ import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { workerActivities, type Capability } from '../activities/index.ts';
-import { flushEvents } from '../activities/events.ts';
 import { ConfigError, OperatorError, UsageError } from '../errors.ts';
 import { beginShutdown } from '../temporal/worker-shutdown.ts';
 import { logAwaited, stopAtShutdown } from './shutdown.ts';
@@ -159,9 +158,6 @@ async function bundlingExplained<T>(code: Awaited<ReturnType<typeof workflowCode
  * the least recently used replay. docs/taint.md gives the memory measured.
  */
 export const WORKFLOW_CACHE_SIZE = 500;
-
-/** How long a stopping worker goes on writing the Events its activities queued (src/activities/events.ts). */
-const EVENTS_FLUSH_MS = 5000;
 
 /**
  * The longest a heartbeat an activity gives waits before it is sent (the SDK sends at most one per
@@ -367,8 +363,6 @@ export async function runWorker(opts: WorkerOptions, signal: AbortSignal, scope:
       promotion.abort();
       await promoting;
       await keeping;
-      // The Events its activities left to write in the background (the taint marks'): a few seconds at most.
-      await flushEvents(EVENTS_FLUSH_MS);
     }
     log.info('worker stopped');
   } finally {
