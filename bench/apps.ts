@@ -21,7 +21,8 @@ import { sendAppCommand } from '../src/starters/apps-commands.ts';
 import { appWorkflowId } from '../src/apps/types.ts';
 import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { memOf, partsSampler, rssSampler } from './lib/taint-support.ts';
-import { currentBundle, spawnTend, stopTend } from './lib/tend-process.ts';
+import { spawnTend, stopTend } from './lib/tend-process.ts';
+import { ensureWorkflowBundle } from '../src/workers/worker.ts';
 import { appObject, createApp, getApp, settled, webProcess } from '../test/harness/apps.ts';
 
 const { values } = parseArgs({ options: { apps: { type: 'string', default: '50' }, rounds: { type: 'string', default: '3' } } });
@@ -43,7 +44,7 @@ await kube.core.createNamespace({ body: { metadata: { name: ns } } });
 // The rights `tend rbac` generates for this configuration, as an operator would apply them.
 await grantRightsFor(info.kubeconfig, config, 'tend-bench');
 const httpPort = await freeLoopbackPort();
-await currentBundle();
+await ensureWorkflowBundle();
 // Through bin/tend, as an operator runs it (and so with the Node.js and glibc settings it sets).
 const tend = spawnTend(['run', '--config', config, '--http-address', `127.0.0.1:${httpPort}`]);
 let tendOutput = '';

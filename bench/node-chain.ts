@@ -41,7 +41,8 @@ import { DETECTED } from '../src/taint/messages.ts';
 import type { RepairQueueEntry } from '../src/repair/entry.ts';
 import { REPAIR_QUEUE_WORKFLOW_ID } from '../src/repair/messages.ts';
 import { pool, say, sleep, waitFor } from './lib/taint-support.ts';
-import { currentBundle, spawnTend } from './lib/tend-process.ts';
+import { spawnTend } from './lib/tend-process.ts';
+import { ensureWorkflowBundle } from '../src/workers/worker.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const tendBin = join(repo, 'bin', 'tend');
@@ -135,7 +136,7 @@ async function phase(name: string, nodes: number, offset: number, pods?: number)
 
   // tend as the demo runs it: the commands find `tend` on PATH and the sandbox in TEND_SANDBOX_DIR.
   const httpPort = 19490 + (offset % 500);
-await currentBundle();
+await ensureWorkflowBundle();
   const tend = spawnTend(['run', '--config', config, '--http-address', `127.0.0.1:${httpPort}`], {
     env: { PATH: `${join(repo, 'bin')}:${process.env.PATH ?? ''}`, TEND_SANDBOX_DIR: stateDir, TEND_LOG_LEVEL: 'warn', TEND_LOG_FORMAT: 'text' },
   });

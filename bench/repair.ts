@@ -30,10 +30,10 @@ import { runOnce } from '../src/activities/repair.ts';
 import { listQuery, REPAIR_QUEUE_WORKFLOW_ID } from '../src/repair/messages.ts';
 import type { RepairQueueEntry } from '../src/repair/entry.ts';
 import { freeLoopbackPort } from '../src/workers/runtime.ts';
-import { workflowBundleOptions } from '../src/workers/worker.ts';
+import { ensureWorkflowBundle, workflowBundleOptions } from '../src/workers/worker.ts';
 import { pgCounters, pgCountersSettled, persistenceRates } from './lib/persistence.ts';
 import { memOf, partsSampler, rssSampler } from './lib/taint-support.ts';
-import { currentBundle, spawnTend, stopTend } from './lib/tend-process.ts';
+import { spawnTend, stopTend } from './lib/tend-process.ts';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const cli = join(repo, 'src/starters/cli.ts');
@@ -146,7 +146,7 @@ if (idleBefore) await sleep(20_000);
 const idleAfter = idleBefore && await pgCounters(info);
 // Its own HTTP port, so that the benchmark runs beside a tend already serving the default one.
 const httpPort = await freeLoopbackPort();
-await currentBundle();
+await ensureWorkflowBundle();
 // Through bin/tend, as an operator runs it (and so with the Node.js and glibc settings it sets).
 const tend = spawnTend(['run', '--config', config, '--http-address', `127.0.0.1:${httpPort}`], { nodeFlags: profileArgs, env: { TEND_LOG_LEVEL: 'warn' } });
 let tendErr = '';

@@ -44,7 +44,8 @@ import { currentSandbox } from '../src/sandbox/sandbox.ts';
 import { applyObjects, grantRightsFor, serviceAccountToken } from '../src/sandbox/bootstrap.ts';
 import { freeLoopbackPort } from '../src/workers/runtime.ts';
 import { pgCounters, pgCountersSettled, persistenceRates } from './lib/persistence.ts';
-import { currentBundle, spawnTend } from './lib/tend-process.ts';
+import { spawnTend } from './lib/tend-process.ts';
+import { ensureWorkflowBundle } from '../src/workers/worker.ts';
 import { memOf, memoryParts, roundParts, rssSampler } from './lib/taint-support.ts';
 import { loadavg } from 'node:os';
 import { ReadinessStore } from '../src/weeder/record.ts';
@@ -259,7 +260,7 @@ async function main() {
   if (TRACE) await mkdir(TRACE, { recursive: true });
   const traceArgs = TRACE ? ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', TRACE] : [];
 const httpPort = await freeLoopbackPort();
-await currentBundle();
+await ensureWorkflowBundle();
   const tend = spawnTend(['run', '--config', tendConfig, '--http-address', `127.0.0.1:${httpPort}`],
     { nodeFlags: traceArgs, env: { TEND_LOG_LEVEL: TRACE ? 'debug' : 'warn' } });
   children.push(tend);

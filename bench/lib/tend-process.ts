@@ -2,16 +2,6 @@
 // Node.js flags it passes), with any further Node.js flags (a profiler's) in NODE_OPTIONS.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { bundleIsCurrent, writeWorkflowBundle } from '../../src/workers/worker.ts';
-
-/**
- * The pre-built workflow bundle, written when it is not of the current sources: as the image ships it.
- * Without it each `tend run` bundles the workflows at start-up, and its memory keeps the bundler's
- * heap (tens of MiB more at its peak than a worker that loads the bundle).
- */
-export async function currentBundle(): Promise<void> {
-  if (!(await bundleIsCurrent())) await writeWorkflowBundle();
-}
 
 const bin = fileURLToPath(new URL('../../bin/tend', import.meta.url));
 

@@ -492,7 +492,7 @@ export async function startComponent(info: SandboxInfo, c: Component, say: (m: s
       await stopProcess(started, pf);
       const silent = err instanceof ExitedDuringStartUp && (await logSize(logFile(info, c.name))) === logged;
       if (!silent || attempt > 1) throw err;
-      say(`${(err as Error).message.split(';')[0]} and wrote nothing; starting it once more`);
+      say(`${c.name} exited during start-up${err.how ? ` (${err.how})` : ''} and wrote nothing; starting it once more`);
     }
   }
 }
@@ -501,8 +501,14 @@ async function logSize(path: string): Promise<number> {
   return (await stat(path).catch(() => undefined))?.size ?? 0;
 }
 
-/** A component's process ended before it served. */
-class ExitedDuringStartUp extends SandboxError {}
+/** A component's process ended before it served; `how`, when seen: "exit code N", "killed by SIGX". */
+class ExitedDuringStartUp extends SandboxError {
+  readonly how: string | undefined;
+  constructor(message: string, how: string | undefined) {
+    super(message);
+    this.how = how;
+  }
+}
 
 async function waitReady(info: SandboxInfo, c: Component, rec: ProcessRecord): Promise<void> {
   const deadline = Date.now() + c.timeoutMs;
@@ -510,7 +516,7 @@ async function waitReady(info: SandboxInfo, c: Component, rec: ProcessRecord): P
   for (;;) {
     if (!(await isRunning(rec))) {
       const how = howEnded(rec.pid);
-      throw new ExitedDuringStartUp(`${c.name} exited during start-up${how ? ` (${how})` : ''}; last lines of ${rec.log}:\n${await logTail(rec.log) || '(nothing)'}`);
+      throw new ExitedDuringStartUp(`${c.name} exited during start-up${how ? ` (${how})` : ''}; last lines of ${rec.log}:\n${await logTail(rec.log) || '(nothing)'}`, how);
     }
     try {
       await c.ready();

@@ -113,6 +113,16 @@ export async function writeWorkflowBundle(path = workflowBundlePath): Promise<{ 
   return { path, bytes: Buffer.byteLength(code) };
 }
 
+/**
+ * The pre-built bundle at `path`, written when it is missing or not of the current sources (the
+ * test run's first step, the benchmarks'): `written` says whether it was.
+ */
+export async function ensureWorkflowBundle(path = workflowBundlePath): Promise<{ path: string; written: boolean }> {
+  if (await bundleIsCurrent(path)) return { path, written: false };
+  await writeWorkflowBundle(path);
+  return { path, written: true };
+}
+
 /** Whether the pre-built bundle at `path` is of the current sources. */
 export async function bundleIsCurrent(path = workflowBundlePath): Promise<boolean> {
   if (!existsSync(path)) return false;

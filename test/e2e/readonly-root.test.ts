@@ -12,7 +12,7 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
-import { workflowBundlePath, workflowCode, writeWorkflowBundle } from '../../src/workers/worker.ts';
+import { ensureWorkflowBundle, workflowBundlePath, workflowCode } from '../../src/workers/worker.ts';
 import { runTend } from '../harness/cli.ts';
 import { repoRoot } from '../harness/env.ts';
 import { sandbox } from '../harness/hooks.ts';
@@ -43,7 +43,7 @@ async function ready(tend: ReadOnlyTend, timeoutMs = 180_000): Promise<void> {
  * src/ makes it stale (the worker would bundle at start-up instead).
  */
 async function currentBundle(): Promise<void> {
-  if (!('workflowBundle' in await workflowCode())) await writeWorkflowBundle();
+  await ensureWorkflowBundle();
   assert.deepEqual(await workflowCode(), { workflowBundle: { codePath: workflowBundlePath } });
 }
 

@@ -40,7 +40,7 @@ export const spawned = { tendCalls: 0, tendProcesses: 0, temporalCalls: 0, other
 
 export function runTend(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
   spawned.tendCalls++;
-  return runCommand(process.execPath, [cli, ...withHttpAddress(args)], {
+  return collect(process.execPath, [cli, ...withHttpAddress(args)], {
     env: jsonLogs(opts.env), timeoutMs: opts.timeoutMs ?? 60_000, name: `tend ${args.join(' ')}`,
   });
 }
@@ -52,8 +52,15 @@ export function runTend(args: string[], opts: { env?: NodeJS.ProcessEnv; timeout
 export function runCommand(
   command: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; name?: string } = {},
 ): Promise<CliResult> {
+  spawned.other++;
+  return collect(command, args, opts);
+}
+
+/** runCommand's work, uncounted (runTend counts its own). */
+function collect(
+  command: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; name?: string },
+): Promise<CliResult> {
   const timeoutMs = opts.timeoutMs ?? 120_000;
-  if (command !== process.execPath || args[0] !== cli) spawned.other++;
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

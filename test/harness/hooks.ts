@@ -36,8 +36,8 @@ export const mochaHooks = {
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
-    const n = spawned;
-    process.stderr.write(`      started by the tests: ${n.tendCalls} tend CLI calls, ${n.tendProcesses} tend processes, ${n.temporalCalls} temporal CLI calls, ${n.other} other commands\n`);
+    const { tendCalls, tendProcesses, temporalCalls, other } = spawned;
+    process.stderr.write(`      started by the tests: ${tendCalls} tend CLI calls, ${tendProcesses} tend processes, ${temporalCalls} temporal CLI calls, ${other} other commands\n`);
     const left = killLeftovers();
     if (left.length) process.stderr.write(`      left running by the tests, killed: ${left.join('; ')}\n`);
     if (startedHere && !process.env.TEND_TEST_KEEP_SANDBOX) await down(testStateDir);
