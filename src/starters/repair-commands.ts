@@ -8,7 +8,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
 import type { Config } from '../config/load.ts';
 import { ckeEntryJson, ckeListJson, isFinished, ZERO_TIME, type RepairQueueEntry, type RepairRequest } from '../repair/entry.ts';
@@ -108,31 +108,55 @@ export async function queueUpdate<Ret, Args extends unknown[]>(client: Client, c
  * queueUpdate with the update's options: its id, and the run it goes to first (`runId`). `sameRun`
  * says whether that run answered; a run started since (after a termination, or a continue-as-new)
  * answers otherwise.
+ *
+ * An update always goes to a running run, named by its run id. Temporal answers an update to a
+ * closed workflow (and an update-with-start whose workflow is closed) with the outcome of an
+ * update of the same id in that closed run, starting nothing: an add sent to the queue's id after
+ * a reset would get back an entry the ended run took (maybe long finished), and add nothing.
  */
 async function sendUpdate<Ret, Args extends unknown[]>(
   client: Client, config: Config, def: UpdateDefinition<Ret, Args>, args: Args, opts: { updateId?: string; runId?: string } = {},
 ): Promise<{ value: Ret; sameRun: boolean }> {
-  const { runId, ...options } = opts;
-  try {
-    const value = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID, runId)
-      .executeUpdate(def as unknown as UpdateDefinition<Ret, [unknown]>, { args, ...options } as unknown as { args: [unknown] });
-    return { value, sameRun: runId !== undefined };
-  } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) throw new RefusedError(err.cause?.message ?? err.message);
-    if (!notRunning(err)) throw err;
+  const { runId: first, ...options } = opts;
+  const send = async (runId: string) => {
+    try {
+      return await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID, runId)
+        .executeUpdate(def as unknown as UpdateDefinition<Ret, [unknown]>, { args, ...options } as unknown as { args: [unknown] });
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError) throw new RefusedError(err.cause?.message ?? err.message);
+      throw err;
+    }
+  };
+  if (first !== undefined) {
+    try {
+      return { value: await send(first), sameRun: true };
+    } catch (err) {
+      if (!notRunning(err)) throw err;
+    }
   }
-  const nextIndex = await firstFreeIndex(client);
-  try {
-    const value = await client.workflow.executeUpdateWithStart(def, {
-      args,
-      ...options,
-      startWorkflowOperation: new WithStartWorkflowOperation('repairQueueWorkflow', queueStartOptions(config.temporal.taskQueue, nextIndex)),
-    });
-    return { value, sameRun: false };
-  } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) throw new RefusedError(err.cause?.message ?? err.message);
-    throw err;
+  // The run ended, or none was named: the running queue's run, started when there is none.
+  for (let tries = 0; ; tries++) {
+    const runId = await runningQueueRun(client, config);
+    try {
+      return { value: await send(runId), sameRun: false };
+    } catch (err) {
+      // Ended between the start and the update (a reset, a take-over): once more.
+      if (!notRunning(err) || tries === 2) throw err;
+    }
   }
+}
+
+/** The running queue's run id; a queue is started (its indexes continuing past earlier queues') when none runs. */
+async function runningQueueRun(client: Client, config: Config): Promise<string> {
+  try {
+    const d = await client.workflow.getHandle(REPAIR_QUEUE_WORKFLOW_ID).describe();
+    if (d.status.name === 'RUNNING') return d.runId;
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  // USE_EXISTING: a queue started meanwhile is the one answered.
+  const started = await client.workflow.start('repairQueueWorkflow', queueStartOptions(config.temporal.taskQueue, await firstFreeIndex(client)));
+  return started.firstExecutionRunId;
 }
 
 /** How long `add` and `add-file` wait for the queue's answer by default (a worker answers in well under a second). */

@@ -245,4 +245,22 @@ describe('repair queue (e2e)', function () {
     assert.equal((await until(added.index)).status, 'succeeded');
     assert.equal((await rq(world, ['delete-finished'])).code, 0);
   });
+
+  it('the same request added again after the queue was terminated is a new entry, not the ended run\'s answer', async () => {
+    // Temporal answers an update sent to a closed workflow with the outcome of an update of the same
+    // id in it: the add must go to the queue's new run, not to its id.
+    const first = await rq(world, ['add', 'heal', 'sim', '192.0.2.71']);
+    assert.equal(first.code, 0, first.stderr);
+    const a = JSON.parse(first.stdout) as RepairQueueEntry;
+    assert.equal((await until(a.index)).status, 'succeeded');
+    await temporalCli(['workflow', 'terminate', '--workflow-id', 'repair-queue', '--reason', 'test: the ended run']);
+    const again = await rq(world, ['add', 'heal', 'sim', '192.0.2.71']);
+    assert.equal(again.code, 0, again.stderr);
+    const b = JSON.parse(again.stdout) as RepairQueueEntry;
+    assert.notEqual(b.index, a.index, 'the ended run\'s entry answered');
+    assert.doesNotMatch(again.stderr, /added before/);
+    assert.deepEqual((await queueEntries()).map((e) => [e.index, e.address]), [[b.index, '192.0.2.71']], 'one entry, the one answered');
+    assert.equal((await until(b.index)).status, 'succeeded');
+    assert.equal((await rq(world, ['delete-finished'])).code, 0);
+  });
 });
