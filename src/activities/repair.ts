@@ -23,6 +23,7 @@ import { namespaceProtected, nextEviction, timeoutReason, type EvictionAnswer } 
 import { keyName, lookupCommand, lookupOperation, planOf, requestProblems, type RepairPlan, type ResolvedCommand } from '../repair/procedure.ts';
 import { runOnce as runGroup, stateDir, type RunResult } from '../repair/process.ts';
 import { nodeGuardAccess, runGuarded } from '../repair/guarded.ts';
+import { REFUSAL } from '../repair/messages.ts';
 import { addInputSchema, check, entryKeyFields, entryKeySchema, indexSchema, MAX_REQUESTS_PER_ADD, type EntryKey } from '../repair/validate.ts';
 import {
   array, integer, max, maxItems, min, number, oneOf, optional, strictObject, string, type Infer, type Shape,
@@ -629,7 +630,7 @@ export function createRepairActivities(kube: KubeClients | undefined, config?: R
                   type: 'Warning', reason: 'RepairFailed', action: 'Drain',
                   note: `repair queue entry ${index}: the drain for step ${key.step} is refused for good (${next.why}); the entry failed`, dedupKey: `${activityOccurrence()}/refused`,
                 });
-                throw ApplicationFailure.nonRetryable(next.why, 'DrainRefused');
+                throw ApplicationFailure.nonRetryable(next.why, REFUSAL.drainRefused);
               }
               if (next.op === 'retry') {
                 await wait(next.afterMs);

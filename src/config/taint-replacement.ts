@@ -13,7 +13,7 @@ import { modeSchema } from './mode.ts';
  * FDB's "ignore this key" duration, the int64 maximum, is past the safe integers: it is kept as
  * the largest safe one, which the taint capability reads as ignored (taint/match.ts's
  * IGNORED_DURATION, the same value: the configuration sits below the capabilities and imports
- * none of them; test/unit/taint-config.test.ts reads an ignored key as taint/match.ts does).
+ * none of them; test/unit/config-taint-replacement.test.ts reads an ignored key as taint/match.ts does).
  */
 export const IGNORED_DURATION = Number.MAX_SAFE_INTEGER;
 

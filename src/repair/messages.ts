@@ -90,6 +90,8 @@ export const REFUSAL = {
   /** How an entry's workflow fails: refused by an activity, or given up after its attempts. */
   entryRefused: 'RepairRefused',
   entryGaveUp: 'RepairGaveUp',
+  /** A drain that retrying cannot help (a webhook's 403, two budgets over one pod): the entry fails with the reason. */
+  drainRefused: 'DrainRefused',
 } as const;
 
 export interface AddInput {

@@ -9,7 +9,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { RepairQueueEntry } from '../../src/repair/entry.ts';
 import type { Config } from '../../src/config/load.ts';
 import {
-  addUpdate, deleteUpdate, disableUpdate, enableUpdate, listQuery, REPAIR_QUEUE_WORKFLOW_ID,
+  addUpdate, deleteUpdate, disableUpdate, enableUpdate, listQuery, REFUSAL, REPAIR_QUEUE_WORKFLOW_ID,
 } from '../../src/repair/messages.ts';
 import { queueUpdate } from '../../src/starters/repair-commands.ts';
 import type { RepairPlan } from '../../src/repair/procedure.ts';
@@ -143,7 +143,7 @@ export class World {
   }
 }
 
-export function refuse(message: string, type = 'DrainRefused'): never {
+export function refuse(message: string, type: string = REFUSAL.drainRefused): never {
   throw ApplicationFailure.nonRetryable(message, type);
 }
 
