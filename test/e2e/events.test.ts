@@ -12,7 +12,8 @@ import { sandbox } from '../harness/hooks.ts';
 import { admin, deployment, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
 import { budget, cleanUpTaintTest, managedLabel, startTaintTend, taint } from '../harness/taint.ts';
-import { add, entry, startRepairTend, type RepairWorld } from '../harness/repair.ts';
+import { add, startRepairTend, type RepairWorld } from '../harness/repair.ts';
+import { queueEntry } from '../harness/in-process-reads.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 import { REPORTING_CONTROLLER } from '../../src/kube/events.ts';
 
@@ -133,7 +134,7 @@ describe('Kubernetes Events', function () {
     const nodeAt = async (address: string) => (await kube.core.listNode()).items
       .find((n) => n.status?.addresses?.some((a) => a.type === 'InternalIP' && a.address === address))!.metadata!.name!;
     const finished = (index: string) => waitFor(`entry ${index} finished`, async () => {
-      const e = await entry(world, index);
+      const e = await queueEntry(index);
       return e && (e.status === 'succeeded' || e.status === 'failed') && e;
     }, { timeoutMs: 120_000 });
     /**

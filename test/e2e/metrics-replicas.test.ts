@@ -18,7 +18,8 @@ import { repoRoot } from '../harness/env.ts';
 import { sandbox } from '../harness/hooks.ts';
 import { admin, deleteNamespace, grantConfiguredRights, isReady, podsOf, tempNamespace } from '../harness/kube.ts';
 import { byLabels, evaluate, metricNames, parseExposition, parseQuery, type Sample } from '../harness/promql.ts';
-import { add, entry, repairWorld, resetRepairQueue, temporalCli, type RepairWorld } from '../harness/repair.ts';
+import { add, repairWorld, resetRepairQueue, temporalCli, type RepairWorld } from '../harness/repair.ts';
+import { queueEntry } from '../harness/in-process-reads.ts';
 import { budget, readyPodsOn, taint, taintStatusFor, untaint } from '../harness/taint.ts';
 import { waitFor } from '../harness/wait.ts';
 import { dbBack, dbWithDependants } from '../harness/weeder.ts';
@@ -142,7 +143,7 @@ describe('two replicas of tend run: the dashboard\'s gauge queries equal one rep
     await readyPodsOn(kube, taintNs, 'held', NODE, 2);
     await budget(kube, taintNs, 'held', 2);
     await taint(kube, NODE, { key: KEY, value: 'x', effect: 'NoSchedule' });
-    await waitFor('the entry succeeded', async () => (await entry(world, index))?.status === 'succeeded', { timeoutMs: 120_000 });
+    await waitFor('the entry succeeded', async () => (await queueEntry(index))?.status === 'succeeded', { timeoutMs: 120_000 });
 
     const want: [string, Record<string, string>][] = [
       ['tend_weeder_windows', { state: 'open' }], ['tend_weeder_window_oldest_open_seconds', {}],

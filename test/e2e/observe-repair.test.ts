@@ -13,7 +13,8 @@ import { httpPortBlock } from '../harness/env.ts';
 import { admin, deleteNamespace, tempNamespace } from '../harness/kube.ts';
 import { counterFor, metricsOf } from '../harness/metrics.ts';
 import { waitFor } from '../harness/wait.ts';
-import { add, entry, nodeUnschedulable, pinned, repairWorld, resetRepairQueue, temporalCli, tendWrites, type RepairWorld } from '../harness/repair.ts';
+import { add, nodeUnschedulable, pinned, repairWorld, resetRepairQueue, temporalCli, tendWrites, type RepairWorld } from '../harness/repair.ts';
+import { queueEntry } from '../harness/in-process-reads.ts';
 import { GUARD_ANNOTATION } from '../../src/repair/guard.ts';
 import { repairEntryWorkflowId } from '../../src/repair/messages.ts';
 import type { RepairEntryResult } from '../../src/workflows/repair.ts';
@@ -73,10 +74,10 @@ describe('observe mode: a repair entry records its cordon, evictions, command an
   const repairOnce = async () => {
     world.broken(ADDRESS);
     const e = await add(world, 'drain-wait', ADDRESS);
-    await waitFor(`entry ${e.index} watching`, async () => (await entry(world, e.index))?.step_status === 'watching', { timeoutMs: 120_000 });
+    await waitFor(`entry ${e.index} watching`, async () => (await queueEntry(e.index))?.step_status === 'watching', { timeoutMs: 120_000 });
     world.healthy(ADDRESS);
     const done = await waitFor(`entry ${e.index} succeeded`, async () => {
-      const x = await entry(world, e.index);
+      const x = await queueEntry(e.index);
       if (x?.status === 'failed') throw new Error(`entry ${e.index} failed: ${JSON.stringify(x)}`);
       return x?.status === 'succeeded' && x;
     }, { timeoutMs: 120_000 });

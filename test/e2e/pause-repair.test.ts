@@ -10,7 +10,8 @@ import type * as k8s from '@kubernetes/client-node';
 import { runTend, TendProcess } from '../harness/cli.ts';
 import { admin, deleteNamespace, tempNamespace } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
-import { add, entry, nodeUnschedulable, pinned, repairWorld, resetRepairQueue, temporalCli, tendWrites, type RepairWorld } from '../harness/repair.ts';
+import { add, nodeUnschedulable, pinned, repairWorld, resetRepairQueue, temporalCli, tendWrites, type RepairWorld } from '../harness/repair.ts';
+import { queueEntry } from '../harness/in-process-reads.ts';
 import { SAFETY_WORKFLOW_ID } from '../../src/safety/messages.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
@@ -79,7 +80,7 @@ describe('pause: a repair drain stops evicting while paused (e2e)', function () 
 
     const e = await add(world, 'drain', ADDRESS);
     // Draining: cordoned, and the budget-held pod's eviction refused (429) and asked again every second.
-    await waitFor('the drain held up by the budget', async () => (await entry(world, e.index))?.step_status === 'draining' && (await nodeUnschedulable(NODE)),
+    await waitFor('the drain held up by the budget', async () => (await queueEntry(e.index))?.step_status === 'draining' && (await nodeUnschedulable(NODE)),
       { timeoutMs: 60_000 });
     await untouched(pods);
 
@@ -95,7 +96,7 @@ describe('pause: a repair drain stops evicting while paused (e2e)', function () 
     await untouched(pods);
     assert.equal(await nodeUnschedulable(NODE), true, 'uncordoned while paused');
     assert.equal(commandRuns(), 0, 'the repair command ran while paused');
-    assert.equal((await entry(world, e.index))?.status, 'processing');
+    assert.equal((await queueEntry(e.index))?.status, 'processing');
 
     // kube-apiserver's own record: nothing written by tend from the acknowledgement to the resume.
     const resuming = Date.now();
@@ -111,7 +112,7 @@ describe('pause: a repair drain stops evicting while paused (e2e)', function () 
     }, { timeoutMs: 30_000, intervalMs: 50 });
     console.log(`      evicted within ${Date.now() - answered} ms of tend resume repair's answer`);
     const done = await waitFor('the entry to succeed', async () => {
-      const x = await entry(world, e.index);
+      const x = await queueEntry(e.index);
       if (x?.status === 'failed') throw new Error(`entry failed: ${JSON.stringify(x)}`);
       return x?.status === 'succeeded' && x;
     }, { timeoutMs: 90_000 });

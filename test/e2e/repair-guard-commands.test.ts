@@ -14,7 +14,8 @@ import { parse, stringify } from 'yaml';
 import { TendProcess } from '../harness/cli.ts';
 import { admin } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
-import { add, entry, repairWorld, resetRepairQueue, type RepairWorld } from '../harness/repair.ts';
+import { add, repairWorld, resetRepairQueue, type RepairWorld } from '../harness/repair.ts';
+import { queueEntry } from '../harness/in-process-reads.ts';
 import { GUARD_ANNOTATION, parseGuard } from '../../src/repair/guard.ts';
 
 const COMMAND_QUEUE = 'tend-repair-commands-guard-e2e';
@@ -113,7 +114,7 @@ describe('the guard on the entry\'s Node holds between two repair command worker
     holder.child.kill('SIGCONT');
     stopped.delete(holder);
     const done = await waitFor(`entry ${e.index} finished`, async () => {
-      const x = await entry(world, e.index);
+      const x = await queueEntry(e.index);
       return x && (x.status === 'succeeded' || x.status === 'failed') && x;
     }, { timeoutMs: 120_000 });
     assert.deepEqual(starts(), [first], 'the command ran more than once');

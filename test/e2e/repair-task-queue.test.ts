@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { runTend, TendProcess } from '../harness/cli.ts';
 import { waitFor } from '../harness/wait.ts';
-import { add, entry, repairWorld, resetRepairQueue, temporalCli, type RepairWorld } from '../harness/repair.ts';
+import { add, repairWorld, resetRepairQueue, temporalCli, type RepairWorld } from '../harness/repair.ts';
+import { queueEntry } from '../harness/in-process-reads.ts';
 import { repairEntryWorkflowId } from '../../src/repair/messages.ts';
 
 const COMMAND_QUEUE = 'tend-repair-commands-e2e';
@@ -34,7 +35,7 @@ describe('repair commands on a task queue of their own (e2e, two workers)', func
     }, { timeoutMs: 60_000 });
   };
   const finished = (index: string) => waitFor(`entry ${index} finished`, async () => {
-    const e = await entry(world, index);
+    const e = await queueEntry(index);
     return e && (e.status === 'succeeded' || e.status === 'failed') && e;
   }, { timeoutMs: 90_000 });
 
@@ -106,7 +107,7 @@ describe('repair commands on a task queue of their own (e2e, two workers)', func
       const { stdout } = await temporalCli(['workflow', 'describe', '--workflow-id', id, '--output', 'json']);
       return /"repairWatchHealth"/.test(stdout);
     }, { timeoutMs: 60_000 });
-    assert.equal((await entry(world, e.index))?.status, 'processing');
+    assert.equal((await queueEntry(e.index))?.status, 'processing');
     assert.deepEqual(marks('192.0.2.92'), [], 'a command ran with no command worker');
     await startCommands();
     const done = await finished(e.index);

@@ -15,7 +15,8 @@ import { parse, stringify } from 'yaml';
 import { TendProcess } from '../harness/cli.ts';
 import { admin } from '../harness/kube.ts';
 import { waitFor } from '../harness/wait.ts';
-import { add, entries, entry, REPAIR_TASK_QUEUE, repairWorld, resetRepairQueue, rq, temporalCli, type RepairWorld } from '../harness/repair.ts';
+import { add, entries, REPAIR_TASK_QUEUE, repairWorld, resetRepairQueue, rq, temporalCli, type RepairWorld } from '../harness/repair.ts';
+import { queueEntry } from '../harness/in-process-reads.ts';
 
 interface HistoryEvent {
   workflowExecutionFailedEventAttributes?: { failure?: { message?: string; applicationFailureInfo?: { nonRetryable?: boolean } } };
@@ -170,7 +171,7 @@ describe('repair queue: forged requests through Temporal (e2e)', function () {
 
   it('junk signals are ignored with the reason in the worker\'s log; the queue and the entry are unchanged', async () => {
     const e = await add(world, 'wait-heal', '192.0.2.92');
-    await waitFor('processing', async () => (await entry(world, e.index))?.step_status === 'watching');
+    await waitFor('processing', async () => (await queueEntry(e.index))?.step_status === 'watching');
     const before = await entries(world);
     await signal('repair-queue', 'entry-report', 'junk');
     await signal('repair-queue', 'entry-report', { index: e.index, fields: { address: '192.0.2.93', operation: 'evil' } });
@@ -191,7 +192,7 @@ describe('repair queue: forged requests through Temporal (e2e)', function () {
     // The entry goes on as configured: heal the machine, it succeeds; nothing else ran.
     world.healthy('192.0.2.92');
     const done = await waitFor('finished', async () => {
-      const x = await entry(world, e.index);
+      const x = await queueEntry(e.index);
       return x && x.status !== 'processing' && x;
     }, { timeoutMs: 60_000 });
     assert.equal(done.status, 'succeeded');
@@ -201,7 +202,7 @@ describe('repair queue: forged requests through Temporal (e2e)', function () {
 
   it('a failing command: the entry\'s history has its exit code and where its output is, never its argv or output; the log file has both', async () => {
     const e = await add(world, 'leaky', '192.0.2.95');
-    await waitFor('failed', async () => (await entry(world, e.index))?.status === 'failed', { timeoutMs: 60_000 });
+    await waitFor('failed', async () => (await queueEntry(e.index))?.status === 'failed', { timeoutMs: 60_000 });
     const shown = (await temporalCli(['workflow', 'show', '--workflow-id', `repair/${e.index}`, '--output', 'json'])).stdout;
     // Payloads as a Web UI viewer reads them: decoded.
     const stdout = shown.replace(/"data": "([A-Za-z0-9+/=]*)"/g, (_, b64: string) => Buffer.from(b64, 'base64').toString('utf8'));
@@ -226,7 +227,7 @@ describe('repair queue: forged requests through Temporal (e2e)', function () {
     tend = new TendProcess(['run', '--config', reduced]);
     await waitFor('worker started', () => tend.output.includes('worker started'), { timeoutMs: 60_000 });
     assert.equal((await rq(world, ['enable'])).code, 0);
-    const done = await waitFor('failed', async () => (await entry(world, e.index))?.status === 'failed', { timeoutMs: 30_000 });
+    const done = await waitFor('failed', async () => (await queueEntry(e.index))?.status === 'failed', { timeoutMs: 30_000 });
     assert.ok(done);
     await waitFor('the reason logged', () => tend.logs.includes('operation "heal" of machine type "sim" is not configured'), { timeoutMs: 10_000 })
       .catch((err: Error) => {

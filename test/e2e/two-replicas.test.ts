@@ -21,7 +21,8 @@ import { waitFor } from '../harness/wait.ts';
 import { dbBack, dbWithDependants, deletedOf, dependantsCrashLooping } from '../harness/weeder.ts';
 import { readPod, readyPodsOn, taint, taintStatusFor, untaint } from '../harness/taint.ts';
 import { appObject, createApp, getApp, settled, webProcess, workloadsOf } from '../harness/apps.ts';
-import { add, entry, repairWorld, resetRepairQueue, temporalCli, tendWrites, type RepairWorld } from '../harness/repair.ts';
+import { add, repairWorld, resetRepairQueue, temporalCli, tendWrites, type RepairWorld } from '../harness/repair.ts';
+import { queueEntry } from '../harness/in-process-reads.ts';
 import type { Write } from '../../faults/audit.ts';
 import type { KubeClients } from '../../src/kube/client.ts';
 
@@ -155,7 +156,7 @@ describe('two watchers and two workers: every capability, no action done twice (
 
   it('repair: an entry\'s command runs once, and the entry succeeds', async () => {
     const e = await add(world, 'heal', '192.0.2.201');
-    await waitFor('the entry succeeded', async () => (await entry(world, e.index))?.status === 'succeeded', { timeoutMs: 120_000 });
+    await waitFor('the entry succeeded', async () => (await queueEntry(e.index))?.status === 'succeeded', { timeoutMs: 120_000 });
     const runs = readFileSync(join(world.dir, '192.0.2.201.log'), 'utf8').trim().split('\n');
     assert.deepEqual(runs, ['heal']);
   });

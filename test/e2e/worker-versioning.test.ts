@@ -6,7 +6,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parse, stringify } from 'yaml';
 import { TendProcess } from '../harness/cli.ts';
 import { waitFor } from '../harness/wait.ts';
-import { add, entry, repairWorld, resetRepairQueue, temporalCli, type RepairWorld } from '../harness/repair.ts';
+import { add, repairWorld, resetRepairQueue, temporalCli, type RepairWorld } from '../harness/repair.ts';
+import { queueEntry } from '../harness/in-process-reads.ts';
 import { repairEntryWorkflowId, REPAIR_QUEUE_WORKFLOW_ID } from '../../src/repair/messages.ts';
 
 const TASK_QUEUE = 'tend-versioning-e2e';
@@ -65,7 +66,7 @@ describe('worker versioning: an upgrade with open runs (e2e)', function () {
   it('v2 takes over open runs: the entry mid-watch and the queue finish on v2 after v1 stops', async () => {
     const waiting = await add(world, 'wait-heal', '192.0.2.71');
     const entryId = repairEntryWorkflowId(waiting.index);
-    await waitFor('the entry is watching on v1', async () => (await entry(world, waiting.index))?.step_status === 'watching', { timeoutMs: 90_000 });
+    await waitFor('the entry is watching on v1', async () => (await queueEntry(waiting.index))?.step_status === 'watching', { timeoutMs: 90_000 });
     assert.equal((await runsOn(entryId))?.deploymentVersion?.buildId, 'v1');
 
     await startWorker('v2', /this version is now current/);
@@ -74,13 +75,13 @@ describe('worker versioning: an upgrade with open runs (e2e)', function () {
 
     world.healthy('192.0.2.71');
     const done = await waitFor('the waiting entry succeeded', async () => {
-      const e = await entry(world, waiting.index);
+      const e = await queueEntry(waiting.index);
       return e?.status === 'succeeded' && e;
     }, { timeoutMs: 120_000 });
     assert.equal(done.status, 'succeeded');
     // A new entry on the same queue run, started and finished on v2.
     const next = await add(world, 'heal', '192.0.2.72');
-    await waitFor('the new entry succeeded', async () => (await entry(world, next.index))?.status === 'succeeded', { timeoutMs: 120_000 });
+    await waitFor('the new entry succeeded', async () => (await queueEntry(next.index))?.status === 'succeeded', { timeoutMs: 120_000 });
     for (const id of [entryId, repairEntryWorkflowId(next.index), REPAIR_QUEUE_WORKFLOW_ID]) {
       const info = await runsOn(id);
       assert.equal(info?.deploymentVersion?.buildId, 'v2', `${id}: ${JSON.stringify(info)}`);

@@ -12,7 +12,8 @@ import { waitFor } from '../harness/wait.ts';
 /** Stub activities: the Node's reading as the test sets it, the queue's answers in turn, the records kept. */
 class Stubs {
   reading: NodeReading = { state: 'healthy' };
-  answers: NodeRepairAnswer[] = [];
+  /** In turn; a function is given the time of its ask (a planned reboot's end counted from it). */
+  answers: (NodeRepairAnswer | ((askedAt: number) => NodeRepairAnswer))[] = [];
   readonly asked: number[] = [];
   readonly recorded: NodeRepairAnswer[] = [];
   reads = 0;
@@ -28,9 +29,11 @@ class Stubs {
         this.reads += 1;
         return this.reading;
       },
-      nodeRepairAsk: async () => {
-        this.asked.push(Date.now());
-        return this.answers.shift() ?? { decision: 'refused', reason: 'storm', sentence: 'no answer left' };
+      nodeRepairAsk: async (): Promise<NodeRepairAnswer> => {
+        const now = Date.now();
+        this.asked.push(now);
+        const next = this.answers.shift() ?? { decision: 'refused', reason: 'storm', sentence: 'no answer left' };
+        return typeof next === 'function' ? next(now) : next;
       },
       nodeRepairRecord: async (input: { answer: NodeRepairAnswer }) => {
         this.recorded.push(input.answer);
@@ -94,8 +97,9 @@ describe('node/<name>: a Node\'s countdown', function () {
   it('asks again after a refusal: at the planned reboot\'s end when the queue says when, and records each answer', async () => {
     const stubs = new Stubs();
     stubs.unhealthyFor(0);
-    const retryAt = Date.now() + 3000;
-    stubs.answers = [{ decision: 'refused', reason: 'rebooting', sentence: 'in a planned reboot', retryAt }, enqueued];
+    // The reboot's wait ends 3 s after the ask, however long the worker took to start.
+    let retryAt = 0;
+    stubs.answers = [(askedAt) => ({ decision: 'refused', reason: 'rebooting', sentence: 'in a planned reboot', retryAt: retryAt = askedAt + 3000 }), enqueued];
     const queue = taskQueue('node-repair');
     await withWorker(env, queue, stubs.activities(), async (client) => {
       const h = await client.workflow.start('nodeRepairWorkflow', { taskQueue: queue, workflowId: 'node/worker-3', args: [{ node: 'worker-3' }] });
