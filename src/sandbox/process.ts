@@ -1,6 +1,7 @@
 // Detached processes that outlive the command that started them, tracked by a
-// pid file each. A pid is only trusted while /proc says it still runs the
-// same executable, so `down` never signals a process the sandbox did not start.
+// pid file each. A pid is only trusted while /proc says it is still the process
+// started (its start time, or for an older record its executable), so `down`
+// never signals a process the sandbox did not start.
 import { spawn } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
 import { readFile, writeFile, rm } from 'node:fs/promises';
@@ -14,6 +15,11 @@ export interface ProcessRecord {
   args: string[];
   log: string;
   startedAt: string;
+  /**
+   * The process's start time (/proc/<pid>/stat, clock ticks since boot), read as it was started: a
+   * pid is this process while its start time is this. Absent in records written before it.
+   */
+  startTicks?: string;
 }
 
 /** How the processes this process started ended, while it still runs: pid → "exit code N" or "killed by SIGX". */
@@ -32,13 +38,32 @@ export async function readRecord(pidFile: string): Promise<ProcessRecord | undef
   }
 }
 
+/** State and start time of a pid, from /proc/<pid>/stat (fields 3 and 22); undefined when there is no such process. */
+async function procStat(pid: number): Promise<{ state: string; startTicks: string } | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may hold spaces: the fields after it.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0] ?? '', startTicks: fields[19] ?? '' };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the record's process still runs. By its start time when the record has one: its command
+ * line is no proof, since for a moment after the start the kernel shows it empty (the new program
+ * is being loaded, the start already reported to the parent), and a busy machine can stretch that
+ * moment past a first look. An older record is checked by its command line.
+ */
 export async function isRunning(rec: ProcessRecord | undefined): Promise<boolean> {
   if (!rec) return false;
+  const stat = await procStat(rec.pid);
+  // A zombie (state Z) has exited; its parent just has not reaped it yet.
+  if (!stat || stat.state === 'Z') return false;
+  if (rec.startTicks !== undefined) return stat.startTicks === rec.startTicks;
   try {
     const cmdline = await readFile(`/proc/${rec.pid}/cmdline`, 'utf8');
-    const stat = await readFile(`/proc/${rec.pid}/stat`, 'utf8');
-    // A zombie (state Z) has exited; its parent just has not reaped it yet.
-    if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return false;
     return cmdline.split('\0')[0] === rec.command;
   } catch {
     return false;
@@ -69,6 +94,9 @@ export async function startDetached(
       name, pid: child.pid ?? -1, command, args, log: opts.log, startedAt: new Date().toISOString(),
     };
     if (rec.pid < 0) await failed;
+    // Read before anything can reap it: a process that has ended already keeps no start time, and is not running.
+    const startTicks = (await procStat(rec.pid))?.startTicks;
+    if (startTicks) rec.startTicks = startTicks;
     child.unref();
     await writeFile(opts.pidFile, JSON.stringify(rec, null, 2));
     return rec;
