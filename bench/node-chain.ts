@@ -136,7 +136,7 @@ async function phase(name: string, nodes: number, offset: number, pods?: number)
 
   // tend as the demo runs it: the commands find `tend` on PATH and the sandbox in TEND_SANDBOX_DIR.
   const httpPort = 19490 + (offset % 500);
-await ensureWorkflowBundle();
+  await ensureWorkflowBundle();
   const tend = spawnTend(['run', '--config', config, '--http-address', `127.0.0.1:${httpPort}`], {
     env: { PATH: `${join(repo, 'bin')}:${process.env.PATH ?? ''}`, TEND_SANDBOX_DIR: stateDir, TEND_LOG_LEVEL: 'warn', TEND_LOG_FORMAT: 'text' },
   });

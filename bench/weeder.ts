@@ -259,8 +259,8 @@ async function main() {
   // Its own HTTP port, so that the benchmark runs beside a tend already serving the default one.
   if (TRACE) await mkdir(TRACE, { recursive: true });
   const traceArgs = TRACE ? ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', TRACE] : [];
-const httpPort = await freeLoopbackPort();
-await ensureWorkflowBundle();
+  const httpPort = await freeLoopbackPort();
+  await ensureWorkflowBundle();
   const tend = spawnTend(['run', '--config', tendConfig, '--http-address', `127.0.0.1:${httpPort}`],
     { nodeFlags: traceArgs, env: { TEND_LOG_LEVEL: TRACE ? 'debug' : 'warn' } });
   children.push(tend);

@@ -2,7 +2,7 @@
 // (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) plus the
 // simulated kubelet, all under one state folder. `up` starts what is not
 // running and leaves the rest alone; `down` stops exactly what `up` recorded.
-import { chmod, mkdir, readFile, writeFile, rm, readdir, stat } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile, rm, readdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -477,37 +477,17 @@ export async function startComponent(info: SandboxInfo, c: Component, say: (m: s
     return undefined;
   }
   say(`starting ${c.name}`);
-  // A component that ends at once, having written nothing, was most likely signalled from outside
-  // (a busy machine's OOM killer, a stray kill of a reused pid): it is started once more, said so.
-  for (let attempt = 1; ; attempt++) {
-    const logged = await logSize(logFile(info, c.name));
-    const started = await startDetached(c.name, c.command, c.args, {
-      log: logFile(info, c.name), pidFile: pf, ...(c.user ? { user: c.user, cwd: '/' } : { cwd: info.stateDir }),
-    });
-    try {
-      await waitReady(info, c, started);
-      say(`${c.name} ready (pid ${started.pid})`);
-      return started;
-    } catch (err) {
-      await stopProcess(started, pf);
-      const silent = err instanceof ExitedDuringStartUp && (await logSize(logFile(info, c.name))) === logged;
-      if (!silent || attempt > 1) throw err;
-      say(`${c.name} exited during start-up${err.how ? ` (${err.how})` : ''} and wrote nothing; starting it once more`);
-    }
+  const started = await startDetached(c.name, c.command, c.args, {
+    log: logFile(info, c.name), pidFile: pf, ...(c.user ? { user: c.user, cwd: '/' } : { cwd: info.stateDir }),
+  });
+  try {
+    await waitReady(info, c, started);
+  } catch (err) {
+    await stopProcess(started, pf);
+    throw err;
   }
-}
-
-async function logSize(path: string): Promise<number> {
-  return (await stat(path).catch(() => undefined))?.size ?? 0;
-}
-
-/** A component's process ended before it served; `how`, when seen: "exit code N", "killed by SIGX". */
-class ExitedDuringStartUp extends SandboxError {
-  readonly how: string | undefined;
-  constructor(message: string, how: string | undefined) {
-    super(message);
-    this.how = how;
-  }
+  say(`${c.name} ready (pid ${started.pid})`);
+  return started;
 }
 
 async function waitReady(info: SandboxInfo, c: Component, rec: ProcessRecord): Promise<void> {
@@ -516,7 +496,7 @@ async function waitReady(info: SandboxInfo, c: Component, rec: ProcessRecord): P
   for (;;) {
     if (!(await isRunning(rec))) {
       const how = howEnded(rec.pid);
-      throw new ExitedDuringStartUp(`${c.name} exited during start-up${how ? ` (${how})` : ''}; last lines of ${rec.log}:\n${await logTail(rec.log) || '(nothing)'}`, how);
+      throw new SandboxError(`${c.name} exited during start-up${how ? ` (${how})` : ''}; last lines of ${rec.log}:\n${await logTail(rec.log) || '(nothing)'}`);
     }
     try {
       await c.ready();

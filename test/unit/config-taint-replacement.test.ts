@@ -4,21 +4,11 @@ import assert from 'node:assert/strict';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError } from '../../src/config/errors.ts';
+import { configProblems } from '../harness/config-error.ts';
 import { configWarnings, describeConfig, parseConfig } from '../../src/config/load.ts';
 import { IGNORED_DURATION, matchingTaints } from '../../src/taint/match.ts';
 import { taintReplacementActive } from '../../src/config/taint-replacement.ts';
 import { runTend } from '../harness/cli.ts';
-
-const problems = (text: string) => {
-  try {
-    parseConfig(text, 'test.yaml');
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, String(err));
-    return err.problems.map((p) => `${p.path}: ${p.message}`);
-  }
-  assert.fail('expected a ConfigError');
-};
 
 describe('config: taintReplacement', () => {
   it('takes the seed\'s example verbatim, with defaults', () => {
@@ -79,7 +69,7 @@ taintReplacement:
   ];
   for (const c of bad) {
     it(`refuses ${c.name}, naming each path`, () => {
-      const got = problems(c.yaml);
+      const got = configProblems(c.yaml);
       for (const re of c.want) assert.ok(got.some((p) => re.test(p)), `${re} in:\n${got.join('\n')}`);
     });
   }
@@ -142,7 +132,7 @@ taintReplacement:
   });
 
   it('refuses a fraction or a negative duration, and a non-boolean faultDomainBasedReplacements', () => {
-    const p = problems('taintReplacement: { podSelector: { matchLabels: { a: b } }, faultDomainBasedReplacements: yes please, taintReplacementOptions: [ { key: x, durationInSeconds: 1.5 } ] }');
+    const p = configProblems('taintReplacement: { podSelector: { matchLabels: { a: b } }, faultDomainBasedReplacements: yes please, taintReplacementOptions: [ { key: x, durationInSeconds: 1.5 } ] }');
     assert.ok(p.some((x) => /taintReplacementOptions\[0\]\.durationInSeconds: must be a whole number of seconds/.test(x)), p.join('\n'));
     assert.ok(p.some((x) => /faultDomainBasedReplacements/.test(x)), p.join('\n'));
   });

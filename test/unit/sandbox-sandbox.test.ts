@@ -1,7 +1,6 @@
 // The sandbox's state folder is made absolute before anything is derived from
 // it: its components are handed paths inside it and run from other folders.
-// A component that ends during start-up is reported with how it ended, and
-// started once more only when it ended without a word.
+// A component that ends during start-up is reported with how it ended.
 import assert from 'node:assert/strict';
 import { access, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,7 +8,6 @@ import { isAbsolute, join, relative } from 'node:path';
 import {
   currentSandbox, defaultSettings, defaultStateDir, sandboxInfo, startComponent, type Component, type SandboxInfo,
 } from '../../src/sandbox/sandbox.ts';
-import { stopProcess, type ProcessRecord } from '../../src/sandbox/process.ts';
 
 describe('sandbox: state folder paths', () => {
   let dir: string;
@@ -42,7 +40,6 @@ describe('sandbox: a component that ends during start-up', function () {
   let dir: string;
   let info: SandboxInfo;
   const said: string[] = [];
-  const started: ProcessRecord[] = [];
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'tend-sandbox-start-'));
     await Promise.all(['run', 'logs'].map((d) => mkdir(join(dir, d))));
@@ -50,7 +47,6 @@ describe('sandbox: a component that ends during start-up', function () {
     said.length = 0;
   });
   afterEach(async () => {
-    for (const rec of started.splice(0)) await stopProcess(rec, join(dir, 'run', `${rec.name}.pid`));
     await rm(dir, { recursive: true, force: true });
   });
   /** A component whose shell script runs from the state folder; ready once it has written `ready`. */
@@ -61,16 +57,6 @@ describe('sandbox: a component that ends during start-up', function () {
     },
   });
 
-  it('killed before it wrote anything: said, with the signal, and started once more', async () => {
-    // The first start kills itself; the second serves.
-    const c = component('if [ -e once ]; then touch ready; while :; do sleep 1; done; else touch once; kill -KILL $$; fi');
-    const rec = await startComponent(info, c, (m) => said.push(m));
-    assert.ok(rec, 'started');
-    started.push(rec);
-    assert.ok(said.some((m) => /^flaky exited during start-up \(killed by SIGKILL\) and wrote nothing; starting it once more$/.test(m)), said.join('\n'));
-    assert.ok(said.includes(`flaky ready (pid ${rec.pid})`), said.join('\n'));
-  });
-
   it('ended after writing to its log: not started again; the error has its exit code and its last lines', async () => {
     const c = component('echo "listen tcp: address already in use"; exit 3');
     await assert.rejects(startComponent(info, c, (m) => said.push(m)),
@@ -78,11 +64,10 @@ describe('sandbox: a component that ends during start-up', function () {
     assert.deepEqual(said, ['starting flaky']);
   });
 
-  it('killed twice without a word: the second time is the error', async () => {
+  it('killed without a word: the error has the signal, and nothing is started again', async () => {
     const c = component('kill -KILL $$');
     await assert.rejects(startComponent(info, c, (m) => said.push(m)),
       (err: Error) => /^flaky exited during start-up \(killed by SIGKILL\); last lines of .*:\n\(nothing\)$/.test(err.message));
-    assert.equal(said.filter((m) => m === 'starting flaky').length, 1);
-    assert.equal(said.filter((m) => /starting it once more/.test(m)).length, 1);
+    assert.deepEqual(said, ['starting flaky']);
   });
 });

@@ -3,7 +3,7 @@
 // Kubernetes matches it, pods a FoundationDBCluster owns refused unless acknowledged, and a Node
 // that does not exist named as such.
 import assert from 'node:assert/strict';
-import { ConfigError } from '../../src/config/errors.ts';
+import { configProblems } from '../harness/config-error.ts';
 import { configWarnings, parseConfig } from '../../src/config/load.ts';
 import { breakerFromFaultDomains, describeTaintReplacement } from '../../src/config/taint-replacement.ts';
 import { breakerOpen, faultDomainLimit } from '../../src/taint/breaker.ts';
@@ -13,16 +13,6 @@ import {
 import { untaintedRefusal } from '../../src/taint/node-machine.ts';
 import { faultDomainCounts, foundationDBOwner, foundationDBRefusal, tolerates, toleratesConfigured, type Toleration } from '../../src/taint/pod-rules.ts';
 import { Slots } from '../../src/taint/slots.ts';
-
-const problems = (text: string) => {
-  try {
-    parseConfig(text, 'test.yaml');
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, String(err));
-    return err.problems.map((p) => `${p.path}: ${p.message}`);
-  }
-  assert.fail('expected a ConfigError');
-};
 
 /** A FoundationDBCluster's spec.automationOptions.replacements, as pasted in. */
 const pasted = (limit: string) => `
@@ -108,7 +98,7 @@ describe('taint: maxFaultDomainsWithTaintedProcessGroups as the FoundationDB ope
     ['"-1"', /whole number of fault domains or a percentage/], ['1.5', /whole number of fault domains/], ['"10.5%"', /percentage from 0% to 100%/],
   ] as const) {
     it(`refuses ${bad} with its path and reason`, () => {
-      const p = problems(pasted(bad));
+      const p = configProblems(pasted(bad));
       assert.equal(p.length, 1, p.join('\n'));
       assert.match(p[0]!, /^taintReplacement\.maxFaultDomainsWithTaintedProcessGroups: /);
       assert.match(p[0]!, reason);
@@ -148,7 +138,7 @@ describe('taint: a toleration matched as Kubernetes matches it', () => {
     const leave = parseConfig(`${pasted('1')}  toleratingPods: leave\n`, 't.yaml').taintReplacement!;
     assert.equal(leave.toleratingPods, 'leave');
     assert.match(describeTaintReplacement(leave), /pods that tolerate the taints are left alone/);
-    assert.match(problems(`${pasted('1')}  toleratingPods: skip\n`)[0]!, /^taintReplacement\.toleratingPods: must be replace \(the default\) or leave/);
+    assert.match(configProblems(`${pasted('1')}  toleratingPods: skip\n`)[0]!, /^taintReplacement\.toleratingPods: must be replace \(the default\) or leave/);
   });
 });
 
